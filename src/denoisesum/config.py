@@ -1,0 +1,89 @@
+"""Typed configuration: dataclasses with the paper's defaults, overridden by TOML and `key=value`.
+
+    cfg = load_config(LMRunConfig, "configs/bilm-yelp.toml", ["train.lr=0.002"])
+
+Unknown keys and wrongly typed values are errors that name the key, never silently ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import tomllib
+from pydantic import TypeAdapter, ValidationError
+
+from denoisesum.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def _check_keys(cls: type, data: dict[str, Any], prefix: str = "") -> None:
+    hints = typing.get_type_hints(cls)
+    for key, value in data.items():
+        if key not in hints:
+            known = ", ".join(f.name for f in dataclasses.fields(cls))
+            raise ConfigError(f"unknown config key '{prefix}{key}' (known: {known})")
+        if dataclasses.is_dataclass(hints[key]):
+            if not isinstance(value, dict):
+                raise ConfigError(f"config key '{prefix}{key}' must be a table, got {value!r}")
+            _check_keys(hints[key], value, f"{prefix}{key}.")
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def parse_override(text: str) -> dict[str, Any]:
+    """'train.lr=0.002' -> {'train': {'lr': 0.002}}; values are TOML literals, else strings."""
+    if "=" not in text:
+        raise ConfigError(f"override '{text}' must look like key=value")
+    key, raw = (part.strip() for part in text.split("=", 1))
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    out: dict[str, Any] = {}
+    node = out
+    *parents, leaf = key.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[leaf] = value
+    return out
+
+
+def load_config(cls: type[T], path: str | Path | None = None, overrides: Iterable[str] = (),
+                base: T | None = None) -> T:
+    """Build a `cls` from its defaults (or `base`), a TOML file, then `key=value` overrides."""
+    data = dataclasses.asdict(base if base is not None else cls())
+    if path is not None:
+        try:
+            with open(path, "rb") as handle:
+                data = _merge(data, tomllib.load(handle))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"config file not found: {path}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    for text in overrides:
+        data = _merge(data, parse_override(text))
+    _check_keys(cls, data)
+    try:
+        return TypeAdapter(cls).validate_python(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"])
+        got = first.get("input")
+        raise ConfigError(f"config key '{key}': {first['msg']} (got {got!r})") from exc
+
+
+def config_to_dict(cfg: Any) -> dict[str, Any]:
+    return dataclasses.asdict(cfg)
