@@ -1,0 +1,87 @@
+"""Review-set and prediction files, the formats every later stage reads and writes.
+
+Review set (JSONL, one entity per line):
+    {"entity_id": str, "reviews": [str, ...], "summaries": [str, ...]}   (summaries optional)
+Prediction (JSONL, one entity per line):
+    {"entity_id": str, "summary": str}
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
+
+from denoisesum.errors import InputError
+from denoisesum.io import atomic_write, iter_jsonl
+
+
+class ReviewSet(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    entity_id: StrictStr = Field(min_length=1)
+    reviews: list[StrictStr] = Field(min_length=1)
+    summaries: list[StrictStr] = Field(default_factory=list)
+
+    @field_validator("reviews")
+    @classmethod
+    def _no_empty_review(cls, reviews: list[str]) -> list[str]:
+        for i, text in enumerate(reviews):
+            if not text.strip():
+                raise ValueError(f"review {i} is empty")
+        return reviews
+
+
+class Prediction(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    entity_id: StrictStr = Field(min_length=1)
+    summary: StrictStr
+
+
+Record = TypeVar("Record", ReviewSet, Prediction)
+
+
+def _read(path: str | Path, kind: type[Record]) -> Iterator[Record]:
+    seen: set[str] = set()
+    for line, value in iter_jsonl(path):
+        try:
+            record = kind.model_validate(value)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"]) or None
+            raise InputError(err["msg"], path=path, line=line, field=field) from None
+        if record.entity_id in seen:
+            raise InputError(f"duplicate entity_id '{record.entity_id}'", path=path, line=line,
+                             field="entity_id")
+        seen.add(record.entity_id)
+        yield record
+
+
+def read_review_sets(path: str | Path) -> Iterator[ReviewSet]:
+    return _read(path, ReviewSet)
+
+
+def read_predictions(path: str | Path) -> Iterator[Prediction]:
+    return _read(path, Prediction)
+
+
+def _write(path: str | Path, records: Iterable[BaseModel]) -> None:
+    lines = (json.dumps(r.model_dump(), ensure_ascii=False) + "\n" for r in records)
+    if str(path) == "-":
+        sys.stdout.writelines(lines)
+        return
+    with atomic_write(path) as handle:
+        handle.writelines(lines)
+
+
+def write_review_sets(path: str | Path, sets: Iterable[ReviewSet]) -> None:
+    _write(path, sets)
+
+
+def write_predictions(path: str | Path, predictions: Iterable[Prediction]) -> None:
+    _write(path, predictions)

@@ -1,0 +1,46 @@
+"""Shared fixtures: tiny synthetic corpora written by the tests, and the optional shared data."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+needs_data = pytest.mark.skipif(
+    not (SHARED_DATA / "yelp").is_dir(),
+    reason=f"shared data not found at {SHARED_DATA} (it is never shipped with the project)")
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+FOODS = ["pizza", "pasta", "burger", "salad", "soup", "steak", "sushi", "tacos"]
+GOOD = ["great", "delicious", "amazing", "fresh", "tasty"]
+BAD = ["cold", "bland", "soggy", "awful", "stale"]
+STAFF = ["staff", "server", "waiter", "owner", "manager"]
+
+
+def synthetic_reviews(n_entities: int = 30, per_entity: int = 12, seed: int = 0) -> list[dict]:
+    """A corpus with learnable structure: sentiment words agree within a review."""
+    rng = random.Random(seed)
+    out = []
+    for e in range(n_entities):
+        for _ in range(per_entity):
+            good = rng.random() < 0.5
+            adj = GOOD if good else BAD
+            text = (f"the {rng.choice(FOODS)} was {rng.choice(adj)} and the {rng.choice(STAFF)} "
+                    f"was {'friendly' if good else 'rude'} . "
+                    f"we {'will' if good else 'will not'} come back .")
+            out.append({"entity_id": f"biz-{e:03d}", "text": text, "rating": 5.0 if good else 1.0})
+    return out
+
+
+@pytest.fixture
+def synthetic_corpus(tmp_path: Path) -> Path:
+    return write_jsonl(tmp_path / "corpus.jsonl", synthetic_reviews())
