@@ -1,0 +1,173 @@
+"""A tokenized corpus on disk: every review's tokens as integer ids in one memory-mapped array.
+
+Tokenizing ~1M reviews takes minutes, so it is done once (in parallel) and cached. Ids are
+*type ranks*: type 0 is the corpus' most frequent token, so a vocabulary of any size built from
+the same counts maps ids with one lookup table (`EncodedCorpus.vocab_table`).
+
+Directory layout:
+    ids.npy          int32 [n_tokens]   type rank of every token, reviews concatenated
+    offsets.npy      int64 [n_reviews+1] review i is ids[offsets[i]:offsets[i+1]]
+    entity.npy       int32 [n_reviews]   index into entities.json
+    entities.json    list of entity ids, in order of first appearance
+    types.json       token strings by rank; counts.npy their corpus frequencies
+    meta.json        sources, tokenizer, counts; written last, so its presence means complete
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from array import array
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from multiprocessing import get_context
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from denoisesum.data.corpus import CorpusReader, Review
+from denoisesum.data.tokenizer import Tokenizer
+from denoisesum.data.vocab import Vocab
+from denoisesum.io import read_json, write_json
+
+FORMAT = "denoisesum-encoded/1"
+_worker_tokenizer: Tokenizer | None = None
+
+
+def _init_worker(tokenizer: Tokenizer) -> None:
+    global _worker_tokenizer
+    _worker_tokenizer = tokenizer
+
+
+def _tokenize_batch(texts: list[str]) -> list[list[str]]:
+    assert _worker_tokenizer is not None
+    return [_worker_tokenizer.tokenize(t) for t in texts]
+
+
+def _batches(reviews: Iterable[Review], size: int) -> Iterator[list[Review]]:
+    it = iter(reviews)
+    while batch := list(islice(it, size)):
+        yield batch
+
+
+def source_fingerprint(paths: Iterable[Path]) -> list[dict]:
+    return [{"path": str(Path(p).resolve()), "bytes": os.path.getsize(p),
+             "mtime": int(os.path.getmtime(p))} for p in paths]
+
+
+class EncodedCorpus:
+    def __init__(self, directory: str | Path) -> None:
+        self.dir = Path(directory)
+        self.meta = read_json(self.dir / "meta.json")
+        self.ids = np.load(self.dir / "ids.npy", mmap_mode="r")
+        self.offsets = np.load(self.dir / "offsets.npy")
+        self.entity = np.load(self.dir / "entity.npy")
+        self.counts = np.load(self.dir / "counts.npy")
+        self.types: list[str] = read_json(self.dir / "types.json")
+        self.entities: list[str] = read_json(self.dir / "entities.json")
+        self.tokenizer = Tokenizer(**self.meta["tokenizer"])
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.offsets[-1])
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def build_vocab(self, max_size: int | None, min_count: int = 1) -> Vocab:
+        return Vocab.from_counts(dict(zip(self.types, self.counts.tolist(), strict=True)),
+                                 min_count=min_count, max_size=max_size, tokenizer=self.tokenizer)
+
+    def vocab_table(self, vocab: Vocab) -> np.ndarray:
+        """int32 [n_types]: vocabulary id of every type rank (<unk> for types not in `vocab`)."""
+        return np.asarray(vocab.encode(self.types), dtype=np.int32)
+
+    @classmethod
+    def build(cls, reviews: CorpusReader, directory: str | Path, tokenizer: Tokenizer,
+              workers: int = 1, total: int | None = None) -> EncodedCorpus:
+        """Tokenize `reviews` into `directory`, reusing a complete cache of the same sources."""
+        directory = Path(directory)
+        fingerprint = source_fingerprint(reviews.paths)
+        if (directory / "meta.json").exists():
+            meta = read_json(directory / "meta.json")
+            if (meta.get("sources") == fingerprint and meta.get("tokenizer") == tokenizer.to_dict()
+                    and meta.get("format") == FORMAT):
+                return cls(directory)
+        tmp = directory.with_name(directory.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        n_reviews, skipped = _encode_to(tmp, reviews, tokenizer, workers, total)
+        write_json(tmp / "meta.json", {
+            "format": FORMAT, "sources": fingerprint, "tokenizer": tokenizer.to_dict(),
+            "reviews": n_reviews, "tokens": int(np.load(tmp / "offsets.npy")[-1]),
+            "skipped_bad_records": skipped,
+        })
+        shutil.rmtree(directory, ignore_errors=True)
+        os.replace(tmp, directory)
+        return cls(directory)
+
+
+def _encode_to(out: Path, reviews: CorpusReader, tokenizer: Tokenizer, workers: int,
+               total: int | None) -> tuple[int, int]:
+    """First pass: provisional ids in order of appearance; then renumber by frequency rank."""
+    type_id: dict[str, int] = {}
+    entity_id: dict[str, int] = {}
+    offsets, entity = array("q", [0]), array("i")
+    bar = tqdm(total=total, unit=" reviews", desc="tokenizing", smoothing=0.05)
+    with open(out / "raw.i32", "wb") as raw:
+        pool = None
+        if workers > 1:
+            pool = get_context("spawn").Pool(workers, _init_worker, (tokenizer,))
+        try:
+            batches = _batches(reviews, 512)
+            if pool is not None:
+                pairs = _lockstep(batches, pool)
+            else:
+                pairs = ((b, [tokenizer.tokenize(r.text) for r in b]) for b in batches)
+            for batch, token_lists in pairs:
+                buf = array("i")
+                for review, tokens in zip(batch, token_lists, strict=True):
+                    buf.extend(type_id.setdefault(t, len(type_id)) for t in tokens)
+                    offsets.append(offsets[-1] + len(tokens))
+                    entity.append(entity_id.setdefault(review.entity_id, len(entity_id)))
+                buf.tofile(raw)
+                bar.update(len(batch))
+        finally:
+            if pool is not None:
+                pool.terminate()
+            bar.close()
+    _renumber_by_frequency(out, type_id)
+    np.save(out / "offsets.npy", np.frombuffer(offsets, dtype=np.int64))
+    np.save(out / "entity.npy", np.frombuffer(entity, dtype=np.int32))
+    write_json(out / "entities.json", list(entity_id))
+    return len(entity), reviews.skipped.count
+
+
+def _lockstep(batches: Iterator[list[Review]], pool) -> Iterator[tuple[list[Review], list]]:
+    """Tokenize batches in the pool, a bounded number ahead, yielding them in input order."""
+    pending: list = []
+    for batch in batches:
+        pending.append((batch, pool.apply_async(_tokenize_batch, ([r.text for r in batch],))))
+        if len(pending) >= 8:
+            batch0, result = pending.pop(0)
+            yield batch0, result.get()
+    for batch0, result in pending:
+        yield batch0, result.get()
+
+
+def _renumber_by_frequency(out: Path, type_id: dict[str, int]) -> None:
+    raw = np.fromfile(out / "raw.i32", dtype=np.int32)
+    counts = np.bincount(raw, minlength=len(type_id))
+    types = list(type_id)
+    order = sorted(range(len(types)), key=lambda i: (-counts[i], types[i]))
+    rank = np.empty(len(types), dtype=np.int32)
+    rank[order] = np.arange(len(types), dtype=np.int32)
+    np.save(out / "ids.npy", rank[raw] if len(raw) else raw)
+    np.save(out / "counts.npy", counts[order].astype(np.int64))
+    (out / "types.json").write_text(json.dumps([types[i] for i in order], ensure_ascii=False))
+    os.unlink(out / "raw.i32")
