@@ -1,0 +1,1 @@
+"""Stage 5, inference: using trained models."""

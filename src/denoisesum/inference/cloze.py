@@ -1,0 +1,35 @@
+"""Cloze predictions from a trained BiLM: what the noising stage would sample for a word."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from denoisesum.data.vocab import SPECIALS
+
+BLANK = "_"
+
+
+def fill_blanks(model_dir: str | Path, text: str, top: int = 5
+                ) -> list[tuple[int, list[tuple[str, float]]]]:
+    """For each '_' in `text`: its position and the `top` most likely words with probabilities.
+
+    Special tokens are never proposed.
+    """
+    from denoisesum.errors import DenoiseSumError
+    from denoisesum.training.lm import load_bilm
+
+    model, vocab = load_bilm(model_dir)
+    tokens = vocab.tokenizer.tokenize(text.replace(BLANK, f" {BLANK} "))
+    blanks = [i for i, t in enumerate(tokens) if t == BLANK]
+    if not blanks:
+        raise DenoiseSumError("the text has no '_' to fill in")
+    ids = torch.tensor([vocab.encode(tokens)])
+    log_probs = model.log_probs(ids, torch.tensor([len(tokens)]))[0]  # [L, V]
+    log_probs[:, : len(SPECIALS)] = -torch.inf
+    out = []
+    for i in blanks:
+        values, indices = log_probs[i].exp().topk(top)
+        out.append((i, [(vocab.tokens[j], float(p)) for j, p in zip(indices, values, strict=True)]))
+    return out

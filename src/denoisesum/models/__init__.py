@@ -1,0 +1,1 @@
+"""Stage 3, models: one file per model, plain PyTorch."""

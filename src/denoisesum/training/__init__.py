@@ -1,0 +1,1 @@
+"""Stage 4, training: trainers, batching and crash-safe checkpoints."""

@@ -1,0 +1,266 @@
+"""Training the bidirectional cloze LM (`denoisesum train-lm`).
+
+Crash safety: checkpoints every `save_every` steps and on Ctrl-C; `resume=True` restarts from the
+latest checkpoint with the same model, optimizer, schedule, RNG and position in the epoch, so a
+resumed run computes exactly what an uninterrupted run would have.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from denoisesum.data.encoded import EncodedCorpus
+from denoisesum.data.vocab import Vocab
+from denoisesum.errors import DenoiseSumError
+from denoisesum.io import atomic_write, write_json
+from denoisesum.models.bilm import BiLM, BiLMConfig
+from denoisesum.training import lm_data
+from denoisesum.training.checkpoint import (
+    latest_checkpoint,
+    load_state,
+    read_model_dir,
+    save_checkpoint,
+    save_model_dir,
+)
+
+
+@dataclass
+class VocabConfig:
+    max_size: int = 30000  # including the 4 special tokens
+    min_count: int = 3
+
+
+@dataclass
+class LMTrainConfig:
+    batch_tokens: int = 4096  # padded tokens per batch
+    max_len: int = 80  # reviews are cut into segments of at most this many words
+    lr: float = 2e-3
+    warmup_steps: int = 200
+    max_steps: int = 10000
+    max_minutes: float = 0.0  # stop (and save) after this much training time; 0 = no limit
+    grad_clip: float = 1.0
+    eval_every: int = 500
+    save_every: int = 500
+    eval_reviews: int = 2000  # held-out reviews scored at each evaluation (all at the end)
+    heldout_percent: float = 1.0  # entities held out for perplexity
+    seed: int = 1
+    threads: int = 0  # torch CPU threads; 0 = all cores
+    keep_checkpoints: int = 2
+
+
+@dataclass
+class LMRunConfig:
+    model: BiLMConfig = field(default_factory=BiLMConfig)
+    vocab: VocabConfig = field(default_factory=VocabConfig)
+    train: LMTrainConfig = field(default_factory=LMTrainConfig)
+
+
+def lr_factor(step: int, cfg: LMTrainConfig) -> float:
+    """Linear warm-up, then cosine decay to 10% of the peak at max_steps."""
+    if step < cfg.warmup_steps:
+        return (step + 1) / cfg.warmup_steps
+    progress = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps))
+    return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+class StepLogger:
+    """Appends one JSON line per logged event to metrics.jsonl."""
+
+    def __init__(self, path: Path, resume_step: int) -> None:
+        self.path = path
+        if path.exists():  # drop lines from after the checkpoint we resume from
+            kept = [ln for ln in path.read_text().splitlines()
+                    if ln and json.loads(ln)["step"] <= resume_step]
+            with atomic_write(path) as handle:
+                handle.writelines(ln + "\n" for ln in kept)
+
+    def log(self, **record: Any) -> None:
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+
+@torch.no_grad()
+def evaluate(model: BiLM, corpus: EncodedCorpus, table: np.ndarray, segments: lm_data.Segments,
+             batch_tokens: int) -> dict[str, float]:
+    """Held-out cross-entropy (nats/token), perplexity and the share of <unk> targets."""
+    was_training = model.training
+    model.eval()
+    total, tokens, unk = 0.0, 0, 0
+    for batch in lm_data.fixed_batches(segments.length, batch_tokens):
+        ids, lengths = lm_data.collate(corpus, table, segments, batch)
+        loss, n = model(ids, lengths)
+        total += float(loss) * n
+        tokens += n
+        unk += int((ids == 1).sum())
+    model.train(was_training)
+    nll = total / max(tokens, 1)
+    return {"nll": nll, "ppl": math.exp(nll), "tokens": tokens, "unk_rate": unk / max(tokens, 1)}
+
+
+class LMTrainer:
+    def __init__(self, corpus: EncodedCorpus, out_dir: str | Path, cfg: LMRunConfig,
+                 vocab: Vocab | None = None, resume: bool = False,
+                 on_step: Callable[[int, float], None] | None = None,
+                 progress: bool = True) -> None:
+        self.corpus, self.out, self.cfg, self.on_step = corpus, Path(out_dir), cfg, on_step
+        self.progress = progress
+        t = cfg.train
+        if t.threads:
+            torch.set_num_threads(t.threads)
+        checkpoint = latest_checkpoint(self.out) if resume else None
+        if resume and checkpoint is None:
+            raise DenoiseSumError(f"--resume: no checkpoint found in {self.out}/checkpoints")
+        if checkpoint is not None:
+            weights, saved_cfg, self.vocab = read_model_dir(checkpoint)
+            cfg.model = BiLMConfig(**saved_cfg["model"])
+        else:
+            self.vocab = vocab or corpus.build_vocab(cfg.vocab.max_size, cfg.vocab.min_count)
+            cfg.model.vocab_size = len(self.vocab)
+        self.table = corpus.vocab_table(self.vocab)
+        train_reviews, held_reviews = lm_data.split_reviews(corpus, t.heldout_percent)
+        if len(train_reviews) == 0:
+            raise DenoiseSumError("no training reviews (corpus empty, or all entities held out)")
+        self.train_segments = lm_data.make_segments(corpus, train_reviews, t.max_len)
+        self.held_segments = lm_data.make_segments(corpus, held_reviews, t.max_len)
+        self.eval_segments = lm_data.make_segments(corpus, held_reviews[: t.eval_reviews],
+                                                   t.max_len)
+        torch.manual_seed(t.seed)
+        self.model = BiLM(cfg.model)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=t.lr)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda step: lr_factor(step, t))
+        self.state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "tokens": 0,
+                      "train_seconds": 0.0, "best_nll": math.inf}
+        if checkpoint is not None:
+            self.model.load_state_dict(weights)
+            self._restore(load_state(checkpoint))
+        self.logger = StepLogger(self.out / "metrics.jsonl", self.state["step"])
+
+    def _restore(self, saved: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.scheduler.load_state_dict(saved["scheduler"])
+        torch.set_rng_state(saved["torch_rng"])
+        self.state = saved["progress"]
+
+    def config_dict(self) -> dict[str, Any]:
+        return {"kind": "bilm", **dataclasses.asdict(self.cfg)}
+
+    def checkpoint(self) -> None:
+        state = {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                 "torch_rng": torch.get_rng_state(), "progress": dict(self.state)}
+        save_checkpoint(self.out, self.state["step"], self.model, self.config_dict(), self.vocab,
+                        state, keep=self.cfg.train.keep_checkpoints)
+
+    def _batches(self):
+        """Yield batches forever from the saved (epoch, batch) position on."""
+        t = self.cfg.train
+        while True:
+            batches = lm_data.epoch_batches(self.train_segments.length, t.batch_tokens, t.seed,
+                                            self.state["epoch"])
+            for i in range(self.state["batch_in_epoch"], len(batches)):
+                self.state["batch_in_epoch"] = i + 1
+                yield batches[i]
+            self.state["epoch"] += 1
+            self.state["batch_in_epoch"] = 0
+
+    def _out_of_time(self) -> bool:
+        limit = self.cfg.train.max_minutes
+        return bool(limit) and self.state["train_seconds"] >= limit * 60
+
+    def fit(self) -> dict[str, Any]:
+        """Train until max_steps or max_minutes; returns the final held-out evaluation."""
+        t = self.cfg.train
+        self.out.mkdir(parents=True, exist_ok=True)
+        write_json(self.out / "run-config.json", self.config_dict())
+        bar = tqdm(total=t.max_steps, initial=self.state["step"], unit="step", desc="train-lm",
+                   disable=not self.progress, dynamic_ncols=True)
+        self.model.train()
+        batches = self._batches()
+        try:
+            while self.state["step"] < t.max_steps and not self._out_of_time():
+                self._train_step(next(batches), bar)
+                step = self.state["step"]
+                if step % t.eval_every == 0 or step == t.max_steps:
+                    self._evaluate_and_keep_best()
+                if step % t.save_every == 0:
+                    self.checkpoint()
+        except KeyboardInterrupt:
+            self.checkpoint()
+            bar.close()
+            raise
+        bar.close()
+        self.checkpoint()
+        return self._finish()
+
+    def _train_step(self, batch: np.ndarray, bar: tqdm) -> None:
+        start = time.perf_counter()
+        ids, lengths = lm_data.collate(self.corpus, self.table, self.train_segments, batch)
+        loss, n = self.model(ids, lengths)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.train.grad_clip)
+        self.optimizer.step()
+        self.scheduler.step()
+        seconds = time.perf_counter() - start
+        self.state["step"] += 1
+        self.state["tokens"] += n
+        self.state["train_seconds"] += seconds
+        value = loss.item()
+        if not math.isfinite(value):
+            raise DenoiseSumError(f"training diverged at step {self.state['step']} (loss {value}); "
+                                  "lower train.lr or train.grad_clip")
+        bar.update(1)
+        bar.set_postfix(loss=f"{value:.3f}", tok_s=f"{n / seconds:.0f}")
+        if self.state["step"] % 50 == 0:
+            self.logger.log(step=self.state["step"], loss=value, tokens_per_s=n / seconds,
+                            lr=self.scheduler.get_last_lr()[0], tokens=self.state["tokens"])
+        if self.on_step is not None:
+            self.on_step(self.state["step"], value)
+
+    def _evaluate_and_keep_best(self) -> None:
+        result = evaluate(self.model, self.corpus, self.table, self.eval_segments,
+                          self.cfg.train.batch_tokens)
+        self.state["evaluated_step"] = self.state["step"]
+        self.logger.log(step=self.state["step"], heldout_nll=result["nll"],
+                        heldout_ppl=result["ppl"])
+        if result["nll"] < self.state["best_nll"]:
+            self.state["best_nll"] = result["nll"]
+            save_model_dir(self.out, self.model, self.config_dict(), self.vocab)
+
+    def _finish(self) -> dict[str, Any]:
+        if self.state.get("evaluated_step") != self.state["step"]:
+            self._evaluate_and_keep_best()  # a time limit may stop between evaluations
+        weights, _, _ = read_model_dir(self.out)
+        self.model.load_state_dict(weights)  # report the kept (best) model
+        result = evaluate(self.model, self.corpus, self.table, self.held_segments,
+                          self.cfg.train.batch_tokens)
+        summary = {
+            "heldout": result, "steps": self.state["step"], "train_tokens": self.state["tokens"],
+            "train_seconds": self.state["train_seconds"],
+            "tokens_per_second": self.state["tokens"] / max(self.state["train_seconds"], 1e-9),
+            "vocab_size": len(self.vocab), "threads": torch.get_num_threads(),
+            "uniform_nll": math.log(len(self.vocab)),
+        }
+        write_json(self.out / "results.json", summary)
+        return summary
+
+
+def load_bilm(directory: str | Path) -> tuple[BiLM, Vocab]:
+    """Load a trained BiLM model directory for inference (eval mode)."""
+    weights, config, vocab = read_model_dir(directory)
+    if config.get("kind") != "bilm":
+        raise DenoiseSumError(f"{directory} holds a '{config.get('kind')}' model, not a BiLM")
+    model = BiLM(BiLMConfig(**config["model"]))
+    model.load_state_dict(weights)
+    return model.eval(), vocab
