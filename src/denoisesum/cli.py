@@ -1,0 +1,186 @@
+"""The `denoisesum` command: a thin layer over the package's Python API."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from denoisesum import __version__
+from denoisesum.errors import DenoiseSumError
+
+app = typer.Typer(
+    help="Unsupervised opinion summarization by noising and denoising (DenoiseSum).",
+    no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
+
+CorpusArg = Annotated[list[str], typer.Argument(
+    help="Review files or glob patterns: .jsonl/.csv/.tsv/.parquet, optionally .gz/.xz/.zst.")]
+EntityField = Annotated[str, typer.Option(help="Field holding the entity (business/product) id.")]
+TextField = Annotated[str, typer.Option(help="Field holding the review text.")]
+RatingField = Annotated[str, typer.Option(help="Optional field holding a numeric rating.")]
+CategoryField = Annotated[str, typer.Option(help="Optional field holding a category.")]
+SkipBad = Annotated[bool, typer.Option(
+    "--skip-bad", help="Skip bad records (counted and reported) instead of stopping.")]
+
+
+def _reader(paths: list[str], entity_field: str, text_field: str, rating_field: str,
+            category_field: str, skip_bad: bool):
+    from denoisesum.data.corpus import CorpusReader, FieldNames
+
+    fields = FieldNames(entity_field, text_field, rating_field, category_field)
+    return CorpusReader(paths, fields, skip_bad=skip_bad)
+
+
+def _report_skips(reader) -> None:
+    if reader.skipped.count:
+        typer.echo(reader.skipped.report(), err=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"denoisesum {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Show the version and exit.")] = False
+          ) -> None:
+    """Unsupervised opinion summarization by noising and denoising (DenoiseSum)."""
+
+
+@app.command()
+def stats(corpus: CorpusArg, entity_field: EntityField = "entity_id",
+          text_field: TextField = "text", rating_field: RatingField = "rating",
+          category_field: CategoryField = "category", skip_bad: SkipBad = False,
+          as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """Count reviews and entities; distributions of reviews per entity and review length."""
+    from dataclasses import asdict
+
+    from denoisesum.data.stats import corpus_stats
+    from denoisesum.data.tokenizer import Tokenizer
+
+    reader = _reader(corpus, entity_field, text_field, rating_field, category_field, skip_bad)
+    result = corpus_stats(reader, Tokenizer(), progress=sys.stderr.isatty())
+    typer.echo(json.dumps(asdict(result), indent=2) if as_json else result.to_text())
+    _report_skips(reader)
+
+
+@app.command()
+def tokenize(text: Annotated[str, typer.Argument(help="Text to tokenize ('-' reads stdin).")],
+             cased: Annotated[bool, typer.Option(help="Keep the original case.")] = False) -> None:
+    """Show how a text is tokenized, and the detokenized form models would print."""
+    from denoisesum.data.tokenizer import Tokenizer, detokenize
+
+    lines = sys.stdin.read().splitlines() if text == "-" else [text]
+    for line in lines:
+        tokens = Tokenizer(lowercase=not cased).tokenize(line)
+        typer.echo(" ".join(tokens))
+        typer.echo(detokenize(tokens))
+
+
+@app.command()
+def vocab(corpus: CorpusArg,
+          output: Annotated[Path, typer.Option("--output", "-o", help="vocab.json to write.")],
+          max_size: Annotated[int, typer.Option(help="Largest vocabulary, specials included.")]
+          = 30000,
+          min_count: Annotated[int, typer.Option(help="Drop rarer tokens.")] = 3,
+          cache: Annotated[Path | None, typer.Option(
+              help="Where to keep the tokenized corpus (default: beside the output).")] = None,
+          workers: Annotated[int, typer.Option(help="Tokenizer processes.")] = 2,
+          entity_field: EntityField = "entity_id", text_field: TextField = "text",
+          rating_field: RatingField = "rating", category_field: CategoryField = "category",
+          skip_bad: SkipBad = False) -> None:
+    """Tokenize a corpus (cached) and build its vocabulary."""
+    reader = _reader(corpus, entity_field, text_field, rating_field, category_field, skip_bad)
+    encoded = _encode(reader, cache or output.parent / "encoded", workers)
+    built = encoded.build_vocab(max_size, min_count)
+    built.save(output)
+    covered = int(encoded.counts[: len(built) - 4].sum()) / max(encoded.n_tokens, 1)
+    typer.echo(f"{len(built):,} tokens in the vocabulary, covering {covered:.2%} of "
+               f"{encoded.n_tokens:,} corpus tokens -> {output}")
+
+
+def _encode(reader, cache: Path, workers: int):
+    from denoisesum.data.corpus import estimate_records
+    from denoisesum.data.encoded import EncodedCorpus
+    from denoisesum.data.tokenizer import Tokenizer
+
+    encoded = EncodedCorpus.build(reader, cache, Tokenizer(), workers=workers,
+                                  total=estimate_records(reader.paths))
+    skipped = encoded.meta.get("skipped_bad_records", 0)
+    if skipped:
+        typer.echo(f"skipped {skipped} bad record(s) while tokenizing", err=True)
+        _report_skips(reader)
+    return encoded
+
+
+@app.command("train-lm")
+def train_lm(corpus: CorpusArg,
+             output: Annotated[Path, typer.Option("--output", "-o", help="Model directory.")],
+             config: Annotated[Path | None, typer.Option(help="TOML config file.")] = None,
+             overrides: Annotated[list[str] | None, typer.Option(
+                 "--set", help="Override a config key, e.g. --set train.lr=0.001.")] = None,
+             resume: Annotated[bool, typer.Option(
+                 help="Continue from the latest checkpoint in the output directory.")] = False,
+             max_minutes: Annotated[float | None, typer.Option(
+                 help="Stop after this much training time (train.max_minutes).")] = None,
+             max_steps: Annotated[int | None, typer.Option(help="train.max_steps.")] = None,
+             cache: Annotated[Path | None, typer.Option(
+                 help="Tokenized-corpus cache (default: OUTPUT/encoded).")] = None,
+             workers: Annotated[int, typer.Option(help="Tokenizer processes.")] = 2,
+             entity_field: EntityField = "entity_id", text_field: TextField = "text",
+             rating_field: RatingField = "rating", category_field: CategoryField = "category",
+             skip_bad: SkipBad = False) -> None:
+    """Train the bidirectional cloze language model used by segment noising."""
+    from denoisesum.config import load_config
+    from denoisesum.training.lm import LMRunConfig, LMTrainer
+
+    extra = list(overrides or [])
+    if max_minutes is not None:
+        extra.append(f"train.max_minutes={max_minutes}")
+    if max_steps is not None:
+        extra.append(f"train.max_steps={max_steps}")
+    cfg = load_config(LMRunConfig, config, extra)
+    reader = _reader(corpus, entity_field, text_field, rating_field, category_field, skip_bad)
+    encoded = _encode(reader, cache or output / "encoded", workers)
+    trainer = LMTrainer(encoded, output, cfg, resume=resume)
+    typer.echo(f"{encoded.n_tokens:,} tokens, vocabulary {len(trainer.vocab):,}, "
+               f"{len(trainer.train_segments):,} training segments; starting at step "
+               f"{trainer.state['step']}", err=True)
+    try:
+        summary = trainer.fit()
+    except KeyboardInterrupt:
+        typer.echo(f"\ninterrupted at step {trainer.state['step']}; checkpoint saved. "
+                   "Continue with the same command and --resume.", err=True)
+        raise typer.Exit(130) from None
+    held = summary["heldout"]
+    typer.echo(f"held-out perplexity {held['ppl']:.2f} over {held['tokens']:,} tokens; "
+               f"{summary['tokens_per_second']:.0f} training tokens/s; model in {output}")
+
+
+@app.command()
+def cloze(model: Annotated[Path, typer.Argument(help="A BiLM model directory.")],
+          text: Annotated[str, typer.Argument(help="Text with '_' where words are to be guessed.")],
+          top: Annotated[int, typer.Option(help="Candidates to show per blank.")] = 5) -> None:
+    """Show the language model's top guesses for each '_' in a sentence."""
+    from denoisesum.inference.cloze import fill_blanks
+
+    for position, guesses in fill_blanks(model, text, top):
+        shown = ", ".join(f"{w} ({p:.2f})" for w, p in guesses)
+        typer.echo(f"_{position}: {shown}")
+
+
+def main() -> None:
+    try:
+        app()
+    except DenoiseSumError as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
