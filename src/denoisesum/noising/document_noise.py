@@ -1,0 +1,35 @@
+"""Document-level noise: the N reviews of the same entity most similar to the candidate.
+
+Similarity is IDF-weighted ROUGE-1 F1 (METHOD.md §1.4): overlap = sum of the IDF of the words of
+review x found in candidate y (each occurrence in x counts); P = overlap / |x|, R = overlap / |y|.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def idf_table(document_frequency: np.ndarray, n_documents: int) -> np.ndarray:
+    """float [V]: log(n / df), with unseen words weighted as if seen once."""
+    return np.log(n_documents / np.maximum(document_frequency, 1)).astype(np.float32)
+
+
+def idf_rouge1_f1(review: np.ndarray, candidate: np.ndarray, idf: np.ndarray) -> float:
+    """IDF-weighted ROUGE-1 F1 of one review (word ids) against the candidate (word ids)."""
+    if len(review) == 0 or len(candidate) == 0:
+        return 0.0
+    overlap = float(idf[review[np.isin(review, candidate)]].sum())
+    precision, recall = overlap / len(review), overlap / len(candidate)
+    return 0.0 if overlap == 0 else 2 * precision * recall / (precision + recall)
+
+
+def most_similar(candidate: np.ndarray, reviews: Sequence[np.ndarray], exclude: int, n: int,
+                 idf: np.ndarray) -> list[int]:
+    """Indices (into `reviews`) of the n best reviews by IDF-ROUGE-1 F1, never `exclude`.
+
+    Ties keep the earlier review, so the result is deterministic.
+    """
+    scores = [(-idf_rouge1_f1(r, candidate, idf), i) for i, r in enumerate(reviews) if i != exclude]
+    return [i for _, i in sorted(scores)[:n]]

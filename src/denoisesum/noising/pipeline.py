@@ -1,0 +1,316 @@
+"""`denoisesum synthesize`: the corpus-scale noising job, run as Dask tasks over fixed shards.
+
+Layout of the output directory:
+    plan.json        settings, candidate report; written last during preparation
+    plan.npz         candidate review and N of every pair; idf.npy, allowed.npy
+    chunks.json.gz   chunk inventory and templates, from a sample of candidate-like reviews
+    shards/shard-NNNNN.jsonl.gz   pairs [k*shard_size, (k+1)*shard_size), written atomically
+    manifest.json    counts, settings, per-shard hashes, timings, peak memory; written at the end
+
+Determinism: pair k draws its randomness from streams seeded by (seed, k) alone, the shards are
+fixed, and every worker runs torch on one thread, so the output is byte-identical for any number
+of workers. Resume: a rerun keeps every finished shard and computes only the missing ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import hashlib
+import json
+import os
+import resource
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from denoisesum.config import config_from_dict
+from denoisesum.data.encoded import EncodedCorpus
+from denoisesum.errors import DenoiseSumError
+from denoisesum.io import atomic_write, read_json, write_json
+from denoisesum.noising.candidates import CandidateConfig, preset
+from denoisesum.noising.chunks import Chunker, ChunkInventory, chunk_noise
+from denoisesum.noising.document_noise import idf_table, most_similar
+from denoisesum.noising.plan import Plan, document_frequency, eligible_candidates, make_plan
+from denoisesum.noising.token_noise import token_noise
+
+
+@dataclass
+class NoiseConfig:
+    p_replace: float = 0.8  # token replacement probability p_R
+    top_p: float = 0.9  # nucleus threshold p_N
+    p_remove_chunk: float = 0.4
+
+
+@dataclass
+class SynthesisConfig:
+    pairs: int = 100_000  # the paper's Yelp size
+    preset: str = "yelp"
+    candidates: CandidateConfig | None = None  # overrides the preset when given
+    n_mean: float = 8.0  # N ~ Normal(n_mean, n_std), at least 1; Yelp dev: 8 reviews each
+    n_std: float = 0.0
+    noise: NoiseConfig = field(default_factory=NoiseConfig)
+    inventory_reviews: int = 10_000  # candidate-like reviews parsed for chunks and templates
+    shard_size: int = 500
+    lm_batch: int = 16  # candidates per LM forward pass
+    seed: int = 1
+
+    def candidate_config(self) -> CandidateConfig:
+        return self.candidates or preset(self.preset)
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything a worker needs, as paths and plain values (cheap to send)."""
+
+    out_dir: str
+    corpus_dir: str
+    lm_dir: str
+    config: dict[str, Any]
+
+
+def shard_path(out_dir: str | Path, shard: int) -> Path:
+    return Path(out_dir) / "shards" / f"shard-{shard:05d}.jsonl.gz"
+
+
+# --------------------------------------------------------------------------- worker side
+
+_RESOURCES: dict[tuple[str, str, str], dict[str, Any]] = {}
+
+
+def _resources(job: Job) -> dict[str, Any]:
+    """Load the corpus, LM, spaCy and plan once per worker process."""
+    key = (job.out_dir, job.corpus_dir, job.lm_dir)
+    if key not in _RESOURCES:
+        from denoisesum.training.lm import load_bilm
+
+        torch.set_num_threads(1)  # same arithmetic in every worker: byte-identical output
+        out = Path(job.out_dir)
+        corpus = EncodedCorpus(job.corpus_dir)
+        model, vocab = load_bilm(job.lm_dir)
+        allowed = np.load(out / "allowed.npy")
+        reviews = np.flatnonzero(allowed)
+        order = reviews[np.argsort(corpus.entity[reviews], kind="stable")]
+        groups = np.split(order, np.flatnonzero(np.diff(corpus.entity[order])) + 1)
+        _RESOURCES[key] = {
+            "corpus": corpus, "model": model, "vocab": vocab,
+            "table": torch.from_numpy(corpus.vocab_table(vocab).astype(np.int64)),
+            "plan": Plan.load(out / "plan.npz"), "idf": np.load(out / "idf.npy"),
+            "inventory": ChunkInventory.load(out / "chunks.json.gz"), "chunker": Chunker(),
+            "entity_reviews": {int(corpus.entity[g[0]]): g for g in groups if len(g)},
+        }
+    return _RESOURCES[key]
+
+
+def review_ids(corpus: EncodedCorpus, review: int) -> np.ndarray:
+    return np.asarray(corpus.ids[corpus.offsets[review]:corpus.offsets[review + 1]])
+
+
+def run_shard(shard: int, job: Job) -> dict[str, Any]:
+    """Make the pairs of one shard and write its file; returns counts and stage timings."""
+    res = _resources(job)
+    cfg = config_from_dict(SynthesisConfig, job.config)
+    corpus, plan = res["corpus"], res["plan"]
+    size = cfg.shard_size
+    pair_ids = range(shard * size, min((shard + 1) * size, len(plan.candidates)))
+    timings: dict[str, float] = defaultdict(float)
+    type_ids = [review_ids(corpus, int(plan.candidates[k])) for k in pair_ids]
+    tokens = [[corpus.types[t] for t in ids] for ids in type_ids]
+
+    start = time.perf_counter()
+    parses = res["chunker"].chunk_many(tokens)
+    timings["parse"] += time.perf_counter() - start
+    records = []
+    for begin in range(0, len(type_ids), cfg.lm_batch):
+        batch = range(begin, min(begin + cfg.lm_batch, len(type_ids)))
+        start = time.perf_counter()
+        log_probs = _lm_log_probs(res, [type_ids[i] for i in batch])
+        timings["lm"] += time.perf_counter() - start
+        for row, i in enumerate(batch):
+            records.append(_make_pair(res, cfg, pair_ids[i], type_ids[i], tokens[i], parses[i],
+                                      log_probs[row, : len(type_ids[i])], timings))
+    start = time.perf_counter()
+    data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
+    with atomic_write(shard_path(job.out_dir, shard), "wb") as handle:
+        handle.write(gzip.compress(data, compresslevel=6, mtime=0))
+    timings["write"] += time.perf_counter() - start
+    return {"shard": shard, "pairs": len(records), "timings": dict(timings),
+            "short_document_noise": sum(r["document_noise_short"] for r in records)}
+
+
+def _lm_log_probs(res: dict[str, Any], batch: list[np.ndarray]) -> torch.Tensor:
+    lengths = torch.tensor([len(ids) for ids in batch])
+    ids = torch.zeros(len(batch), int(lengths.max()), dtype=torch.long)
+    for row, type_ids in enumerate(batch):
+        ids[row, : len(type_ids)] = res["table"][torch.from_numpy(type_ids.astype(np.int64))]
+    return res["model"].log_probs(ids, lengths)  # [B, L, V]
+
+
+def _make_pair(res: dict[str, Any], cfg: SynthesisConfig, pair_id: int, type_ids: np.ndarray,
+               tokens: list[str], parse, log_probs: torch.Tensor,
+               timings: dict[str, float]) -> dict[str, Any]:
+    corpus, plan, vocab = res["corpus"], res["plan"], res["vocab"]
+    n = int(plan.n[pair_id])
+    rng = np.random.default_rng([cfg.seed, 1, pair_id])
+    generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + pair_id)
+    start = time.perf_counter()
+    ids = res["table"][torch.from_numpy(type_ids.astype(np.int64))]
+    noisy = token_noise(ids, log_probs, n, cfg.noise.p_replace, cfg.noise.top_p, generator)
+    segment = []
+    for copy in noisy.tolist():
+        # unchanged positions keep the original word, even one outside the vocabulary
+        words = [w if new == old else vocab.tokens[new]
+                 for w, new, old in zip(tokens, copy, ids.tolist(), strict=True)]
+        placed = chunk_noise(words, parse, res["inventory"], cfg.noise.p_remove_chunk, rng)
+        segment.append(" ".join(t for chunk in placed for t in chunk.tokens))
+    timings["segment_noise"] += time.perf_counter() - start
+
+    start = time.perf_counter()
+    review = int(plan.candidates[pair_id])
+    entity = int(corpus.entity[review])
+    siblings = res["entity_reviews"][entity]
+    others = [review_ids(corpus, int(r)) for r in siblings]
+    position = int(np.flatnonzero(siblings == review)[0])
+    best = most_similar(type_ids, others, position, n, res["idf"])
+    document = [" ".join(corpus.types[t] for t in others[i]) for i in best]
+    timings["retrieval"] += time.perf_counter() - start
+    return {"pair_id": pair_id, "entity_id": corpus.entities[entity], "summary": " ".join(tokens),
+            "segment_noise": segment, "document_noise": document, "n": n,
+            "document_noise_short": len(document) < n, "candidate_review": review}
+
+
+# --------------------------------------------------------------------------- driver side
+
+
+def _fingerprint(corpus: EncodedCorpus, lm_dir: Path, cfg: SynthesisConfig,
+                 excluded: list[str]) -> str:
+    digest = hashlib.sha256()
+    digest.update(json.dumps([corpus.meta["sources"], dataclasses.asdict(cfg), sorted(excluded)],
+                             sort_keys=True).encode())
+    digest.update((lm_dir / "model.safetensors").read_bytes())
+    return digest.hexdigest()
+
+
+def prepare(corpus: EncodedCorpus, out: Path, lm_dir: Path, cfg: SynthesisConfig,
+            excluded: list[str], chunker: Chunker | None = None) -> dict[str, Any]:
+    """Write the plan, IDF table and chunk inventory (or check that the existing ones match)."""
+    fingerprint = _fingerprint(corpus, lm_dir, cfg, excluded)
+    if (out / "plan.json").exists():
+        prepared = read_json(out / "plan.json")
+        if prepared["fingerprint"] != fingerprint:
+            raise DenoiseSumError(f"{out} holds a run with other inputs or settings; "
+                                  "use a new output directory")
+        return prepared
+    out.mkdir(parents=True, exist_ok=True)
+    excluded_set = set(excluded)
+    allowed = ~np.array([e in excluded_set for e in corpus.entities])[corpus.entity]
+    eligible, report = eligible_candidates(corpus, cfg.candidate_config(), allowed)
+    if len(eligible) == 0:
+        raise DenoiseSumError(f"no review passes the candidate constraints ({report})")
+    plan = make_plan(eligible, cfg.pairs, cfg.n_mean, cfg.n_std, cfg.seed)
+    plan.save(out / "plan.npz")
+    np.save(out / "allowed.npy", allowed)
+    np.save(out / "idf.npy", idf_table(document_frequency(corpus, allowed), int(allowed.sum())))
+    _build_inventory(corpus, eligible, cfg, chunker or Chunker()).save(out / "chunks.json.gz")
+    prepared = {"fingerprint": fingerprint, "pairs": len(plan.candidates),
+                "candidates": report, "excluded_entities": len(excluded_set),
+                "excluded_reviews": int((~allowed).sum())}
+    write_json(out / "plan.json", prepared)
+    return prepared
+
+
+def _build_inventory(corpus: EncodedCorpus, eligible: np.ndarray, cfg: SynthesisConfig,
+                     chunker: Chunker) -> ChunkInventory:
+    rng = np.random.default_rng([cfg.seed, 2])
+    sample = rng.choice(eligible, size=min(cfg.inventory_reviews, len(eligible)), replace=False)
+    tokens = [[corpus.types[t] for t in review_ids(corpus, int(r))] for r in np.sort(sample)]
+    return ChunkInventory.build(tokens, chunker.chunk_many(tokens))
+
+
+def run_shards(job: Job, shards: list[int], total_pairs: int, done_pairs: int,
+               scheduler: str | None, workers: int, progress: bool) -> tuple[list, dict]:
+    """Run shards on Dask (or inline when workers == 0 and no scheduler); returns results."""
+    bar = tqdm(total=total_pairs, initial=done_pairs, unit=" pairs", desc="synthesize",
+               disable=not progress, smoothing=0.1)
+    results, worker_rss = [], {}
+    try:
+        if scheduler is None and workers == 0:
+            for shard in shards:
+                results.append(run_shard(shard, job))
+                bar.update(results[-1]["pairs"])
+            worker_rss["inline"] = _max_rss_mb()
+            return results, worker_rss
+        from dask.distributed import Client, LocalCluster, as_completed
+
+        cluster = None if scheduler else LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        with Client(scheduler or cluster) as client:
+            futures = client.map(run_shard, shards, job=job, pure=False)
+            for future in as_completed(futures):
+                results.append(future.result())
+                bar.update(results[-1]["pairs"])
+            worker_rss = client.run(_max_rss_mb)
+        if cluster is not None:
+            cluster.close()
+        return results, worker_rss
+    finally:
+        bar.close()
+
+
+def _max_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def synthesize(corpus: EncodedCorpus, out_dir: str | Path, lm_dir: str | Path,
+               cfg: SynthesisConfig, excluded: list[str] = (), scheduler: str | None = None,
+               workers: int | None = None, progress: bool = True) -> dict[str, Any]:
+    """Make (or finish making) the synthetic pairs in `out_dir`; returns the manifest."""
+    out, lm_dir = Path(out_dir), Path(lm_dir)
+    started = time.perf_counter()
+    prepared = prepare(corpus, out, lm_dir, cfg, list(excluded))
+    prepare_seconds = time.perf_counter() - started
+    n_shards = -(-prepared["pairs"] // cfg.shard_size)
+    todo = [s for s in range(n_shards) if not shard_path(out, s).exists()]
+    done_pairs = prepared["pairs"] - sum(
+        min(cfg.shard_size, prepared["pairs"] - s * cfg.shard_size) for s in todo)
+    job = Job(str(out), str(corpus.dir), str(lm_dir), dataclasses.asdict(cfg))
+    workers = os.cpu_count() or 1 if workers is None else workers
+    results, worker_rss = run_shards(job, todo, prepared["pairs"], done_pairs, scheduler,
+                                     workers, progress)
+    return _write_manifest(out, cfg, prepared, results, n_shards, worker_rss,
+                           prepare_seconds, time.perf_counter() - started)
+
+
+def _write_manifest(out: Path, cfg: SynthesisConfig, prepared: dict[str, Any], results: list,
+                    n_shards: int, worker_rss: dict, prepare_seconds: float,
+                    seconds: float) -> dict[str, Any]:
+    timings: dict[str, float] = defaultdict(float)
+    for result in results:
+        for stage, value in result["timings"].items():
+            timings[stage] += value
+    shards = []
+    for s in range(n_shards):
+        data = shard_path(out, s).read_bytes()
+        shards.append({"file": shard_path(out, s).relative_to(out).as_posix(),
+                       "pairs": gzip.decompress(data).count(b"\n"),
+                       "sha256": hashlib.sha256(data).hexdigest()})
+    manifest = {
+        "format": "denoisesum-synthetic/1", "pairs": sum(s["pairs"] for s in shards),
+        "settings": dataclasses.asdict(cfg), "candidate_filter": prepared["candidates"],
+        "excluded_entities": prepared["excluded_entities"],
+        "short_document_noise_pairs_this_run": sum(r["short_document_noise"] for r in results),
+        "shards": shards,
+        "this_run": {"shards_computed": len(results), "wall_seconds": round(seconds, 1),
+                     "prepare_seconds": round(prepare_seconds, 1),
+                     "worker_cpu_seconds_by_stage": {k: round(v, 1) for k, v in timings.items()},
+                     "peak_rss_mb": {"driver": round(_max_rss_mb(), 1),
+                                     **{str(k): round(v, 1) for k, v in worker_rss.items()}}},
+    }
+    write_json(out / "manifest.json", manifest)
+    return manifest

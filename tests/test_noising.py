@@ -1,0 +1,278 @@
+import gzip
+import json
+import math
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import write_jsonl
+from denoisesum.data.corpus import CorpusReader
+from denoisesum.data.encoded import EncodedCorpus
+from denoisesum.data.tokenizer import Tokenizer
+from denoisesum.errors import InputError
+from denoisesum.models.bilm import BiLMConfig
+from denoisesum.noising import pipeline
+from denoisesum.noising.candidates import CandidateConfig, preset, rejection
+from denoisesum.noising.chunks import ChunkInventory, chunk_noise, chunk_tags
+from denoisesum.noising.plan import eligible_candidates
+from denoisesum.noising.token_noise import nucleus_sample, token_noise
+from denoisesum.training.lm import LMRunConfig, LMTrainConfig, LMTrainer, VocabConfig
+
+SENTENCES = [
+    "the {f} was {a} and the {s} was very friendly .",
+    "we waited an hour for our {f} , but it was {a} .",
+    "i would definitely come back for the {f} because it is {a} .",
+    "the prices are fair and the {s} is quick .",
+    "parking is easy and the place is clean .",
+]
+WORDS = {"f": ["pizza", "pasta", "soup", "tacos", "steak"],
+         "a": ["great", "cold", "amazing", "bland", "fresh"],
+         "s": ["staff", "server", "owner", "waiter"]}
+
+
+def noising_reviews(n_entities=8, per_entity=10, seed=0):
+    rng = random.Random(seed)
+    out = []
+    for e in range(n_entities):
+        for _ in range(per_entity):
+            k = rng.randint(1, 5)
+            text = " ".join(rng.choice(SENTENCES).format(**{x: rng.choice(v) for x, v in
+                                                            WORDS.items()}) for _ in range(k))
+            if rng.random() < 0.1:
+                text += " $ $ $ *"
+            out.append({"entity_id": f"e{e}", "text": text})
+    return out
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    root = tmp_path_factory.mktemp("noising")
+    corpus_path = write_jsonl(root / "corpus.jsonl", noising_reviews())
+    corpus = EncodedCorpus.build(CorpusReader(corpus_path), root / "enc", Tokenizer())
+    cfg = LMRunConfig(
+        model=BiLMConfig(embed_dim=16, hidden_dim=24, proj_dim=16, cutoffs=[10], dropout=0.0),
+        vocab=VocabConfig(max_size=1000, min_count=1),
+        train=LMTrainConfig(batch_tokens=512, max_len=40, lr=0.01, warmup_steps=5, max_steps=60,
+                            eval_every=60, save_every=60, heldout_percent=0.0, threads=1))
+    LMTrainer(corpus, root / "lm", cfg, progress=False).fit()
+    return {"root": root, "corpus_path": corpus_path, "corpus": corpus, "lm": root / "lm"}
+
+
+def synth_config(**kw):
+    base = dict(pairs=24, candidates=CandidateConfig(20, 60, 2, True, False), n_mean=4,
+                n_std=1.5, inventory_reviews=40, shard_size=5, seed=3)
+    base.update(kw)
+    return pipeline.SynthesisConfig(**base)
+
+
+def read_pairs(out):
+    pairs = []
+    for shard in sorted((out / "shards").glob("*.jsonl.gz")):
+        pairs += [json.loads(x) for x in gzip.decompress(shard.read_bytes()).splitlines()]
+    return pairs
+
+
+# ----------------------------------------------------------------------------- candidates
+
+def test_candidate_presets():
+    yelp, rt = preset("yelp"), preset("rt")
+    words = ["good"] * 60
+    assert rejection(words, yelp) is None
+    assert rejection(words[:49], yelp) == "length" and rejection(words * 2, yelp) == "length"
+    assert rejection([*words[:57], "$", "*", "&"], yelp) == "symbols"
+    assert rejection([*words[:57], "$", ".", ","], yelp) is None  # punctuation is no symbol
+    assert rejection(["i", *words[:24]], rt) == "first person"
+    assert rejection([*words[:10], ".", *words[:13]], rt) == "several sentences"
+    assert rejection([*words[:24], "."], rt) is None
+
+
+def test_vectorised_filter_matches_the_rule_per_review(workspace):
+    corpus = workspace["corpus"]
+    cfg = CandidateConfig(20, 60, 2, False, True)
+    allowed = np.ones(len(corpus), bool)
+    allowed[:5] = False
+    eligible, report = eligible_candidates(corpus, cfg, allowed)
+    expected = [i for i in range(5, len(corpus)) if rejection(
+        [corpus.types[t] for t in corpus.ids[corpus.offsets[i]:corpus.offsets[i + 1]]], cfg)
+        is None]
+    assert eligible.tolist() == expected
+    assert report["eligible"] == len(expected) and report["reviews"] == len(corpus) - 5
+
+
+# ----------------------------------------------------------------------------- token noise
+
+def reference_nucleus(probs_row: np.ndarray, top_p: float) -> dict[int, float]:
+    """Brute force: renormalise without specials, keep words by rank until mass >= top_p."""
+    p = probs_row.copy()
+    p[:4] = 0
+    p /= p.sum()
+    kept, mass = {}, 0.0
+    for word in sorted(range(len(p)), key=lambda w: -p[w]):
+        if mass >= top_p:
+            break
+        kept[word] = p[word]
+        mass += p[word]
+    total = sum(kept.values())
+    return {w: q / total for w, q in kept.items()}
+
+
+def test_nucleus_samples_only_from_the_nucleus():
+    torch.manual_seed(0)
+    log_probs = torch.log_softmax(torch.randn(30, 40) * 3, dim=-1)
+    samples = nucleus_sample(log_probs, 0.9, 400, torch.Generator().manual_seed(1))
+    for j in range(30):
+        nucleus = reference_nucleus(log_probs[j].exp().numpy().astype(np.float64), 0.9)
+        drawn = Counter(samples[:, j].tolist())
+        assert set(drawn) <= set(nucleus)
+        top = max(nucleus, key=nucleus.get)
+        assert abs(drawn[top] / 400 - nucleus[top]) < 0.1
+
+
+def test_replacement_rate_is_p_r_times_probability_of_a_different_word(workspace):
+    from denoisesum.training.lm import load_bilm
+
+    model, vocab = load_bilm(workspace["lm"])
+    text = " ".join(r["text"] for r in noising_reviews(2, 10, seed=5))
+    ids = torch.tensor(vocab.encode(Tokenizer().tokenize(text)))
+    log_probs = model.log_probs(ids[None], torch.tensor([len(ids)]))[0]
+    copies = token_noise(ids, log_probs, 100, 0.8, 0.9, torch.Generator().manual_seed(0))
+    measured = (copies != ids).float().mean().item()
+    differ = np.mean([1 - reference_nucleus(log_probs[j].exp().double().numpy(), 0.9)
+                      .get(int(ids[j]), 0.0) for j in range(len(ids))])
+    assert len(ids) > 300
+    assert measured == pytest.approx(0.8 * differ, abs=0.015)
+
+
+# ----------------------------------------------------------------------------- chunks
+
+def test_chunk_grammar():
+    tokens = "the very good pizza was great and we would definitely come back for it".split()
+    tags = "DT RB JJ NN VBD JJ CC PRP MD RB VB RB IN PRP".split()
+    chunks = [(label, " ".join(tokens[a:b])) for label, a, b in chunk_tags(tokens, tags)]
+    assert chunks == [("NP", "the very good pizza"), ("VP", "was"), ("ADJP", "great"),
+                      ("O", "and"), ("NP", "we"), ("VP", "would definitely come"),
+                      ("ADVP", "back"), ("PP", "for"), ("NP", "it")]
+
+
+def test_chunk_removal_rate_and_provenance():
+    tokens = [f"w{i}" for i in range(3000)]
+    labels = ["NP", "VP", "PP"]
+    parse = [(labels[i % 3], i, i + 1) for i in range(3000)]
+    inventory = ChunkInventory({"NP": [("inv-np",)], "VP": [("inv-vp",)], "PP": [("inv-pp",)],
+                                "ADJP": [("inv-adjp",)]},
+                               templates=[[label for label, _, _ in parse] + ["ADJP"]])
+    placed = chunk_noise(tokens, parse, inventory, 0.4, np.random.default_rng(0))
+    template = inventory.templates[0]
+    assert [c.label for c in placed] == template  # every slot filled with its template's label
+    own = {(label, tuple(tokens[a:b])) for label, a, b in parse}
+    for chunk in placed:
+        if chunk.source == "candidate":
+            assert (chunk.label, chunk.tokens) in own
+        else:
+            assert chunk.tokens in inventory.chunks[chunk.label]
+    used = [c.tokens for c in placed if c.source == "candidate"]
+    assert len(used) == len(set(used))  # without replacement
+    assert 1 - len(used) / len(parse) == pytest.approx(0.4, abs=0.03)
+
+
+def test_inventory_round_trip(tmp_path):
+    inventory = ChunkInventory({"NP": [("the", "pizza")]}, [["NP", "VP"]])
+    inventory.save(tmp_path / "c.json.gz")
+    assert ChunkInventory.load(tmp_path / "c.json.gz") == inventory
+
+
+# ----------------------------------------------------------------------------- pipeline
+
+def reference_top_n(corpus, idf, candidate, entity, n):
+    """Brute force IDF-weighted ROUGE-1 F1 over the entity's other reviews, with sets and sums."""
+    cand = [int(t) for t in corpus.ids[corpus.offsets[candidate]:corpus.offsets[candidate + 1]]]
+    cand_set, scored = set(cand), []
+    for r in range(len(corpus)):
+        if r == candidate or corpus.entity[r] != entity:
+            continue
+        words = [int(t) for t in corpus.ids[corpus.offsets[r]:corpus.offsets[r + 1]]]
+        overlap = sum(float(idf[w]) for w in words if w in cand_set)
+        p, rec = overlap / len(words), overlap / len(cand)
+        f1 = 0.0 if overlap == 0 else 2 * p * rec / (p + rec)
+        scored.append((-f1, r))
+    return [r for _, r in sorted(scored)[:n]]
+
+
+def test_pairs_and_document_noise(workspace, tmp_path):
+    corpus = workspace["corpus"]
+    out = tmp_path / "syn"
+    manifest = pipeline.synthesize(corpus, out, workspace["lm"], synth_config(), workers=0,
+                                   progress=False)
+    pairs = read_pairs(out)
+    assert manifest["pairs"] == len(pairs) == 24
+    assert [p["pair_id"] for p in pairs] == list(range(24))
+    idf = np.load(out / "idf.npy")
+    for pair in pairs:
+        review = pair["candidate_review"]
+        assert 20 <= len(pair["summary"].split()) <= 60
+        assert len(pair["segment_noise"]) == pair["n"] >= 1
+        entity = int(corpus.entity[review])
+        assert pair["entity_id"] == corpus.entities[entity]
+        expected = reference_top_n(corpus, idf, review, entity, pair["n"])
+        texts = [" ".join(corpus.types[t] for t in
+                          corpus.ids[corpus.offsets[r]:corpus.offsets[r + 1]]) for r in expected]
+        assert pair["document_noise"] == texts
+        assert pair["document_noise_short"] == (len(texts) < pair["n"])
+    assert sum(p["n"] for p in pairs) / 24 == pytest.approx(4, abs=1)
+
+
+def test_exclusions(workspace, tmp_path):
+    out = tmp_path / "syn"
+    pipeline.synthesize(workspace["corpus"], out, workspace["lm"], synth_config(pairs=10),
+                        excluded=["e0", "e1"], workers=0, progress=False)
+    assert not {p["entity_id"] for p in read_pairs(out)} & {"e0", "e1"}
+
+
+def test_same_output_for_0_1_2_workers(workspace, tmp_path):
+    hashes = []
+    for workers in (0, 1, 2):
+        manifest = pipeline.synthesize(workspace["corpus"], tmp_path / f"w{workers}",
+                                       workspace["lm"], synth_config(), workers=workers,
+                                       progress=False)
+        hashes.append([s["sha256"] for s in manifest["shards"]])
+    assert hashes[0] == hashes[1] == hashes[2]
+
+
+def test_resume_after_a_killed_run(workspace, tmp_path, monkeypatch):
+    reference = pipeline.synthesize(workspace["corpus"], tmp_path / "ref", workspace["lm"],
+                                    synth_config(), workers=0, progress=False)
+    real_run_shard = pipeline.run_shard
+
+    def dies_on_shard_3(shard, job):
+        if shard == 3:
+            raise KeyboardInterrupt
+        return real_run_shard(shard, job)
+
+    monkeypatch.setattr(pipeline, "run_shard", dies_on_shard_3)
+    with pytest.raises(KeyboardInterrupt):
+        pipeline.synthesize(workspace["corpus"], tmp_path / "cut", workspace["lm"],
+                            synth_config(), workers=0, progress=False)
+    assert len(list((tmp_path / "cut" / "shards").glob("*.gz"))) == 3
+    monkeypatch.setattr(pipeline, "run_shard", real_run_shard)
+    resumed = pipeline.synthesize(workspace["corpus"], tmp_path / "cut", workspace["lm"],
+                                  synth_config(), workers=0, progress=False)
+    assert resumed["this_run"]["shards_computed"] == math.ceil(24 / 5) - 3
+    assert [s["sha256"] for s in resumed["shards"]] == [s["sha256"] for s in reference["shards"]]
+
+
+def test_changed_settings_in_the_same_directory_are_refused(workspace, tmp_path):
+    pipeline.synthesize(workspace["corpus"], tmp_path / "s", workspace["lm"],
+                        synth_config(pairs=5), workers=0, progress=False)
+    with pytest.raises(Exception, match="other inputs or settings"):
+        pipeline.synthesize(workspace["corpus"], tmp_path / "s", workspace["lm"],
+                            synth_config(pairs=6), workers=0, progress=False)
+
+
+def test_malformed_corpus_gets_a_clear_error(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"entity_id": "a", "text": "fine"}\n{"entity_id": "a"}\n')
+    with pytest.raises(InputError, match=r"line 2, field 'text': missing field"):
+        EncodedCorpus.build(CorpusReader(path), tmp_path / "enc", Tokenizer())
