@@ -174,6 +174,63 @@ def cloze(model: Annotated[Path, typer.Argument(help="A BiLM model directory.")]
         typer.echo(f"_{position}: {shown}")
 
 
+@app.command("evaluate")
+def evaluate_command(
+        predictions: Annotated[Path, typer.Argument(
+            help="Prediction file (JSONL: entity_id, summary).")],
+        gold: Annotated[Path, typer.Argument(
+            help="Review-set file whose 'summaries' are the references.")],
+        compare: Annotated[Path | None, typer.Option(
+            help="A second prediction file: paired significance test of PREDICTIONS - "
+                 "COMPARE.")] = None,
+        metrics: Annotated[str, typer.Option(
+            help="Comma-separated: rouge (rouge-score), pooled (py-rouge style), su4 (Perl "
+                 "ROUGE-1.5.5), meteor (METEOR 1.5, needs java).")] = "rouge,pooled,su4,meteor",
+        per_entity: Annotated[Path | None, typer.Option(
+            help="Write every entity's scores to this JSONL file.")] = None,
+        resamples: Annotated[int, typer.Option(
+            min=1, help="Bootstrap resamples over entities.")] = 1000,
+        seed: Annotated[int, typer.Option(help="Seed of the bootstrap and the test.")] = 0,
+        as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """Score predictions against human summaries: ROUGE, SU4, METEOR, 95% bootstrap CIs."""
+    from denoisesum.evaluation import compare as compare_reports
+    from denoisesum.evaluation import evaluate as run_evaluation
+    from denoisesum.evaluation import load_predictions, load_references
+    from denoisesum.evaluation.inputs import check_ids
+    from denoisesum.evaluation.report import format_comparison, format_report, parse_metrics
+    from denoisesum.io import atomic_write
+
+    groups = parse_metrics(metrics)
+    references = load_references(gold)
+    systems = [predictions] if compare is None else [predictions, compare]
+    loaded = [load_predictions(path) for path in systems]
+    for path, preds in zip(systems, loaded, strict=True):
+        check_ids(preds, references, path, gold)
+    reports = [run_evaluation(preds, references, groups, resamples=resamples, seed=seed)
+               for preds in loaded]
+    tests = compare_reports(reports[0], reports[1], seed=seed) if compare else None
+    if per_entity is not None:
+        rows = reports[0].per_entity()
+        if compare:
+            for row, other in zip(rows, reports[1].per_entity(), strict=True):
+                row["compare"] = {k: v for k, v in other.items() if k != "entity_id"}
+        with atomic_write(per_entity) as handle:
+            handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    if as_json:
+        out = {"predictions": str(predictions), "gold": str(gold), **reports[0].to_dict()}
+        if tests is not None:
+            out["compare"] = {"predictions": str(compare), **reports[1].to_dict(),
+                              "tests": {m: t.to_dict() for m, t in tests.items()}}
+        typer.echo(json.dumps(out, indent=2))
+        return
+    typer.echo(f"gold: {gold} ({len(references)} entities)")
+    for name, path, report in zip("AB", systems, reports, strict=False):
+        label = f"{name}: " if tests is not None else "predictions: "
+        typer.echo(f"\n{label}{path}\n{format_report(report)}")
+    if tests is not None:
+        typer.echo(f"\nA vs B\n{format_comparison(reports[0], reports[1], tests)}")
+
+
 def main() -> None:
     try:
         app()
