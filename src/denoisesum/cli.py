@@ -174,6 +174,66 @@ def cloze(model: Annotated[Path, typer.Argument(help="A BiLM model directory.")]
         typer.echo(f"_{position}: {shown}")
 
 
+@app.command()
+def synthesize(corpus: CorpusArg,
+               lm: Annotated[Path, typer.Option(help="Trained BiLM directory (train-lm).")],
+               output: Annotated[Path, typer.Option("--output", "-o", help="Output directory.")],
+               preset: Annotated[str | None, typer.Option(
+                   help="Candidate constraints: yelp, rt or generic.")] = None,
+               pairs: Annotated[int | None, typer.Option(help="How many pairs to make.")] = None,
+               dev: Annotated[Path | None, typer.Option(
+                   help="Review-set file whose reviews-per-entity set N's mean and std.")] = None,
+               n_mean: Annotated[float | None, typer.Option(help="Mean of N.")] = None,
+               n_std: Annotated[float | None, typer.Option(help="Std of N.")] = None,
+               config: Annotated[Path | None, typer.Option(help="TOML config file.")] = None,
+               overrides: Annotated[list[str] | None, typer.Option(
+                   "--set", help="Override a config key, e.g. --set noise.top_p=0.9.")] = None,
+               exclude_entities: Annotated[Path | None, typer.Option(
+                   help="File of entity ids (one per line) to leave out.")] = None,
+               scheduler: Annotated[str | None, typer.Option(
+                   help="Address of a running Dask scheduler (default: a local cluster).")]
+               = None,
+               workers: Annotated[int | None, typer.Option(
+                   help="Local Dask workers (default: one per core; 0 runs in-process).")] = None,
+               cache: Annotated[Path | None, typer.Option(
+                   help="Tokenized-corpus cache (default: OUTPUT/encoded).")] = None,
+               entity_field: EntityField = "entity_id", text_field: TextField = "text",
+               rating_field: RatingField = "rating", category_field: CategoryField = "category",
+               skip_bad: SkipBad = False) -> None:
+    """Make (noisy reviews, summary) training pairs by segment and document noising."""
+    from denoisesum.config import load_config
+    from denoisesum.noising.pipeline import SynthesisConfig
+    from denoisesum.noising.pipeline import synthesize as run
+    from denoisesum.noising.plan import read_entity_list, review_set_sizes
+
+    extra = list(overrides or [])
+    if dev is not None:
+        mean, std = review_set_sizes(dev)
+        extra += [f"n_mean={mean}", f"n_std={std}"]
+    for key, value in (("preset", preset and f'"{preset}"'), ("pairs", pairs),
+                       ("n_mean", n_mean), ("n_std", n_std)):
+        if value is not None:
+            extra.append(f"{key}={value}")
+    cfg = load_config(SynthesisConfig, config, extra)
+    cfg.candidate_config()  # an unknown preset fails here, before any work
+    excluded = read_entity_list(exclude_entities) if exclude_entities else []
+    reader = _reader(corpus, entity_field, text_field, rating_field, category_field, skip_bad)
+    encoded = _encode(reader, cache or output / "encoded", 2 if workers is None else
+                      max(workers, 1))
+    try:
+        manifest = run(encoded, output, lm, cfg, excluded, scheduler, workers)
+    except KeyboardInterrupt:
+        typer.echo("\ninterrupted; finished shards are kept. Run the same command again to "
+                   "make the rest.", err=True)
+        raise typer.Exit(130) from None
+    report = manifest["candidate_filter"]
+    typer.echo(f"candidates: {report['eligible']:,} of {report['reviews']:,} reviews pass "
+               f"the '{cfg.preset}' constraints ({report})")
+    run_info = manifest["this_run"]
+    typer.echo(f"{manifest['pairs']:,} pairs in {output} ({run_info['shards_computed']} shards "
+               f"made in {run_info['wall_seconds']:.0f} s)")
+
+
 @app.command("evaluate")
 def evaluate_command(
         predictions: Annotated[Path, typer.Argument(

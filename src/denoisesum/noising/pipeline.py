@@ -56,9 +56,9 @@ class SynthesisConfig:
     n_mean: float = 8.0  # N ~ Normal(n_mean, n_std), at least 1; Yelp dev: 8 reviews each
     n_std: float = 0.0
     noise: NoiseConfig = field(default_factory=NoiseConfig)
-    inventory_reviews: int = 10_000  # candidate-like reviews parsed for chunks and templates
+    inventory_reviews: int = 5_000  # candidate-like reviews parsed for chunks and templates
     shard_size: int = 500
-    lm_batch: int = 16  # candidates per LM forward pass
+    lm_batch: int = 32  # candidates per LM forward pass
     seed: int = 1
 
     def candidate_config(self) -> CandidateConfig:
@@ -264,6 +264,13 @@ def run_shards(job: Job, shards: list[int], total_pairs: int, done_pairs: int,
 
 
 def _max_rss_mb() -> float:
+    """This process's peak resident memory (VmHWM), in MB."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

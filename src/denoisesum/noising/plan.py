@@ -19,10 +19,18 @@ from denoisesum.noising.candidates import (
 )
 
 
-def _per_review_counts(corpus: EncodedCorpus, flags: np.ndarray, reviews: np.ndarray) -> np.ndarray:
-    """How many tokens of each of `reviews` have flags[type] set."""
-    hits = np.concatenate([[0], np.cumsum(flags[corpus.ids], dtype=np.int64)])
-    return hits[corpus.offsets[reviews + 1]] - hits[corpus.offsets[reviews]]
+def _per_review_counts(corpus: EncodedCorpus, flags: np.ndarray, reviews: np.ndarray,
+                       block: int = 20_000_000) -> np.ndarray:
+    """How many tokens of each of `reviews` have flags[type] set (in blocks: bounded memory)."""
+    counts = np.zeros(len(reviews), dtype=np.int64)
+    starts, ends = corpus.offsets[reviews], corpus.offsets[reviews + 1]
+    for begin in range(0, corpus.n_tokens, block):
+        end = min(begin + block, corpus.n_tokens)
+        hits = np.concatenate([[0], np.cumsum(flags[corpus.ids[begin:end]], dtype=np.int64)])
+        lo = np.clip(starts, begin, end) - begin  # each review's part inside this block
+        hi = np.clip(ends, begin, end) - begin
+        counts += hits[hi] - hits[lo]
+    return counts
 
 
 def eligible_candidates(corpus: EncodedCorpus, cfg: CandidateConfig,
@@ -80,3 +88,26 @@ def document_frequency(corpus: EncodedCorpus, allowed: np.ndarray) -> np.ndarray
     for review in np.flatnonzero(allowed):
         df[np.unique(corpus.ids[corpus.offsets[review]:corpus.offsets[review + 1]])] += 1
     return df
+
+
+def review_set_sizes(path) -> tuple[float, float]:
+    """Mean and standard deviation of the number of reviews per entity in a review-set file."""
+    from denoisesum.data.reviewsets import read_review_sets
+    from denoisesum.errors import InputError
+
+    sizes = np.array([len(s.reviews) for s in read_review_sets(path)], dtype=float)
+    if len(sizes) == 0:
+        raise InputError("no review sets in the file", path=path)
+    return float(sizes.mean()), float(sizes.std())
+
+
+def read_entity_list(path) -> list[str]:
+    """One entity id per line; blank lines and '#' comments ignored."""
+    from denoisesum.io import decode_line, iter_lines
+
+    ids = []
+    for line_no, raw in iter_lines(path):
+        text = decode_line(raw, path, line_no).split("#", 1)[0].strip()
+        if text:
+            ids.append(text)
+    return ids
