@@ -131,6 +131,20 @@ def test_nucleus_samples_only_from_the_nucleus():
         assert abs(drawn[top] / 400 - nucleus[top]) < 0.1
 
 
+def test_nucleus_with_a_large_vocabulary_uses_every_stage_exactly():
+    """Peaked rows are served by top-k prefixes, flat ones by rejection; all match brute force."""
+    torch.manual_seed(1)
+    scale = torch.tensor([8.0, 6.0, 4.0, 2.0, 1.0, 0.5, 0.1]).repeat(3).unsqueeze(1)  # [21, 1]
+    log_probs = torch.log_softmax(torch.randn(21, 5000) * scale, dim=-1)
+    samples = nucleus_sample(log_probs, 0.9, 200, torch.Generator().manual_seed(2))
+    widths = []
+    for j in range(21):
+        nucleus = reference_nucleus(log_probs[j].exp().double().numpy(), 0.9)
+        widths.append(len(nucleus))
+        assert set(samples[:, j].tolist()) <= set(nucleus)
+    assert min(widths) <= 64 < max(widths) and max(widths) > 4096  # every stage was needed
+
+
 def test_replacement_rate_is_p_r_times_probability_of_a_different_word(workspace):
     from denoisesum.training.lm import load_bilm
 
