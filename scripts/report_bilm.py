@@ -43,6 +43,8 @@ def main() -> None:
     parser.add_argument("run", type=Path)
     parser.add_argument("--throughput", type=Path, help="JSON from benchmarks/bilm_throughput.py")
     parser.add_argument("--tokenize-seconds", type=float, help="measured corpus tokenizing time")
+    parser.add_argument("--wall-seconds", type=float, help="wall time of the train-lm command")
+    parser.add_argument("--note", default="", help="a sentence on the conditions of the run")
     args = parser.parse_args()
     results = json.loads((args.run / "results.json").read_text())
     cfg = json.loads((args.run / "run-config.json").read_text())
@@ -63,11 +65,12 @@ def main() -> None:
         "bash scripts/train_bilm_yelp.sh runs/bilm-yelp   # train-lm with configs/bilm-yelp.toml",
         "python benchmarks/bilm_throughput.py runs/bilm-yelp > runs/bilm-throughput.json",
         "python scripts/report_bilm.py runs/bilm-yelp --throughput runs/bilm-throughput.json \\",
-        f"    --tokenize-seconds {args.tokenize_seconds or 0:.0f} > docs/results/bilm.md",
+        f"    --tokenize-seconds {args.tokenize_seconds or 0:.0f} "
+        f"--wall-seconds {args.wall_seconds or 0:.0f} --note '...' > docs/results/bilm.md",
         "```",
         "",
         f"Machine: {os.cpu_count()} CPU cores ({cpu_name()}), no GPU, torch {torch.__version__}, "
-        f"{results['threads']} threads.",
+        f"{results['threads']} threads. {args.note}",
         "",
         "## Settings",
         "",
@@ -101,17 +104,29 @@ def main() -> None:
         f"| training time (steps only) | {results['train_seconds'] / 60:.1f} min |",
         f"| training throughput during the run | {results['tokens_per_second']:,.0f} tokens/s |",
     ]
+    if args.wall_seconds:
+        out.append(f"| wall time of `train-lm` (steps, evaluations, saving) | "
+                   f"{args.wall_seconds / 60:.1f} min |")
     if args.tokenize_seconds:
         out.append(f"| tokenizing the corpus once (2 processes) | {args.tokenize_seconds / 60:.1f} "
                    "min |")
     if args.throughput:
         bench = json.loads(args.throughput.read_text())
         out += [
-            f"| training throughput, idle machine (benchmark) | "
+            f"| training throughput, separate 30 s benchmark | "
             f"{bench['train_tokens_per_s']:,} tokens/s |",
             f"| `log_probs` (full distribution at every position) | "
             f"{bench['log_probs_positions_per_s']:,} positions/s |",
         ]
+    if args.wall_seconds and args.tokenize_seconds:
+        total = (args.wall_seconds + args.tokenize_seconds) / 60
+        overhead = (args.wall_seconds - results["train_seconds"]) / 60
+        fit = t["max_minutes"] - max(0.0, total - 60)
+        out += ["", f"End to end the LM took {total:.1f} min: {results['train_seconds'] / 60:.1f} "
+                f"min of training steps, {overhead:.1f} min of evaluations and checkpoints, "
+                f"{args.tokenize_seconds / 60:.1f} min of tokenizing."
+                + (f" For a strict one-hour budget set `train.max_minutes = {int(fit)}`."
+                   if total > 60 else "")]
     out += ["", "Held-out perplexity during training (first 2,000 held-out reviews):", "",
             "| step | perplexity |", "|---|---|"]
     out += [f"| {x['step']:,} | {x['heldout_ppl']:.2f} |" for x in metrics if "heldout_ppl" in x]
