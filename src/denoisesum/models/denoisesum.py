@@ -1,0 +1,501 @@
+"""DenoiseSum summarizer (paper §3.2-3.3; METHOD.md §2).
+
+One training pair is a set of noisy reviews X = X_c ∪ X_d (segment noise, document noise) and the
+clean summary y. The model encodes every review with one shared BiLSTM, corrects each review
+vector (explicit denoising), fuses the corrected vectors of each noise kind into one state s_0 per
+kind, and decodes y with two LSTM decoders started from those states: decoder c attends over the
+segment-noise tokens of its pair, decoder d attends over and copies from the document-noise tokens
+(segment-noised text is ungrammatical, so it is never copied). A learned gate mixes their word
+distributions. A discriminator predicts the summary's topic distribution from the fused states.
+
+Batch layout (`SummaryBatch`; build one with `make_batch` or `inference_batch`). B pairs whose
+reviews are flattened into R rows, in any order:
+
+    reviews          [R, T]  word ids, right-padded (the padding value is never read)
+    review_lengths   [R]     real words per review, >= 1
+    review_pair      [R]     which pair (0..B-1) each review belongs to
+    review_kind      [R]     SEGMENT (0) or DOCUMENT (1) noise
+    summary          [B, S]  summary word ids WITHOUT <s>/</s>, right-padded (training only);
+    summary_lengths  [B]     the model adds <s> before and </s> after, as bilm.add_boundaries does,
+                             and scores the L words plus </s>
+    topics           [B, K]  p(z) of each summary, e.g. from LDA (training, discriminator only)
+
+At inference there are no noise kinds: every real review goes to BOTH branches (the paper treats X
+as both X_c and X_d), which `inference_batch` does by listing each review twice, once per kind.
+
+Design decisions (not fixed by the paper):
+- hidden_dim is the size of h_k and d_j (both directions together, hidden_dim/2 each, as in the
+  released code), so the fused s_0 is literally the decoder LSTM's initial hidden state (cell 0).
+- Attention is bilinear (s_t^T W_a h_k, Luong et al. 2015) and the decoders do not feed the
+  attention context back into the LSTM, so teacher forcing runs each LSTM over the whole summary
+  at once and scores all steps with one batched matmul. Additive attention would need a
+  [B, S, M, H] tensor, far too big for long multi-review inputs on a CPU.
+- Copy is pointer-generator style (See et al. 2017) over the fixed vocabulary, with no extended
+  vocabulary for out-of-vocabulary source words: an <unk> in the source can be copied as <unk>,
+  and decoding should ban <unk> (as the released code's decoder does).
+- A pair with no review of one kind (possible in synthetic data, never at inference) gets a zero
+  fused state and zero attention for that branch, and the gate is fixed to the other branch
+  (lambda = 1 when it has no document-noise review, 0 when it has no segment-noise review), so its
+  distribution is the other branch's, exactly normalised and never NaN. A pair with no review of
+  any kind the model uses is an error.
+- Probabilities are mixed in probability space (the copy distribution is a sum of attention
+  masses, not a softmax) and logged as log(p + EPS): a word whose probability underflows to 0
+  costs at most -log(EPS) ≈ 23 nats instead of an infinite loss and a NaN gradient.
+- An ablated model ignores the reviews of a noise kind it has no branch for, so one synthetic
+  data set serves every ablation. `copy` has no effect without the document branch.
+
+Shapes: B pairs (B* = pairs x beams while decoding), R reviews, T review length, N reviews of one
+kind in a pair (max), M tokens of one kind in a pair (max), S summary steps (L + 1), E embed,
+D hidden_dim, V vocab, K topics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from denoisesum.data.vocab import PAD_ID
+from denoisesum.errors import ConfigError
+from denoisesum.models.bilm import add_boundaries, length_mask, reverse_within_length
+
+SEGMENT, DOCUMENT = 0, 1
+BRANCH_KINDS = {"seg": SEGMENT, "doc": DOCUMENT}
+EPS = 1e-10  # added to probabilities before the log (see the module docstring)
+
+
+@dataclass
+class DenoiseSumConfig:
+    """Paper sizes (§4). Each switch removes exactly the parameters of its module."""
+
+    vocab_size: int = 30000  # set from the vocabulary actually built
+    embed_dim: int = 300
+    hidden_dim: int = 256  # size of h_k, d_j, s_t (each encoder direction gets half)
+    dropout: float = 0.1
+    n_topics: int = 100  # discriminator output size: 100 LDA topics for Yelp, 50 for RT
+    segment_noise: bool = True  # branch c: denoise + fuse + attention decoder, and the gate
+    document_noise: bool = True  # branch d: denoise + fuse + attention/copy decoder, and the gate
+    explicit_denoising: bool = True  # off: d̂_j = d_j
+    copy: bool = True  # partial copy in decoder d
+    discriminator: bool = True  # off: no topic MLP, kl = 0
+
+
+# ---------------------------------------------------------------------------------------------
+# batches
+
+
+@dataclass
+class SummaryBatch:
+    """See the module docstring for the layout."""
+
+    reviews: torch.Tensor  # [R, T] long
+    review_lengths: torch.Tensor  # [R] long
+    review_pair: torch.Tensor  # [R] long, 0..n_pairs-1
+    review_kind: torch.Tensor  # [R] long, SEGMENT or DOCUMENT
+    n_pairs: int
+    summary: torch.Tensor | None = None  # [B, S] long, no <s>/</s>
+    summary_lengths: torch.Tensor | None = None  # [B] long
+    topics: torch.Tensor | None = None  # [B, K] float, rows sum to 1
+
+    def to(self, device: torch.device | str) -> SummaryBatch:
+        moved = {f.name: getattr(self, f.name) for f in fields(self)}
+        return SummaryBatch(**{k: v.to(device) if isinstance(v, torch.Tensor) else v
+                               for k, v in moved.items()})
+
+
+def pad_ids(seqs: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Lists of word ids -> ([N, max_len] right-padded with PAD_ID, [N] lengths)."""
+    lengths = torch.tensor([len(s) for s in seqs], dtype=torch.long)
+    width = max((len(s) for s in seqs), default=1) or 1
+    out = torch.full((len(seqs), width), PAD_ID, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        out[i, : len(s)] = torch.tensor(list(s), dtype=torch.long)
+    return out, lengths
+
+
+def make_batch(segment: Sequence[Sequence[Sequence[int]]],
+               document: Sequence[Sequence[Sequence[int]]],
+               summaries: Sequence[Sequence[int]] | None = None,
+               topics: Sequence[Sequence[float]] | torch.Tensor | None = None) -> SummaryBatch:
+    """Per pair: its segment-noise reviews, its document-noise reviews (lists of word ids), the
+    summary's word ids (no <s>/</s>) and its topic distribution."""
+    if len(segment) != len(document):
+        raise ValueError("segment and document must list the same number of pairs")
+    rows, pair, kind = [], [], []
+    for b, (seg, doc) in enumerate(zip(segment, document, strict=True)):
+        for k, reviews in ((SEGMENT, seg), (DOCUMENT, doc)):
+            rows.extend(reviews)
+            pair.extend([b] * len(reviews))
+            kind.extend([k] * len(reviews))
+    reviews, lengths = pad_ids(rows)
+    batch = SummaryBatch(reviews, lengths, torch.tensor(pair, dtype=torch.long),
+                         torch.tensor(kind, dtype=torch.long), len(segment))
+    if summaries is not None:
+        batch.summary, batch.summary_lengths = pad_ids(summaries)
+    if topics is not None:
+        batch.topics = torch.as_tensor(topics, dtype=torch.float)
+    return batch
+
+
+def inference_batch(review_sets: Sequence[Sequence[Sequence[int]]]) -> SummaryBatch:
+    """Real reviews of each entity -> a batch that gives all of them to both branches."""
+    return make_batch(review_sets, review_sets)
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def group_by_pair(values: torch.Tensor, pair: torch.Tensor,
+                  n_pairs: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """values [N, ...] of items belonging to pair [N] -> ([B, W, ...], mask [B, W]).
+
+    Items keep their order within a pair; slots past a pair's count are zeros (PAD_ID for ids)
+    and False in the mask. W = the largest count, at least 1 so that empty batches still work.
+    """
+    onehot = F.one_hot(pair, n_pairs)  # [N, B]
+    counts = onehot.sum(0)  # [B]
+    slot = (onehot.cumsum(0) - 1).gather(1, pair.unsqueeze(1)).squeeze(1)  # [N] rank in its pair
+    width = max(1, int(counts.max()))
+    out = values.new_zeros((n_pairs, width, *values.shape[1:]))
+    return out.index_put((pair, slot), values), length_mask(counts, width)
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor, dim: int) -> torch.Tensor:
+    """Softmax over `dim` restricted to mask (broadcastable); all-masked slices give all zeros
+    (not NaN, not uniform), which is what an empty branch needs."""
+    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return torch.softmax(scores, dim) * mask
+
+
+def copy_distribution(attn: torch.Tensor, src_ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """attn [B, M] over source tokens with ids src_ids [B, M] -> [B, V] copy distribution.
+
+    scatter_add, not an indexed assignment: a word appearing k times in the source gets the sum of
+    its k attention weights (the released code kept only one of them).
+    """
+    return attn.new_zeros(attn.shape[0], vocab_size).scatter_add_(1, src_ids, attn)
+
+
+def copy_mass_at(attn: torch.Tensor, src_ids: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """copy_distribution gathered at target [B, S], without building [B, S, V]:
+    attn [B, S, M], src_ids [B, M] -> [B, S]."""
+    hits = src_ids.unsqueeze(1) == target.unsqueeze(2)  # [B, S, M]
+    return (attn * hits).sum(-1)
+
+
+def kl_divergence(p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:
+    """KL(p || q) per row: p [B, K] (zeros allowed: 0 log 0 = 0), log_q [B, K] finite -> [B]."""
+    return (torch.xlogy(p, p) - p * log_q).sum(-1)
+
+
+def mix(p_c: torch.Tensor | None, p_d: torch.Tensor | None,
+        lam: torch.Tensor | None) -> torch.Tensor:
+    """p = λ p_c + (1-λ) p_d; with one branch ablated, that branch's p. Any trailing shape."""
+    if p_c is None or p_d is None:
+        return p_c if p_d is None else p_d
+    return lam * p_c + (1 - lam) * p_d
+
+
+def _select(obj, index: torch.Tensor):
+    """index_select along dim 0 on every tensor of a (nested) dataclass."""
+    if obj is None:
+        return None
+    if isinstance(obj, torch.Tensor):
+        return obj.index_select(0, index)
+    return type(obj)(**{f.name: _select(getattr(obj, f.name), index) for f in fields(obj)})
+
+
+# ---------------------------------------------------------------------------------------------
+# decoding state
+
+
+@dataclass
+class BranchState:
+    """One decoder's state plus the source it attends to; every tensor is batch-first."""
+
+    h: torch.Tensor  # [B*, D] decoder hidden s_t (starts at the fused s_0)
+    c: torch.Tensor  # [B*, D] decoder cell (starts at 0)
+    memory: torch.Tensor  # [B*, M, D] token states h_k of this kind's reviews of the pair
+    keys: torch.Tensor  # [B*, M, D] W_a h_k, computed once per input
+    mask: torch.Tensor  # [B*, M] True on real tokens
+    ids: torch.Tensor  # [B*, M] word ids of those tokens (the copy source)
+    present: torch.Tensor  # [B*] bool: the pair has at least one review of this kind
+
+
+@dataclass
+class DecodeState:
+    """Everything decode_step needs. `index_select` reorders/duplicates rows (beams)."""
+
+    seg: BranchState | None
+    doc: BranchState | None
+
+    def index_select(self, index: torch.Tensor) -> DecodeState:
+        return _select(self, index)
+
+
+@dataclass
+class Fused:
+    d_hat: torch.Tensor  # [B, N, D] denoised review vectors, grouped by pair (zeros past count)
+    mask: torch.Tensor  # [B, N] True on real reviews
+    s0: torch.Tensor  # [B, D] fused state (zeros for a pair with no review of this kind)
+
+
+@dataclass
+class DecoderOut:
+    states: torch.Tensor  # [B, S, D] LSTM hidden states s_t
+    logits: torch.Tensor  # [B, S, V] generation logits
+    attn: torch.Tensor  # [B, S, M] attention over the branch's tokens (zeros if none)
+    p_gen: torch.Tensor | None  # [B, S] probability of generating rather than copying
+
+
+# ---------------------------------------------------------------------------------------------
+# modules
+
+
+class Decoder(nn.Module):
+    """LSTM with bilinear attention over one branch's tokens, optionally with copy."""
+
+    def __init__(self, c: DenoiseSumConfig, copy: bool) -> None:
+        super().__init__()
+        d = c.hidden_dim
+        self.lstm = nn.LSTM(c.embed_dim, d, batch_first=True)
+        self.attn = nn.Linear(d, d, bias=False)
+        self.combine = nn.Linear(2 * d, d)
+        self.out = nn.Linear(d, c.vocab_size)
+        self.copy_gate = nn.Linear(2 * d + c.embed_dim, 1) if copy else None
+        self.drop = nn.Dropout(c.dropout)
+
+    def forward(self, emb: torch.Tensor, st: BranchState) -> tuple[DecoderOut, BranchState]:
+        """emb [B, S, E] embeddings of w_{t-1} -> per-step outputs and the state after S steps."""
+        states, (h, c) = self.lstm(emb, (st.h.unsqueeze(0).contiguous(),
+                                         st.c.unsqueeze(0).contiguous()))  # [B, S, D]
+        scores = torch.bmm(states, st.keys.transpose(1, 2))  # [B, S, M]
+        attn = masked_softmax(scores, st.mask.unsqueeze(1), dim=-1)  # [B, S, M]
+        ctx = torch.bmm(attn, st.memory)  # [B, S, D]
+        both = torch.cat([states, ctx], dim=-1)  # [B, S, 2D]
+        logits = self.out(self.drop(torch.tanh(self.combine(both))))  # [B, S, V]
+        p_gen = None
+        if self.copy_gate is not None:
+            p_gen = torch.sigmoid(self.copy_gate(torch.cat([both, emb], -1))).squeeze(-1)
+        new = BranchState(h[0], c[0], st.memory, st.keys, st.mask, st.ids, st.present)
+        return DecoderOut(states, logits, attn, p_gen), new
+
+
+class Branch(nn.Module):
+    """Everything one noise kind owns: explicit denoising, fusion and its decoder."""
+
+    def __init__(self, c: DenoiseSumConfig, copy: bool) -> None:
+        super().__init__()
+        d = c.hidden_dim
+        self.denoise = nn.Linear(2 * d, d) if c.explicit_denoising else None
+        self.fuse = nn.Linear(d, d)
+        self.decoder = Decoder(c, copy)
+
+    def forward(self, d: torch.Tensor, mask: torch.Tensor) -> Fused:
+        """d [B, N, D] review vectors of this kind grouped by pair, mask [B, N] -> Fused."""
+        m = mask.unsqueeze(-1)  # [B, N, 1]
+        d_hat = d
+        if self.denoise is not None:
+            # q: the mean over this pair's reviews of this kind only, divided by their true count
+            q = (d * m).sum(1) / m.sum(1).clamp_min(1)  # [B, D]
+            correction = torch.tanh(self.denoise(torch.cat([d, q.unsqueeze(1).expand_as(d)], -1)))
+            d_hat = d + correction  # [B, N, D]
+        alpha = masked_softmax(self.fuse(d_hat), m, dim=1)  # [B, N, D] a gate per dimension
+        return Fused(d_hat, mask, (alpha * d_hat).sum(1))
+
+
+class DenoiseSum(nn.Module):
+    def __init__(self, config: DenoiseSumConfig) -> None:
+        super().__init__()
+        c = self.config = config
+        if not (c.segment_noise or c.document_noise):
+            raise ConfigError("model: at least one of segment_noise and document_noise must be on")
+        if c.hidden_dim % 2:
+            raise ConfigError(f"model.hidden_dim={c.hidden_dim} must be even (two directions)")
+        self.embed = nn.Embedding(c.vocab_size, c.embed_dim, padding_idx=PAD_ID)
+        # two unidirectional LSTMs (like bilm.py), so the BiLM's pretrained directions can be loaded
+        self.enc_fwd = nn.LSTM(c.embed_dim, c.hidden_dim // 2, batch_first=True)
+        self.enc_bwd = nn.LSTM(c.embed_dim, c.hidden_dim // 2, batch_first=True)
+        self.drop = nn.Dropout(c.dropout)
+        self.seg = Branch(c, copy=False) if c.segment_noise else None
+        self.doc = Branch(c, copy=c.copy) if c.document_noise else None
+        both = c.segment_noise and c.document_noise
+        self.gate = nn.Linear(c.embed_dim + 2 * c.hidden_dim, 1) if both else None
+        n_fused = int(c.segment_noise) + int(c.document_noise)
+        self.discriminator = nn.Sequential(
+            nn.Linear(n_fused * c.hidden_dim, c.hidden_dim), nn.Tanh(), nn.Dropout(c.dropout),
+            nn.Linear(c.hidden_dim, c.n_topics)) if c.discriminator else None
+
+    def branches(self) -> dict[str, Branch]:
+        return {name: b for name, b in (("seg", self.seg), ("doc", self.doc)) if b is not None}
+
+    # ---- encoder ----------------------------------------------------------------------------
+
+    def encode_reviews(self, ids: torch.Tensor,
+                       lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """ids [R, T], lengths [R] -> token states h [R, T, D], review vectors d [R, D]."""
+        x = self.drop(self.embed(ids))  # [R, T, E]
+        fwd, _ = self.enc_fwd(x)  # [R, T, D/2]; right padding never reaches a real position
+        # reversing within each length keeps the padding at the end for the backward pass too
+        bwd, _ = self.enc_bwd(reverse_within_length(x, lengths))
+        bwd = reverse_within_length(bwd, lengths)  # [R, T, D/2]; bwd[:, t] has read ids[:, t:]
+        rows = torch.arange(len(ids), device=ids.device)
+        d = torch.cat([fwd[rows, lengths - 1], bwd[:, 0]], dim=-1)  # [R, D]
+        return torch.cat([fwd, bwd], dim=-1), d
+
+    def fuse_reviews(self, d: torch.Tensor, pair: torch.Tensor, kind: torch.Tensor,
+                     n_pairs: int) -> dict[str, Fused]:
+        """Review vectors d [R, D] -> explicit denoising and fusion, per noise kind."""
+        out = {}
+        for name, branch in self.branches().items():
+            sel = kind == BRANCH_KINDS[name]  # [R]
+            grouped, mask = group_by_pair(d[sel], pair[sel], n_pairs)  # [B, N, D], [B, N]
+            out[name] = branch(grouped, mask)
+        return out
+
+    def _memory(self, branch: Branch, s0: torch.Tensor, h: torch.Tensor, batch: SummaryBatch,
+                sel: torch.Tensor) -> BranchState:
+        """The tokens of the selected reviews [R] grouped by pair: the branch's attention source."""
+        tok = length_mask(batch.review_lengths, h.shape[1]) & sel.unsqueeze(1)  # [R, T]
+        tok_pair = batch.review_pair.unsqueeze(1).expand_as(tok)[tok]  # [n_tokens]
+        memory, mask = group_by_pair(self.drop(h[tok]), tok_pair, batch.n_pairs)  # [B, M, D]
+        ids, _ = group_by_pair(batch.reviews[tok], tok_pair, batch.n_pairs)  # [B, M]
+        return BranchState(s0, torch.zeros_like(s0), memory, branch.decoder.attn(memory), mask,
+                           ids, mask.any(1))
+
+    def _encode(self, batch: SummaryBatch) -> tuple[DecodeState, dict[str, Fused]]:
+        batch = self._active_reviews(batch)
+        h, d = self.encode_reviews(batch.reviews, batch.review_lengths)  # [R, T, D], [R, D]
+        fused = self.fuse_reviews(d, batch.review_pair, batch.review_kind, batch.n_pairs)
+        states = {name: self._memory(b, fused[name].s0, h, batch,
+                                     batch.review_kind == BRANCH_KINDS[name])
+                  for name, b in self.branches().items()}
+        present = torch.stack([s.present for s in states.values()]).any(0)  # [B]
+        if not bool(present.all()):
+            missing = torch.nonzero(~present).flatten().tolist()
+            raise ValueError(f"pairs {missing} have no review of a noise kind this model uses")
+        return DecodeState(states.get("seg"), states.get("doc")), fused
+
+    def _active_reviews(self, batch: SummaryBatch) -> SummaryBatch:
+        """Drop the reviews of a noise kind whose branch is ablated; check the rest."""
+        kinds = [BRANCH_KINDS[name] for name in self.branches()]
+        keep = torch.isin(batch.review_kind, torch.tensor(kinds, device=batch.reviews.device))
+        if bool((batch.review_lengths[keep] < 1).any()):
+            raise ValueError("every review needs at least one word")
+        if bool(keep.all()):
+            return batch
+        return SummaryBatch(batch.reviews[keep], batch.review_lengths[keep],
+                            batch.review_pair[keep], batch.review_kind[keep], batch.n_pairs,
+                            batch.summary, batch.summary_lengths, batch.topics)
+
+    @torch.no_grad()
+    def encode(self, batch: SummaryBatch) -> DecodeState:
+        """Inference: the state to start decoding from (feed BOS_ID as the first prev_tokens)."""
+        return self._encode(batch)[0]
+
+    # ---- decoder ----------------------------------------------------------------------------
+
+    def _decode(self, state: DecodeState, prev: torch.Tensor) -> tuple[dict, DecodeState]:
+        """prev [B*, S] previous words -> per-step pieces of the distribution, and new state."""
+        emb = self.drop(self.embed(prev))  # [B*, S, E]
+        out, new = {}, {}
+        for name, branch in self.branches().items():
+            out[name], new[name] = branch.decoder(emb, getattr(state, name))
+        lam = None
+        if self.gate is not None:
+            gate_in = torch.cat([emb, out["seg"].states, out["doc"].states], dim=-1)
+            lam = torch.sigmoid(self.gate(gate_in)).squeeze(-1)  # [B*, S]
+            has_c = state.seg.present.unsqueeze(1)  # [B*, 1]
+            has_d = state.doc.present.unsqueeze(1)
+            # an empty branch has nothing to say: all weight to the other one
+            lam = torch.where(has_c & has_d, lam, has_c.to(lam.dtype))
+        return {"out": out, "lam": lam}, DecodeState(new.get("seg"), new.get("doc"))
+
+    def _doc_prob(self, p_vocab: torch.Tensor, copy: torch.Tensor | None,
+                  p_gen: torch.Tensor | None) -> torch.Tensor:
+        """p_d = p_gen p_vocab + (1 - p_gen) p_copy (just p_vocab without copy)."""
+        return p_vocab if p_gen is None else p_gen * p_vocab + (1 - p_gen) * copy
+
+    def step_probs(self, state: DecodeState,
+                   prev_tokens: torch.Tensor) -> tuple[dict, DecodeState]:
+        """One step, all pieces of the distribution (for decode_step and for inspection).
+
+        prev_tokens [B*] -> dict with p [B*, V] (the mixture), p_c, p_d, p_copy [B*, V] (None when
+        the branch or copy is off), attn_c, attn_d [B*, M], p_gen, lam [B*] (None when absent).
+        """
+        parts, new = self._decode(state, prev_tokens.unsqueeze(1))
+        out, v = parts["out"], self.config.vocab_size
+        res = {"lam": None if parts["lam"] is None else parts["lam"][:, 0], "p_c": None,
+               "p_d": None, "p_copy": None, "attn_c": None, "attn_d": None, "p_gen": None}
+        if "seg" in out:
+            res["p_c"] = torch.softmax(out["seg"].logits[:, 0], -1)  # [B*, V]
+            res["attn_c"] = out["seg"].attn[:, 0]
+        if "doc" in out:
+            o = out["doc"]
+            res["attn_d"] = o.attn[:, 0]  # [B*, M]
+            p_vocab, p_gen = torch.softmax(o.logits[:, 0], -1), None  # [B*, V]
+            if o.p_gen is not None:
+                res["p_copy"] = copy_distribution(res["attn_d"], state.doc.ids, v)  # [B*, V]
+                res["p_gen"] = o.p_gen[:, 0]
+                p_gen = res["p_gen"].unsqueeze(1)  # [B*, 1]
+            res["p_d"] = self._doc_prob(p_vocab, res["p_copy"], p_gen)
+        lam = None if res["lam"] is None else res["lam"].unsqueeze(1)
+        res["p"] = mix(res["p_c"], res["p_d"], lam)  # [B*, V]
+        return res, new
+
+    @torch.no_grad()
+    def decode_step(self, state: DecodeState,
+                    prev_tokens: torch.Tensor) -> tuple[torch.Tensor, DecodeState]:
+        """prev_tokens [B*] (BOS_ID first) -> log p(w_t) [B*, V] and the next state."""
+        res, new = self.step_probs(state, prev_tokens)
+        return torch.log(res["p"] + EPS), new
+
+    # ---- training ---------------------------------------------------------------------------
+
+    def _target_prob(self, parts: dict, state: DecodeState, target: torch.Tensor) -> torch.Tensor:
+        """p(w_t) at the target words only, target [B, S] -> [B, S]: the same formula as
+        step_probs, gathered instead of materialising a mixed [B, S, V] distribution."""
+        out = parts["out"]
+
+        def vocab_prob(o: DecoderOut) -> torch.Tensor:  # softmax(logits)[target], [B, S]
+            log_p = torch.log_softmax(o.logits, -1)  # [B, S, V]
+            return log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1).exp()
+
+        p_c = vocab_prob(out["seg"]) if "seg" in out else None
+        p_d = None
+        if "doc" in out:
+            copy = copy_mass_at(out["doc"].attn, state.doc.ids, target)  # [B, S]
+            p_d = self._doc_prob(vocab_prob(out["doc"]), copy, out["doc"].p_gen)
+        return mix(p_c, p_d, parts["lam"])
+
+    def forward(self, batch: SummaryBatch) -> dict:
+        """Teacher-forced losses: loss = nll + kl; nll is the mean over real target tokens
+        (the words and </s>); token_nll [B, S] has -log p per target (0 on padding)."""
+        if batch.summary is None or batch.summary_lengths is None:
+            raise ValueError("training needs batch.summary and batch.summary_lengths")
+        state, fused = self._encode(batch)
+        seq = add_boundaries(batch.summary, batch.summary_lengths)  # [B, L+2]
+        prev, target = seq[:, :-1], seq[:, 1:]  # [B, S]
+        mask = length_mask(batch.summary_lengths + 1, target.shape[1])  # [B, S]
+        parts, _ = self._decode(state, prev)
+        p = self._target_prob(parts, state, target)  # [B, S]
+        token_nll = -torch.log(p + EPS) * mask
+        n_tokens = int(mask.sum())
+        nll = token_nll.sum() / n_tokens
+        kl = self._kl(fused, batch.topics) if self.discriminator is not None else nll.new_zeros(())
+        return {"loss": nll + kl, "nll": nll, "kl": kl, "n_tokens": n_tokens,
+                "token_nll": token_nll}
+
+    def topic_log_probs(self, fused: dict[str, Fused]) -> torch.Tensor:
+        """log q(z) [B, K] from the fused states [s_c; s_d]."""
+        return torch.log_softmax(self.discriminator(torch.cat([f.s0 for f in fused.values()],
+                                                              -1)), -1)
+
+    def _kl(self, fused: dict[str, Fused], topics: torch.Tensor | None) -> torch.Tensor:
+        if topics is None:
+            raise ValueError("the discriminator is on but the batch has no topics")
+        return kl_divergence(topics, self.topic_log_probs(fused)).mean()

@@ -1,0 +1,391 @@
+"""DenoiseSum summarizer: tiny models, plain-loop references for every formula that matters."""
+
+import math
+import random
+
+import pytest
+import torch
+
+from denoisesum.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from denoisesum.errors import ConfigError
+from denoisesum.models.denoisesum import (
+    DOCUMENT,
+    SEGMENT,
+    DenoiseSum,
+    DenoiseSumConfig,
+    SummaryBatch,
+    copy_distribution,
+    copy_mass_at,
+    inference_batch,
+    kl_divergence,
+    make_batch,
+)
+
+V, K = 30, 4
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny tensors: threads only add overhead (and contend with other jobs)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def tiny(seed: int = 0, **switches) -> DenoiseSum:
+    torch.manual_seed(seed)
+    config = DenoiseSumConfig(vocab_size=V, embed_dim=8, hidden_dim=12, dropout=0.0,
+                              n_topics=K, **switches)
+    return DenoiseSum(config).eval()
+
+
+def words(rng: random.Random, lo: int = 2, hi: int = 7) -> list[int]:
+    return [rng.randrange(4, V) for _ in range(rng.randint(lo, hi))]
+
+
+def reviews(rng: random.Random, n: int) -> list[list[int]]:
+    return [words(rng) for _ in range(n)]
+
+
+def topics(n: int, seed: int = 0) -> torch.Tensor:
+    return torch.softmax(torch.randn(n, K, generator=torch.Generator().manual_seed(seed)), -1)
+
+
+def random_batch(seed: int = 0, counts=((2, 2), (3, 1), (1, 3))) -> SummaryBatch:
+    """One pair per (n segment, n document) in counts."""
+    rng = random.Random(seed)
+    seg = [reviews(rng, c) for c, _ in counts]
+    doc = [reviews(rng, d) for _, d in counts]
+    return make_batch(seg, doc, [words(rng, 1, 6) for _ in counts], topics(len(counts), seed))
+
+
+def greedy(model: DenoiseSum, batch: SummaryBatch, max_len: int = 12) -> list[list[int]]:
+    state = model.encode(batch)
+    prev = torch.full((batch.n_pairs,), BOS_ID)
+    out: list[list[int]] = [[] for _ in range(batch.n_pairs)]
+    done = [False] * batch.n_pairs
+    for _ in range(max_len):
+        log_probs, state = model.decode_step(state, prev)
+        prev = log_probs.argmax(-1)
+        for b, tok in enumerate(prev.tolist()):
+            done[b] = done[b] or tok == EOS_ID
+            if not done[b]:
+                out[b].append(tok)
+    return out
+
+
+def teacher_forced_log_probs(model: DenoiseSum, batch: SummaryBatch) -> torch.Tensor:
+    """[B, S, V] from decode_step fed the gold words: <s> w_1 .. w_L."""
+    state = model.encode(batch)
+    prev = torch.cat([torch.full((batch.n_pairs, 1), BOS_ID), batch.summary], 1)
+    steps = []
+    for t in range(batch.summary.shape[1] + 1):
+        log_probs, state = model.decode_step(state, prev[:, t])
+        steps.append(log_probs)
+    return torch.stack(steps, 1)
+
+
+# ---- 1. it learns ---------------------------------------------------------------------------
+
+
+def test_tiny_model_overfits_and_greedy_decoding_reproduces_the_summaries():
+    torch.manual_seed(0)
+    model = DenoiseSum(DenoiseSumConfig(vocab_size=V, embed_dim=16, hidden_dim=32, dropout=0.0,
+                                        n_topics=K))
+    rng = random.Random(1)
+    summaries = [[5, 9, 13, 7, 21], [8, 14, 22, 6], [11, 17, 25, 29, 10, 12]]
+    seg = [[words(rng) for _ in range(2)] for _ in summaries]
+    doc = [[s[:3] + words(rng, 1, 3), words(rng)] for s in summaries]  # some copyable words
+    batch = make_batch(seg, doc, summaries, topics(3))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(250):
+        opt.zero_grad()
+        loss = model(batch)["loss"]
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 3.0)
+        opt.step()
+    model.eval()
+    assert model(batch)["nll"].item() < 0.05
+    assert greedy(model, batch) == summaries
+
+
+def test_forward_nll_equals_step_by_step_decoding():
+    """The training path (target-gathered) and decode_step (full mixture) agree."""
+    model = tiny()
+    batch = random_batch()
+    out = model(batch)
+    log_probs = teacher_forced_log_probs(model, batch)  # [B, S, V]
+    target = torch.cat([batch.summary, torch.zeros(batch.n_pairs, 1, dtype=torch.long)], 1)
+    target.scatter_(1, batch.summary_lengths.unsqueeze(1), EOS_ID)
+    gathered = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    mask = out["token_nll"] != 0
+    assert int(mask.sum()) == out["n_tokens"] == int((batch.summary_lengths + 1).sum())
+    assert torch.allclose(out["token_nll"][mask], gathered[mask], atol=1e-5)
+    assert math.isclose(out["nll"].item(), gathered[mask].mean().item(), rel_tol=1e-5)
+    assert torch.allclose(out["loss"], out["nll"] + out["kl"])
+
+
+# ---- 2. padding -----------------------------------------------------------------------------
+
+
+def test_review_vectors_ignore_padding_in_both_directions():
+    model = tiny()
+    ids = torch.tensor([[5, 6, 7, 8]])
+    h, d = model.encode_reviews(ids, torch.tensor([4]))
+    junk = torch.tensor([[5, 6, 7, 8, 9, 10, 11], [12, 13, 14, 15, 16, 17, 18]])
+    h2, d2 = model.encode_reviews(junk, torch.tensor([4, 7]))
+    assert torch.allclose(d[0], d2[0], atol=1e-6)
+    assert torch.allclose(h[0], h2[0, :4], atol=1e-6)
+    # d_j = [forward state at the last word; backward state at the first word]
+    half = model.config.hidden_dim // 2
+    assert torch.allclose(d[0, :half], h[0, 3, :half])
+    assert torch.allclose(d[0, half:], h[0, 0, half:])
+
+
+def test_padding_and_batch_company_do_not_change_outputs():
+    model = tiny()
+    rng = random.Random(3)
+    seg_a, doc_a, sum_a = reviews(rng, 2), reviews(rng, 1), [7, 8, 9]
+    alone = make_batch([seg_a], [doc_a], [sum_a], topics(1))
+    # the same pair with junk where the padding goes
+    padded = make_batch([seg_a], [doc_a], [sum_a], topics(1))
+    padded.reviews = torch.cat([padded.reviews, torch.randint(4, V, (3, 6))], 1)
+    padded.summary = torch.cat([padded.summary, torch.randint(4, V, (1, 4))], 1)
+    # ... and batched with a longer pair, with the review rows shuffled
+    seg_b = [words(rng, 9, 12) for _ in range(4)]
+    company = make_batch([seg_a, seg_b], [doc_a, reviews(rng, 3)], [sum_a, words(rng, 8, 8)],
+                         torch.cat([topics(1), topics(1, seed=5)]))
+    perm = torch.randperm(len(company.reviews), generator=torch.Generator().manual_seed(0))
+    for name in ("reviews", "review_lengths", "review_pair", "review_kind"):
+        setattr(company, name, getattr(company, name)[perm])
+
+    ref = model(alone)
+    ref_steps = teacher_forced_log_probs(model, alone)[0]  # [4, V]
+    for other in (padded, company):
+        out = model(other)
+        assert torch.allclose(out["token_nll"][0, :4], ref["token_nll"][0], atol=1e-5)
+        steps = teacher_forced_log_probs(model, other)[0, :4]
+        assert torch.allclose(steps, ref_steps, atol=1e-5)
+    assert torch.allclose(model(padded)["loss"], ref["loss"], atol=1e-5)
+
+
+# ---- 3. copy --------------------------------------------------------------------------------
+
+
+def test_copy_distribution_adds_the_mass_of_repeated_source_words():
+    attn = torch.softmax(torch.randn(2, 6), -1)
+    src = torch.tensor([[7, 9, 7, 7, 12, PAD_ID], [5, 5, 6, 8, 8, 8]])
+    got = copy_distribution(attn, src, V)
+    ref = torch.zeros(2, V)
+    for b in range(2):
+        for k in range(6):
+            ref[b, src[b, k]] += attn[b, k]
+    assert torch.allclose(got, ref)
+    assert torch.allclose(got[0, 7], attn[0, 0] + attn[0, 2] + attn[0, 3])
+    target = torch.tensor([[7, 9, 13], [8, 5, 6]])
+    at = copy_mass_at(attn.unsqueeze(1).expand(2, 3, 6), src, target)  # the training path
+    assert torch.allclose(at, got.gather(1, target))
+
+
+def test_model_copy_mass_is_k_times_the_attention_weight():
+    model = tiny()
+    with torch.no_grad():
+        model.doc.decoder.attn.weight.zero_()  # equal scores: uniform attention over 5 tokens
+    batch = make_batch([[[4, 5]]], [[[7, 9, 7, 7, 12]]])
+    res, _ = model.step_probs(model.encode(batch), torch.tensor([BOS_ID]))
+    assert torch.allclose(res["attn_d"], torch.full((1, 5), 0.2))
+    assert torch.allclose(res["p_copy"][0, 7], torch.tensor(3 * 0.2))
+    assert torch.allclose(res["p_copy"][0, 9], torch.tensor(0.2))
+    assert res["p_copy"].sum().item() == pytest.approx(1.0)
+    p_gen = res["p_gen"][0]
+    p_vocab = (res["p_d"][0] - (1 - p_gen) * res["p_copy"][0]) / p_gen
+    assert torch.allclose(p_vocab.sum(), torch.tensor(1.0), atol=1e-5)  # p_d = p_gen p_v + ...
+
+
+def test_copy_only_reads_document_noise_tokens():
+    model = tiny()
+    batch = make_batch([[[20, 21, 22]]], [[[7, 8]]])
+    res, _ = model.step_probs(model.encode(batch), torch.tensor([BOS_ID]))
+    assert set(torch.nonzero(res["p_copy"][0]).flatten().tolist()) == {7, 8}
+
+
+# ---- 4. the mixture -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("copy", [True, False])
+def test_mixture_sums_to_one_at_every_step(copy):
+    model = tiny(copy=copy)
+    batch = random_batch(counts=((2, 2), (0, 3), (2, 0)))  # with empty branches
+    state = model.encode(batch)
+    prev = torch.full((3,), BOS_ID)
+    for _ in range(5):
+        res, state = model.step_probs(state, prev)
+        ones = torch.ones(3)
+        assert torch.allclose(res["p"].sum(-1), ones, atol=1e-5)
+        assert torch.allclose(res["p_c"].sum(-1), ones, atol=1e-5)
+        assert torch.allclose(res["p_d"][0].sum(), ones[0], atol=1e-5)
+        assert (res["p_copy"] is None) == (res["p_gen"] is None) == (not copy)
+        lam = res["lam"]
+        assert 0 < lam[0] < 1 and lam[1] == 0 and lam[2] == 1  # empty branch: other one only
+        manual = lam.unsqueeze(1) * res["p_c"] + (1 - lam.unsqueeze(1)) * res["p_d"]
+        assert torch.allclose(res["p"], manual)
+        prev = torch.randint(4, V, (3,))
+
+
+def test_decode_state_reorders_like_beams():
+    model = tiny()
+    state = model.encode(random_batch())
+    _, state = model.decode_step(state, torch.full((3,), BOS_ID))
+    index = torch.tensor([2, 2, 0, 1, 0])
+    prev = torch.tensor([5, 6, 7, 8, 9])
+    log_probs, _ = model.decode_step(state.index_select(index), prev)  # [5, V]
+    for i, src in enumerate(index.tolist()):
+        alone, _ = model.decode_step(state, torch.full((3,), int(prev[i])))
+        assert torch.allclose(log_probs[i], alone[src], atol=1e-6)
+
+
+# ---- 5. ablations ---------------------------------------------------------------------------
+
+
+ABLATIONS = {
+    "segment_noise": ("seg.", "gate."),
+    "document_noise": ("doc.", "gate."),
+    "explicit_denoising": ("seg.denoise.", "doc.denoise."),
+    "copy": ("doc.decoder.copy_gate.",),
+    "discriminator": ("discriminator.",),
+}
+
+
+@pytest.mark.parametrize("switch", ABLATIONS)
+def test_each_switch_removes_exactly_its_parameters(switch):
+    full = {name for name, _ in tiny().named_parameters()}
+    ablated_model = tiny(**{switch: False})
+    ablated = {name for name, _ in ablated_model.named_parameters()}
+    prefixes = ABLATIONS[switch]
+    assert ablated <= full
+    assert full - ablated == {n for n in full if n.startswith(prefixes)}
+    assert all(any(n.startswith(p) for n in full) for p in prefixes)
+    out = ablated_model(random_batch())
+    assert math.isfinite(out["loss"].item())
+    if switch == "discriminator":
+        assert out["kl"].item() == 0
+
+
+def test_at_least_one_noise_kind():
+    with pytest.raises(ConfigError, match="segment_noise"):
+        tiny(segment_noise=False, document_noise=False)
+
+
+def test_ablated_branch_ignores_that_kind_of_review():
+    model = tiny(segment_noise=False)
+    rng = random.Random(4)
+    doc, summary = [reviews(rng, 2)], [[5, 6, 7]]
+    with_seg = make_batch([reviews(rng, 3)], doc, summary, topics(1))
+    without = make_batch([[]], doc, summary, topics(1))
+    assert torch.allclose(model(with_seg)["loss"], model(without)["loss"], atol=1e-6)
+
+
+# ---- 6. explicit denoising and fusion ------------------------------------------------------
+
+
+def test_denoising_mean_uses_each_pairs_own_count_of_each_kind():
+    model = tiny()
+    batch = random_batch(seed=2, counts=((1, 3), (2, 1), (3, 2), (0, 2)))
+    perm = torch.randperm(len(batch.reviews), generator=torch.Generator().manual_seed(1))
+    ids, lengths = batch.reviews[perm], batch.review_lengths[perm]
+    pair, kind = batch.review_pair[perm], batch.review_kind[perm]
+    _, d = model.encode_reviews(ids, lengths)
+    fused = model.fuse_reviews(d, pair, kind, batch.n_pairs)
+    for name, k in (("seg", SEGMENT), ("doc", DOCUMENT)):
+        branch = getattr(model, name)
+        for b in range(batch.n_pairs):
+            rows = [r for r in range(len(pair)) if pair[r] == b and kind[r] == k]
+            if not rows:
+                assert not fused[name].mask[b].any() and not fused[name].s0[b].any()
+                continue
+            d_j = d[rows]  # [n, D], in row order
+            q = sum(d[r] for r in rows) / len(rows)
+            c = torch.tanh(branch.denoise(torch.cat([d_j, q.expand_as(d_j)], -1)))
+            d_hat = d_j + c
+            alpha = torch.softmax(branch.fuse(d_hat), dim=0)
+            s0 = (alpha * d_hat).sum(0)
+            assert fused[name].mask[b].sum() == len(rows)
+            assert torch.allclose(fused[name].d_hat[b, : len(rows)], d_hat, atol=1e-6)
+            assert torch.allclose(fused[name].s0[b], s0, atol=1e-6)
+
+
+def test_without_explicit_denoising_the_vectors_are_unchanged():
+    model = tiny(explicit_denoising=False)
+    batch = random_batch()
+    _, d = model.encode_reviews(batch.reviews, batch.review_lengths)
+    fused = model.fuse_reviews(d, batch.review_pair, batch.review_kind, batch.n_pairs)
+    sel = (batch.review_pair == 0) & (batch.review_kind == SEGMENT)
+    assert torch.equal(fused["seg"].d_hat[0, :2], d[sel])
+
+
+# ---- 7. inference and empty branches --------------------------------------------------------
+
+
+def test_inference_gives_every_review_to_both_branches():
+    model = tiny()
+    rng = random.Random(5)
+    sets = [reviews(rng, 3), reviews(rng, 1)]
+    batch = inference_batch(sets)
+    assert batch.review_kind.tolist() == [0, 0, 0, 1, 1, 1, 0, 1]
+    state = model.encode(batch)
+    assert state.seg.present.all() and state.doc.present.all()
+    prev = torch.full((2,), BOS_ID)
+    for _ in range(4):
+        log_probs, state = model.decode_step(state, prev)
+        assert torch.isfinite(log_probs).all()
+        prev = log_probs.argmax(-1)
+
+
+def test_a_pair_with_no_review_of_one_kind_has_a_finite_loss_and_gradient():
+    model = tiny().train()
+    out = model(random_batch(counts=((0, 2), (3, 0))))
+    assert math.isfinite(out["loss"].item())
+    out["loss"].backward()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+def test_a_pair_with_no_reviews_at_all_is_an_error():
+    model = tiny(document_noise=False)
+    with pytest.raises(ValueError, match=r"pairs \[1\]"):
+        model(random_batch(counts=((1, 1), (0, 2))))
+
+
+# ---- 8. discriminator -----------------------------------------------------------------------
+
+
+def test_kl_is_zero_for_equal_distributions_and_finite_with_zeros():
+    p = torch.tensor([[0.5, 0.25, 0.125, 0.125], [0.7, 0.0, 0.3, 0.0]])
+    assert torch.allclose(kl_divergence(p[:1], p[:1].log()), torch.zeros(1), atol=1e-7)
+    log_q = torch.log_softmax(torch.randn(2, K), -1)
+    kl = kl_divergence(p, log_q)
+    assert torch.isfinite(kl).all() and (kl >= 0).all()
+    ref = sum(p[1, z] * (p[1, z].log() - log_q[1, z]) for z in (0, 2))
+    assert torch.allclose(kl[1], ref)
+
+
+def test_model_kl_vanishes_when_the_discriminator_predicts_p():
+    model = tiny()
+    p = torch.tensor([0.6, 0.3, 0.1, 0.0])
+    with torch.no_grad():  # test hook: q(z) = softmax(bias) = p whatever the input
+        model.discriminator[-1].weight.zero_()
+        model.discriminator[-1].bias.copy_(torch.log(p.clamp_min(1e-30)))
+    batch = random_batch()
+    batch.topics = p.expand(batch.n_pairs, K).clone()
+    assert abs(model(batch)["kl"].item()) < 1e-6
+    batch.topics = torch.tensor([[0.0, 0.0, 1.0, 0.0]] * batch.n_pairs)
+    kl = model(batch)["kl"]
+    assert math.isfinite(kl.item()) and kl.item() == pytest.approx(-math.log(0.1), rel=1e-4)
+
+
+def test_training_needs_topics_when_the_discriminator_is_on():
+    batch = random_batch()
+    batch.topics = None
+    with pytest.raises(ValueError, match="topics"):
+        tiny()(batch)
+    assert math.isfinite(tiny(discriminator=False)(batch)["loss"].item())
