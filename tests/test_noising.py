@@ -290,3 +290,26 @@ def test_malformed_corpus_gets_a_clear_error(tmp_path):
     path.write_text('{"entity_id": "a", "text": "fine"}\n{"entity_id": "a"}\n')
     with pytest.raises(InputError, match=r"line 2, field 'text': missing field"):
         EncodedCorpus.build(CorpusReader(path), tmp_path / "enc", Tokenizer())
+
+
+def test_synthesize_command(workspace, tmp_path):
+    from typer.testing import CliRunner
+
+    from denoisesum.cli import app
+
+    dev = write_jsonl(tmp_path / "dev.jsonl", [{"entity_id": "d1", "reviews": ["a", "b", "c"]},
+                                               {"entity_id": "d2", "reviews": ["a", "b", "c"]}])
+    (tmp_path / "exclude.txt").write_text("# ids\ne0\n\ne1\n")
+    args = ["synthesize", str(workspace["corpus_path"]), "--lm", str(workspace["lm"]),
+            "-o", str(tmp_path / "out"), "--cache", str(workspace["root"] / "enc"),
+            "--preset", "generic", "--pairs", "6", "--dev", str(dev), "--workers", "0",
+            "--exclude-entities", str(tmp_path / "exclude.txt"), "--set", "shard_size=4",
+            "--set", "inventory_reviews=20"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "6 pairs in" in result.output and "candidates:" in result.output
+    pairs = read_pairs(tmp_path / "out")
+    assert len(pairs) == 6 and all(p["n"] == 3 for p in pairs)  # N from the dev file: 3 +- 0
+    assert not {p["entity_id"] for p in pairs} & {"e0", "e1"}
+    result = CliRunner().invoke(app, [*args[:9], "nope", *args[10:]])
+    assert result.exit_code != 0 and "unknown candidate preset 'nope'" in str(result.exception)
