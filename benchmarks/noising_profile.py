@@ -1,0 +1,64 @@
+"""Where token noising spends its time: LSTMs vs the full-vocabulary output vs nucleus sampling.
+
+    python benchmarks/noising_profile.py runs/synth-yelp-5k runs/bilm-yelp/encoded \
+        models/bilm-yelp > runs/noising-profile.json
+
+Times one LM batch of the run's first candidates on one thread (as a synthesize worker runs),
+best of 3. Prints JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+import torch
+
+from denoisesum.noising import pipeline
+from denoisesum.noising.token_noise import nucleus_sample
+
+
+def best_of(fn, repeats: int = 3) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    for name in ("run", "corpus", "lm"):
+        parser.add_argument(name)
+    parser.add_argument("--batch", type=int, default=32)
+    args = parser.parse_args()
+    res = pipeline._resources(pipeline.Job(args.run, args.corpus, args.lm, {}))
+    plan, corpus, model = res["plan"], res["corpus"], res["model"]
+    batch = [pipeline.review_ids(corpus, int(plan.candidates[k])) for k in range(args.batch)]
+    lengths = torch.tensor([len(t) for t in batch])
+    ids = torch.zeros(len(batch), int(lengths.max()), dtype=torch.long)
+    for row, type_ids in enumerate(batch):
+        ids[row, : len(type_ids)] = res["table"][torch.from_numpy(type_ids.astype(np.int64))]
+    with torch.no_grad():
+        ctx = model.contexts(ids, lengths)
+        flat = ctx.reshape(-1, ctx.shape[-1])
+        log_probs = model.head.log_prob(flat).view(len(batch), -1, model.config.vocab_size)
+        generator = torch.Generator().manual_seed(0)
+        result = {
+            "candidates": len(batch), "positions": int(lengths.sum()),
+            "lstm_seconds": best_of(lambda: model.contexts(ids, lengths)),
+            "full_vocab_log_prob_seconds": best_of(lambda: model.head.log_prob(flat)),
+            "head_only_seconds": best_of(lambda: model.head.head(flat)),
+            "nucleus_seconds": best_of(lambda: [
+                nucleus_sample(log_probs[r, : lengths[r]], 0.9, 8, generator)
+                for r in range(len(batch))]),
+            "threads": torch.get_num_threads(),
+        }
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
