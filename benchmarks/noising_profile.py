@@ -1,4 +1,7 @@
-"""Where token noising spends its time: LSTMs vs the full-vocabulary output vs nucleus sampling.
+"""Where token noising spends its time: LSTMs, full-vocabulary output, nucleus sampling.
+
+`head_first_nucleus_seconds` is what `synthesize` does now (distribution and sampling together);
+`full_vocab_log_prob_seconds` + `nucleus_seconds` is the plain way it replaced.
 
     python benchmarks/noising_profile.py runs/synth-yelp-5k runs/bilm-yelp/encoded \
         models/bilm-yelp > runs/noising-profile.json
@@ -17,7 +20,7 @@ import numpy as np
 import torch
 
 from denoisesum.noising import pipeline
-from denoisesum.noising.token_noise import nucleus_sample
+from denoisesum.noising.token_noise import lm_nucleus_sample, nucleus_sample
 
 
 def best_of(fn, repeats: int = 3) -> float:
@@ -54,6 +57,9 @@ def main() -> None:
             "head_only_seconds": best_of(lambda: model.head.head(flat)),
             "nucleus_seconds": best_of(lambda: [
                 nucleus_sample(log_probs[r, : lengths[r]], 0.9, 8, generator)
+                for r in range(len(batch))]),
+            "head_first_nucleus_seconds": best_of(lambda: [
+                lm_nucleus_sample(model.head, ctx[r, : lengths[r]], 0.9, 8, generator)
                 for r in range(len(batch))]),
             "threads": torch.get_num_threads(),
         }

@@ -18,7 +18,7 @@ from denoisesum.noising import pipeline
 from denoisesum.noising.candidates import CandidateConfig, preset, rejection
 from denoisesum.noising.chunks import ChunkInventory, chunk_noise, chunk_tags
 from denoisesum.noising.plan import eligible_candidates
-from denoisesum.noising.token_noise import nucleus_sample, token_noise
+from denoisesum.noising.token_noise import lm_nucleus_sample, nucleus_sample, token_noise
 from denoisesum.training.lm import LMRunConfig, LMTrainConfig, LMTrainer, VocabConfig
 
 SENTENCES = [
@@ -145,6 +145,26 @@ def test_nucleus_with_a_large_vocabulary_uses_every_stage_exactly():
     assert min(widths) <= 64 < max(widths) and max(widths) > 4096  # every stage was needed
 
 
+def test_head_first_nucleus_equals_the_full_distribution_nucleus():
+    """Sampling from the adaptive softmax head first never leaves the exact nucleus."""
+    torch.manual_seed(3)
+    head = torch.nn.AdaptiveLogSoftmaxWithLoss(16, 3000, cutoffs=[100, 1000], div_value=2.0)
+    contexts = torch.randn(40, 16) * torch.linspace(0.5, 12.0, 40).unsqueeze(1)  # flat..peaked
+    samples = lm_nucleus_sample(head, contexts, 0.9, 300, torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        full = head.log_prob(contexts).exp().double().numpy()
+    in_head_only = with_tail = 0
+    for j in range(40):
+        nucleus = reference_nucleus(full[j], 0.9)
+        drawn = Counter(samples[:, j].tolist())
+        assert set(drawn) <= set(nucleus), j
+        top = max(nucleus, key=nucleus.get)
+        assert abs(drawn[top] / 300 - nucleus[top]) < 0.1
+        in_head_only += max(nucleus) < 100
+        with_tail += max(nucleus) >= 100
+    assert in_head_only and with_tail  # both the head-only and the full path were needed
+
+
 def test_replacement_rate_is_p_r_times_probability_of_a_different_word(workspace):
     from denoisesum.training.lm import load_bilm
 
@@ -152,7 +172,11 @@ def test_replacement_rate_is_p_r_times_probability_of_a_different_word(workspace
     text = " ".join(r["text"] for r in noising_reviews(2, 10, seed=5))
     ids = torch.tensor(vocab.encode(Tokenizer().tokenize(text)))
     log_probs = model.log_probs(ids[None], torch.tensor([len(ids)]))[0]
-    copies = token_noise(ids, log_probs, 100, 0.8, 0.9, torch.Generator().manual_seed(0))
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        contexts = model.contexts(ids[None], torch.tensor([len(ids)]))[0]
+    samples = lm_nucleus_sample(model.head, contexts, 0.9, 100, generator)
+    copies = token_noise(ids, samples, 0.8, generator)
     measured = (copies != ids).float().mean().item()
     differ = np.mean([1 - reference_nucleus(log_probs[j].exp().double().numpy(), 0.9)
                       .get(int(ids[j]), 0.0) for j in range(len(ids))])

@@ -38,7 +38,7 @@ from denoisesum.noising.candidates import CandidateConfig, preset
 from denoisesum.noising.chunks import Chunker, ChunkInventory, chunk_noise
 from denoisesum.noising.document_noise import idf_table, most_similar
 from denoisesum.noising.plan import Plan, document_frequency, eligible_candidates, make_plan
-from denoisesum.noising.token_noise import token_noise
+from denoisesum.noising.token_noise import lm_nucleus_sample, token_noise
 
 
 @dataclass
@@ -130,11 +130,11 @@ def run_shard(shard: int, job: Job) -> dict[str, Any]:
     for begin in range(0, len(type_ids), cfg.lm_batch):
         batch = range(begin, min(begin + cfg.lm_batch, len(type_ids)))
         start = time.perf_counter()
-        log_probs = _lm_log_probs(res, [type_ids[i] for i in batch])
+        contexts = _lm_contexts(res, [type_ids[i] for i in batch])
         timings["lm"] += time.perf_counter() - start
         for row, i in enumerate(batch):
             records.append(_make_pair(res, cfg, pair_ids[i], type_ids[i], tokens[i], parses[i],
-                                      log_probs[row, : len(type_ids[i])], timings))
+                                      contexts[row, : len(type_ids[i])], timings))
     start = time.perf_counter()
     data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
     with atomic_write(shard_path(job.out_dir, shard), "wb") as handle:
@@ -144,16 +144,18 @@ def run_shard(shard: int, job: Job) -> dict[str, Any]:
             "short_document_noise": sum(r["document_noise_short"] for r in records)}
 
 
-def _lm_log_probs(res: dict[str, Any], batch: list[np.ndarray]) -> torch.Tensor:
+@torch.no_grad()
+def _lm_contexts(res: dict[str, Any], batch: list[np.ndarray]) -> torch.Tensor:
+    """The BiLM's two-sided context of every word of a batch of candidates: [B, L, P]."""
     lengths = torch.tensor([len(ids) for ids in batch])
     ids = torch.zeros(len(batch), int(lengths.max()), dtype=torch.long)
     for row, type_ids in enumerate(batch):
         ids[row, : len(type_ids)] = res["table"][torch.from_numpy(type_ids.astype(np.int64))]
-    return res["model"].log_probs(ids, lengths)  # [B, L, V]
+    return res["model"].contexts(ids, lengths)
 
 
 def _make_pair(res: dict[str, Any], cfg: SynthesisConfig, pair_id: int, type_ids: np.ndarray,
-               tokens: list[str], parse, log_probs: torch.Tensor,
+               tokens: list[str], parse, contexts: torch.Tensor,
                timings: dict[str, float]) -> dict[str, Any]:
     corpus, plan, vocab = res["corpus"], res["plan"], res["vocab"]
     n = int(plan.n[pair_id])
@@ -161,7 +163,8 @@ def _make_pair(res: dict[str, Any], cfg: SynthesisConfig, pair_id: int, type_ids
     generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + pair_id)
     start = time.perf_counter()
     ids = res["table"][torch.from_numpy(type_ids.astype(np.int64))]
-    noisy = token_noise(ids, log_probs, n, cfg.noise.p_replace, cfg.noise.top_p, generator)
+    samples = lm_nucleus_sample(res["model"].head, contexts, cfg.noise.top_p, n, generator)
+    noisy = token_noise(ids, samples, cfg.noise.p_replace, generator)
     segment = []
     for copy in noisy.tolist():
         # unchanged positions keep the original word, even one outside the vocabulary
