@@ -1,0 +1,147 @@
+"""The leaderboard: released systems, baselines and new predictions, scored alike, as Markdown.
+
+Every entry is scored by `denoisesum.evaluation.evaluate` against the same gold file, on the same
+entities; baselines are run on the gold file's own reviews.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from denoisesum.baselines import Summarizer, summarize_sets
+from denoisesum.data.reviewsets import ReviewSet
+from denoisesum.errors import InputError
+from denoisesum.evaluation import EvaluationReport, evaluate, load_predictions
+from denoisesum.evaluation.inputs import check_ids
+
+KINDS = {"system": "released outputs", "baseline": "baseline", "predictions": "predictions"}
+COLUMNS = (("rouge1", "R1"), ("rouge2", "R2"), ("rougeL", "RL"),
+           ("pooled_rouge1", "R1 pooled"), ("pooled_rouge2", "R2 pooled"),
+           ("pooled_rougeL", "RL pooled"), ("su4_recall", "SU4 R"), ("meteor", "METEOR"))
+SCORER_NOTE = """\
+**Scorers.** Scores are 0-100, computed per entity and averaged over entities; the same code
+scores every row (`denoisesum evaluate` gives the full report of one file).
+R1/R2/RL: ROUGE-1/2/L F1 from Google `rouge-score` (stemmed, `rougeL` = LCS of whole summaries,
+F1 averaged over an entity's references), the primary numbers; the 95% interval of R1 is a
+percentile bootstrap over entities (1000 resamples, seed 0).
+*pooled*: the same F1 computed as py-rouge does (its tokenizer, WordNet + Porter stemming,
+summary-level union LCS, counts pooled over references), the scorer behind the DenoiseSum, PlanSum
+and COOP papers' tables: compare published numbers with these columns.
+SU4 R: ROUGE-SU4 recall of the official Perl ROUGE-1.5.5 (`-m -2 4 -u`).
+METEOR: METEOR 1.5 (official jar, `-norm`), mean of segment scores.
+Words: mean summary length in words as ROUGE counts them (runs of letters and digits)."""
+
+
+@dataclass
+class Entry:
+    name: str
+    kind: str  # a key of KINDS
+    report: EvaluationReport
+    seconds: float | None = None  # time a baseline took to summarize every entity
+
+
+def prediction_files(paths: Iterable[str | Path]) -> dict[str, Path]:
+    """System name -> prediction file, from files and folders of `*.jsonl` files; the name is
+    the file name up to its first dot (`copycat.test.jsonl` -> `copycat`)."""
+    found: dict[str, Path] = {}
+    for path in map(Path, paths):
+        if path.is_dir():
+            files = sorted(path.glob("*.jsonl"))
+            if not files:
+                raise InputError("no .jsonl prediction files in this folder", path=path)
+        elif path.is_file():
+            files = [path]
+        else:
+            raise InputError("no such file or folder", path=path)
+        for file in files:
+            found[file.name.split(".")[0]] = file
+    return found
+
+
+def parse_named(values: Iterable[str]) -> dict[str, Path]:
+    """`NAME=FILE` pairs (the --predictions option) as a mapping."""
+    named: dict[str, Path] = {}
+    for value in values:
+        name, sep, file = value.partition("=")
+        if not sep or not name or not file:
+            raise InputError(f"expected NAME=FILE, got '{value}'", field="--predictions")
+        if not Path(file).is_file():
+            raise InputError("no such file", path=file, field="--predictions")
+        named[name] = Path(file)
+    return named
+
+
+def restrict(predictions: Mapping[str, str], references: Mapping[str, Sequence[str]],
+             path: Path, gold: Path) -> dict[str, str]:
+    """The predictions of the scored entities; every one of them must be there. Predictions
+    for other entities are left out, so a released file can be scored on a slice of its set."""
+    kept = {e: predictions[e] for e in references if e in predictions}
+    check_ids(kept, references, path, gold)
+    return kept
+
+
+def run_baseline(summarizer: Summarizer, sets: Sequence[ReviewSet],
+                 gold: Path) -> tuple[dict[str, str], float]:
+    start = time.perf_counter()
+    predictions = {p.entity_id: p.summary for p in summarize_sets(summarizer, sets, gold)}
+    return predictions, time.perf_counter() - start
+
+
+def score_files(files: Mapping[str, Path], kind: str, references: Mapping[str, Sequence[str]],
+                gold: Path, metrics: Sequence[str]) -> list[Entry]:
+    entries = []
+    for name, path in files.items():
+        predictions = restrict(load_predictions(path), references, path, gold)
+        entries.append(Entry(name, kind, evaluate(predictions, references, metrics)))
+    return entries
+
+
+def _cell(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def table(entries: Sequence[Entry]) -> str:
+    """The Markdown table: one row per entry, the columns its metrics have."""
+    present = set(entries[0].report.scores) if entries else set()
+    columns = [(key, label) for key, label in COLUMNS if key in present]
+    header = ["system", "kind"] + [label for _, label in columns]
+    if "rouge1" in present:
+        header.insert(header.index("R1") + 1, "R1 95% CI")
+    header += ["words", "seconds"]
+    rows = ["| " + " | ".join(header) + " |", "|" + "---|" * 2 + "--:|" * (len(header) - 2)]
+    for entry in entries:
+        means = entry.report.means
+        cells = [entry.name, KINDS[entry.kind]]
+        for key, _ in columns:
+            cells.append(_cell(means[key]))
+            if key == "rouge1":
+                low, high = entry.report.intervals[key]
+                cells.append(f"{low:.2f}–{high:.2f}")
+        cells += [_cell(entry.report.lengths()["prediction_words"], 1),
+                  _cell(entry.seconds, 1)]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def render(entries: Sequence[Entry], *, title: str, command: str, gold: Path,
+           settings: Sequence[str], seconds: float, notes: str = "") -> str:
+    """The whole leaderboard page."""
+    first = entries[0].report
+    lengths = first.lengths()
+    lines = [f"# {title}", "",
+             "Generated by `denoisesum leaderboard`; to reproduce, from the repository root:", "",
+             "```bash", command, "```", "",
+             f"Gold: `{gold}`, {len(first.entity_ids)} entities, reference summaries of "
+             f"{lengths['reference_words']:.1f} words on average. Rows: released system outputs, "
+             "baselines run on the gold file's reviews, and any prediction files given. "
+             f"The whole run took {seconds / 60:.1f} min (\"seconds\": a baseline's time to "
+             "summarize every entity, after any training).", "",
+             table(entries), "", SCORER_NOTE]
+    if settings:
+        lines += ["", "**Baseline settings.**", "", *[f"- {s}" for s in settings]]
+    if notes.strip():
+        lines += ["", notes.strip()]
+    return "\n".join(lines) + "\n"
