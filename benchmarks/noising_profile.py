@@ -32,6 +32,23 @@ def best_of(fn, repeats: int = 3) -> float:
     return min(times)
 
 
+def head_coverage(head, contexts: torch.Tensor, top_p: float = 0.9) -> dict[str, float]:
+    """Share of positions whose nucleus closes inside the head, and share the bound certifies."""
+    probs = head.head(contexts).softmax(-1)
+    shortlist = head.shortlist_size
+    words, clusters = probs[:, :shortlist].clone(), probs[:, shortlist:]
+    words[:, :4] = 0.0
+    mass = words.sum(-1) + clusters.sum(-1)
+    top = words.sort(-1, descending=True).values / mass.unsqueeze(1)
+    cum = top.cumsum(-1)
+    closes = cum[:, -1] >= top_p
+    last = (cum < top_p).sum(-1).clamp(max=shortlist - 1)
+    cut = top.gather(1, last.unsqueeze(1)).squeeze(1) * mass
+    certified = closes & (cut >= clusters.amax(-1))
+    return {"closes_in_head": float(closes.float().mean()),
+            "certified_by_cluster_bound": float(certified.float().mean())}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name in ("run", "corpus", "lm"):
@@ -61,6 +78,8 @@ def main() -> None:
             "head_first_nucleus_seconds": best_of(lambda: [
                 lm_nucleus_sample(model.head, ctx[r, : lengths[r]], 0.9, 8, generator)
                 for r in range(len(batch))]),
+            **head_coverage(model.head, torch.cat([ctx[r, : lengths[r]]
+                                                   for r in range(len(batch))])),
             "threads": torch.get_num_threads(),
         }
     print(json.dumps(result, indent=2))

@@ -32,33 +32,41 @@ def show_pair(pair: dict) -> list[str]:
     return [*out, "", "</details>", ""]
 
 
-def profile_section(prof: dict) -> list[str]:
+def profile_section(prof: dict, previous: dict | None) -> list[str]:
     n = prof["candidates"]
-    lm = prof["lstm_seconds"] + prof["full_vocab_log_prob_seconds"]
-    return [
+    plain = prof["full_vocab_log_prob_seconds"] + prof["nucleus_seconds"]
+    out = [
         "", "## Where the time goes", "",
         f"One LM batch of {n} candidates ({prof['positions']:,} positions), one thread "
         "(`benchmarks/noising_profile.py`, best of 3):", "",
         "| step | seconds | per candidate |", "|---|---|---|",
         f"| forward and backward LSTMs | {prof['lstm_seconds']:.2f} | "
         f"{prof['lstm_seconds'] / n * 1000:.0f} ms |",
-        f"| full 30k-word distribution (adaptive softmax `log_prob`) | "
-        f"{prof['full_vocab_log_prob_seconds']:.2f} | "
-        f"{prof['full_vocab_log_prob_seconds'] / n * 1000:.0f} ms |",
-        f"| of which the head (2,000 most frequent words + 2 clusters) | "
+        f"| plain way: full 30k-word distribution + nucleus sampling (8 copies) | {plain:.2f} | "
+        f"{plain / n * 1000:.0f} ms |",
+        f"| of which the adaptive softmax head alone (2,000 words + 2 clusters) | "
         f"{prof['head_only_seconds']:.2f} | {prof['head_only_seconds'] / n * 1000:.0f} ms |",
-        f"| nucleus sampling, 8 copies | {prof['nucleus_seconds']:.2f} | "
-        f"{prof['nucleus_seconds'] / n * 1000:.0f} ms |", "",
-        f"Building the full distribution is {prof['full_vocab_log_prob_seconds'] / lm:.0%} of the "
-        "LM stage, and nucleus sampling over it is most of the segment-noise stage. Next step to "
-        "reach the target: an exact *head-first nucleus*. A word of a tail cluster is never more "
-        "likely than its cluster's head entry, so for every position whose nucleus closes inside "
-        "the head with a cut-off above both cluster probabilities, the nucleus is exactly the "
-        "head's and the 28,000 tail words need never be computed; only the other positions need "
-        "the full distribution. The head costs "
-        f"{prof['head_only_seconds'] / prof['full_vocab_log_prob_seconds']:.0%} of the full "
-        "distribution.",
+        f"| **head-first exact nucleus (what `synthesize` does)** | "
+        f"{prof['head_first_nucleus_seconds']:.2f} | "
+        f"{prof['head_first_nucleus_seconds'] / n * 1000:.0f} ms |", "",
+        "Head-first nucleus: a tail-cluster word is never more likely than its cluster's entry "
+        "in the head, so where the nucleus of the head's words closes on a word at least as "
+        "likely as both cluster entries, it is exactly the nucleus of the full distribution and "
+        "the 28,000 tail words are never computed. On these candidates "
+        f"{prof['closes_in_head']:.0%} of positions close inside the head but this bound "
+        f"certifies only {prof['certified_by_cluster_bound']:.0%} (cluster mass is spread over "
+        "thousands of words); the rest still build the full distribution. Next step: expand "
+        "only the cluster whose bound is above the cut, and stop as soon as no unexpanded "
+        "cluster can enter.",
     ]
+    if previous:
+        run = previous["this_run"]
+        rate = previous["pairs"] / (run["wall_seconds"] - run["prepare_seconds"])
+        peak = max(v for k, v in run["peak_rss_mb"].items() if k != "driver")
+        out += ["", f"Before the head-first nucleus, the same run made {rate:.1f} pairs/s with "
+                f"{peak:,.0f} MB per worker (worker CPU seconds: " + ", ".join(
+                    f"{k} {v:.0f}" for k, v in run["worker_cpu_seconds_by_stage"].items()) + ")."]
+    return out
 
 
 def main() -> None:
@@ -67,6 +75,7 @@ def main() -> None:
     parser.add_argument("--wall-seconds", type=float, required=True)
     parser.add_argument("--note", default="")
     parser.add_argument("--profile", type=Path, help="JSON from benchmarks/noising_profile.py")
+    parser.add_argument("--previous", type=Path, help="manifest.json of an earlier run to compare")
     args = parser.parse_args()
     manifest = json.loads((args.run / "manifest.json").read_text())
     run, filt, s = manifest["this_run"], manifest["candidate_filter"], manifest["settings"]
@@ -85,7 +94,8 @@ def main() -> None:
         f"python benchmarks/noising_profile.py {args.run} runs/bilm-yelp/encoded "
         "models/bilm-yelp > runs/noising-profile.json",
         f"python scripts/report_noising.py {args.run} --wall-seconds {args.wall_seconds:.0f} \\",
-        "    --profile runs/noising-profile.json --note '...' > docs/results/noising.md",
+        "    --profile runs/noising-profile.json [--previous OLD/manifest.json] --note '...' \\",
+        "    > docs/results/noising.md",
         "```", "",
         f"Machine: {os.cpu_count()} CPU cores, no GPU; a local Dask cluster of 2 workers, one "
         f"torch thread each. {args.note}", "",
@@ -119,7 +129,8 @@ def main() -> None:
     out += [f"| {name} | {sec:.0f} | {sec / worker_total:.0%} | {sec / pairs * 1000:.0f} ms |"
             for name, sec in sorted(stages.items(), key=lambda kv: -kv[1])]
     if args.profile:
-        out += profile_section(json.loads(args.profile.read_text()))
+        previous = json.loads(args.previous.read_text()) if args.previous else None
+        out += profile_section(json.loads(args.profile.read_text()), previous)
     out += ["", "## Examples", "",
             "The first pairs of shard 0, in full (texts are the tokenized, lower-cased form the "
             "summarizer is trained on).", ""]
