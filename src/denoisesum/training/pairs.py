@@ -1,0 +1,304 @@
+"""Synthetic training pairs for the summarizer: reading shards, an encoded cache, splits, batches.
+
+Input: the pair shards of `denoisesum synthesize`, `PAIRS/shards/shard-NNNNN.jsonl.gz` (or the
+shard files directly in PAIRS), one pair per line:
+    {"pair_id": int, "entity_id": str, "summary": str, "segment_noise": [str], "document_noise":
+     [str], ...}   texts are space-separated tokens; other fields are ignored.
+
+The shards are read once into a cache directory (default RUN/data), as EncodedCorpus does for
+reviews: every text's tokens as int32 *type ranks* (rank 0 = the most frequent token of the
+pairs) in one memory-mapped array, so a vocabulary of any size maps them with one table lookup.
+Noisy reviews are cut to `max_review_tokens` when cached (the summary never is); empty reviews
+are dropped (chunk noise can delete every chunk of a short review), and a pair left with no
+review at all is skipped; both are counted in meta.json.
+
+    ids.npy         int32 [n_tokens]     type rank of every token, texts concatenated
+    offsets.npy     int64 [n_texts + 1]  text t is ids[offsets[t]:offsets[t + 1]]
+    pair_texts.npy  int64 [n_pairs + 1]  pair p's texts are pair_texts[p] .. pair_texts[p + 1] - 1:
+                                         the summary, its segment-noise reviews, then its
+                                         document-noise reviews
+    n_segment.npy   int32 [n_pairs]      how many of them are segment noise
+    pair_id.npy     int64 [n_pairs]      the shards' pair_id
+    entity.npy      int32 [n_pairs]      index into entities.json
+    types.json, counts.npy               token strings by rank and their counts in the pairs
+    meta.json       sources (shard names, sizes, mtimes), settings, counts; written last
+    topics-HASH.npy float32 [n_pairs, K] p(z) of each summary under the topic model with that
+                                         hash (computed on first use)
+
+Splits: pairs are held out for the validation loss by a stable hash of their entity id (no
+entity is in both). `fraction` keeps a fixed random share of the training pairs (the paper's
+10%/50% rows); the held-out pairs are the same whatever the fraction. The order of an epoch
+depends only on (seed, epoch), so a resumed run rebuilds it and skips the batches already done.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from array import array
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from denoisesum.data.encoded import _renumber_by_frequency, source_fingerprint
+from denoisesum.data.vocab import Vocab
+from denoisesum.errors import DenoiseSumError, InputError
+from denoisesum.io import iter_jsonl, read_json, write_json
+from denoisesum.models.denoisesum import SummaryBatch, make_batch
+from denoisesum.training.lm_data import heldout_entities
+
+FORMAT = "denoisesum-pairs/1"
+
+
+@dataclass
+class PairVocabConfig:
+    max_size: int = 50000  # the paper's 50k, including the 4 special tokens
+    min_count: int = 3
+
+
+@dataclass
+class PairDataConfig:
+    max_review_tokens: int = 150  # each noisy review is cut to this many tokens
+    max_reviews: int = 0  # per noise kind and pair (the most similar come first); 0 = all
+    heldout_percent: float = 1.0  # entities held out for the validation loss; 0 = none
+    eval_pairs: int = 1000  # held-out pairs scored at each evaluation; 0 = all
+    fraction: float = 1.0  # share of the training pairs used (the paper's 10% / 50% ablation)
+    topics: str = ""  # topic model directory (`denoisesum topics`); needed by the discriminator
+
+
+# ---------------------------------------------------------------------------------------------
+# reading shards
+
+
+def find_shards(pairs_dir: str | Path) -> list[Path]:
+    """The shard files of a `denoisesum synthesize` output directory, in order."""
+    root = Path(pairs_dir)
+    if not root.is_dir():
+        raise InputError("not a directory of synthetic pairs", path=root)
+    shards = sorted((root / "shards").glob("shard-*.jsonl.gz")) or sorted(
+        root.glob("shard-*.jsonl.gz"))
+    if not shards:
+        raise InputError("no pair shards found (expected shards/shard-NNNNN.jsonl.gz, as made by "
+                         "`denoisesum synthesize`)", path=root)
+    return shards
+
+
+@dataclass
+class Pair:
+    pair_id: int
+    entity_id: str
+    summary: list[str]
+    segment: list[list[str]]
+    document: list[list[str]]
+
+
+def _texts(record: dict, key: str, path: Path, line: int) -> list[list[str]]:
+    value = record.get(key)
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise InputError("must be a list of strings (space-separated tokens)", path=path,
+                         line=line, field=key)
+    return [t.split() for t in value]
+
+
+def parse_pair(record: Any, path: Path, line: int) -> Pair:
+    """Check one shard line; InputError names the file, line and field."""
+    if not isinstance(record, dict):
+        raise InputError(f"a pair must be a JSON object, got {type(record).__name__}",
+                         path=path, line=line)
+    for key in ("pair_id", "entity_id", "summary", "segment_noise", "document_noise"):
+        if key not in record:
+            raise InputError("missing field", path=path, line=line, field=key)
+    pair_id, entity = record["pair_id"], record["entity_id"]
+    if isinstance(pair_id, bool) or not isinstance(pair_id, int):
+        raise InputError(f"must be an integer, got {pair_id!r}", path=path, line=line,
+                         field="pair_id")
+    if not isinstance(entity, str) or not entity:
+        raise InputError("must be a non-empty string", path=path, line=line, field="entity_id")
+    summary = record["summary"]
+    if not isinstance(summary, str) or not summary.split():
+        raise InputError("must be a non-empty string of tokens", path=path, line=line,
+                         field="summary")
+    return Pair(pair_id, entity, summary.split(), _texts(record, "segment_noise", path, line),
+                _texts(record, "document_noise", path, line))
+
+
+def iter_pairs(shards: Sequence[Path]) -> Iterator[Pair]:
+    for path in shards:
+        for line, record in iter_jsonl(path):
+            yield parse_pair(record, path, line)
+
+
+# ---------------------------------------------------------------------------------------------
+# the encoded cache
+
+
+class PairCorpus:
+    def __init__(self, directory: str | Path) -> None:
+        self.dir = Path(directory)
+        self.meta = read_json(self.dir / "meta.json")
+        self.ids = np.load(self.dir / "ids.npy", mmap_mode="r")
+        self.offsets = np.load(self.dir / "offsets.npy")
+        self.pair_texts = np.load(self.dir / "pair_texts.npy")
+        self.n_segment = np.load(self.dir / "n_segment.npy")
+        self.pair_id = np.load(self.dir / "pair_id.npy")
+        self.entity = np.load(self.dir / "entity.npy")
+        self.entities: list[str] = read_json(self.dir / "entities.json")
+        self.types: list[str] = read_json(self.dir / "types.json")
+        self.counts = np.load(self.dir / "counts.npy")
+
+    def __len__(self) -> int:
+        return len(self.n_segment)
+
+    @property
+    def n_document(self) -> np.ndarray:
+        return (np.diff(self.pair_texts) - 1 - self.n_segment).astype(np.int32)
+
+    def signature(self) -> list:
+        """What identifies the data: shard names and sizes, and the review cut."""
+        return [[Path(s["path"]).name, s["bytes"]] for s in self.meta["sources"]] + [
+            self.meta["max_review_tokens"]]
+
+    def build_vocab(self, max_size: int | None, min_count: int = 1) -> Vocab:
+        return Vocab.from_counts(dict(zip(self.types, self.counts.tolist(), strict=True)),
+                                 min_count=min_count, max_size=max_size)
+
+    def vocab_table(self, vocab: Vocab) -> np.ndarray:
+        """int64 [n_types]: the vocabulary id of every type rank (<unk> when not in `vocab`)."""
+        return np.asarray(vocab.encode(self.types), dtype=np.int64)
+
+    def text(self, t: int) -> np.ndarray:
+        return self.ids[self.offsets[t]:self.offsets[t + 1]]
+
+    def summary_tokens(self, pair: int) -> list[str]:
+        return [self.types[r] for r in self.text(int(self.pair_texts[pair]))]
+
+    @classmethod
+    def build(cls, pairs_dir: str | Path, directory: str | Path, max_review_tokens: int,
+              progress: bool = True) -> PairCorpus:
+        """Encode the shards of `pairs_dir` into `directory`, reusing a cache of the same data."""
+        shards = find_shards(pairs_dir)
+        directory = Path(directory)
+        sources = source_fingerprint(shards)
+        if (directory / "meta.json").exists():
+            meta = read_json(directory / "meta.json")
+            if (meta.get("format") == FORMAT and meta.get("sources") == sources
+                    and meta.get("max_review_tokens") == max_review_tokens):
+                return cls(directory)
+        tmp = directory.with_name(directory.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        counts = _encode_pairs(shards, tmp, max_review_tokens, progress)
+        if counts["pairs"] == 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise DenoiseSumError(f"{pairs_dir}: the shards hold no usable pair")
+        write_json(tmp / "meta.json", {"format": FORMAT, "sources": sources,
+                                       "max_review_tokens": max_review_tokens, **counts})
+        shutil.rmtree(directory, ignore_errors=True)
+        os.replace(tmp, directory)
+        return cls(directory)
+
+
+def _encode_pairs(shards: list[Path], out: Path, max_review_tokens: int,
+                  progress: bool) -> dict[str, int]:
+    type_id: dict[str, int] = {}
+    entity_id: dict[str, int] = {}
+    offsets, pair_texts = array("q", [0]), array("q", [0])
+    n_segment, pair_ids, entity = array("i"), array("q"), array("i")
+    empty_reviews = empty_pairs = 0
+    with open(out / "raw.i32", "wb") as raw:
+        for path in tqdm(shards, unit="shard", desc="reading pairs", disable=not progress):
+            buf = array("i")
+            for pair in iter_pairs([path]):
+                seg = [r[:max_review_tokens] for r in pair.segment if r]
+                doc = [r[:max_review_tokens] for r in pair.document if r]
+                empty_reviews += len(pair.segment) + len(pair.document) - len(seg) - len(doc)
+                if not seg and not doc:
+                    empty_pairs += 1
+                    continue
+                for tokens in (pair.summary, *seg, *doc):
+                    buf.extend(type_id.setdefault(t, len(type_id)) for t in tokens)
+                    offsets.append(offsets[-1] + len(tokens))
+                pair_texts.append(len(offsets) - 1)
+                n_segment.append(len(seg))
+                pair_ids.append(pair.pair_id)
+                entity.append(entity_id.setdefault(pair.entity_id, len(entity_id)))
+            buf.tofile(raw)
+    _renumber_by_frequency(out, type_id)
+    arrays = {"offsets": (offsets, np.int64), "pair_texts": (pair_texts, np.int64),
+              "n_segment": (n_segment, np.int32), "pair_id": (pair_ids, np.int64),
+              "entity": (entity, np.int32)}
+    for name, (values, dtype) in arrays.items():
+        np.save(out / f"{name}.npy", np.frombuffer(values, dtype=dtype))
+    write_json(out / "entities.json", list(entity_id))
+    return {"pairs": len(n_segment), "texts": len(offsets) - 1, "tokens": offsets[-1],
+            "empty_reviews_dropped": empty_reviews, "pairs_without_reviews": empty_pairs}
+
+
+def topic_matrix(corpus: PairCorpus, topics_dir: str | Path) -> np.ndarray:
+    """float32 [n_pairs, K]: p(z) of every pair's summary, computed once and cached."""
+    from denoisesum.topics.models import fingerprint, load_topics, topic_distributions
+
+    path = corpus.dir / f"topics-{fingerprint(topics_dir)[:16]}.npy"
+    if path.is_file():
+        return np.load(path)
+    model = load_topics(topics_dir)
+    summaries = [corpus.summary_tokens(p) for p in range(len(corpus))]
+    entities = [corpus.entities[e] for e in corpus.entity]
+    matrix = topic_distributions(model, summaries, entities).astype(np.float32)
+    tmp = path.with_name(f".{path.name}.tmp.npy")
+    np.save(tmp, matrix)
+    os.replace(tmp, path)
+    return matrix
+
+
+# ---------------------------------------------------------------------------------------------
+# splits and batches
+
+
+def split_pairs(corpus: PairCorpus, cfg: PairDataConfig, usable: np.ndarray,
+                seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(training pairs, held-out pairs), as sorted pair indices among the `usable` ones."""
+    if not 0 < cfg.fraction <= 1:
+        raise DenoiseSumError(f"data.fraction must be in (0, 1], got {cfg.fraction}")
+    held = heldout_entities(corpus.entities, cfg.heldout_percent)[corpus.entity]
+    train = np.flatnonzero(usable & ~held)
+    if cfg.fraction < 1:
+        keep = round(cfg.fraction * len(train))
+        rng = np.random.default_rng([seed, 1])  # independent of the epoch orders ([seed, epoch])
+        train = np.sort(train[rng.permutation(len(train))[:keep]])
+    if len(train) == 0:
+        raise DenoiseSumError(f"no training pairs: {int(usable.sum())} usable pairs, "
+                              f"{int((usable & held).sum())} held out, fraction {cfg.fraction}")
+    return train, np.flatnonzero(usable & held)
+
+
+def epoch_batches(n: int, batch_size: int, seed: int, epoch: int) -> list[np.ndarray]:
+    """Positions 0..n-1 in the random order of one epoch, cut into batches (the last may be
+    smaller)."""
+    order = np.random.default_rng([seed, epoch]).permutation(n)
+    return [order[i:i + batch_size] for i in range(0, n, batch_size)]
+
+
+def collate(corpus: PairCorpus, table: np.ndarray, pairs: np.ndarray, cfg: PairDataConfig,
+            topics: np.ndarray | None, segment: bool = True,
+            document: bool = True) -> SummaryBatch:
+    """Pair indices -> a SummaryBatch. The reviews of a noise kind whose branch is off are left
+    out here (the model would drop them anyway)."""
+    seg_lists, doc_lists, summaries = [], [], []
+    limit = cfg.max_reviews or None
+    for p in pairs.tolist():
+        first, n_seg = int(corpus.pair_texts[p]), int(corpus.n_segment[p])
+        kinds = (range(first + 1, first + 1 + n_seg), range(first + 1 + n_seg,
+                                                              int(corpus.pair_texts[p + 1])))
+        reviews = [[table[corpus.text(t)[:cfg.max_review_tokens]].tolist() for t in texts[:limit]]
+                   if on else [] for texts, on in zip(kinds, (segment, document), strict=True)]
+        seg_lists.append(reviews[0])
+        doc_lists.append(reviews[1])
+        summaries.append(table[corpus.text(first)].tolist())
+    rows = None if topics is None else torch.from_numpy(np.asarray(topics[pairs], np.float32))
+    return make_batch(seg_lists, doc_lists, summaries, rows)

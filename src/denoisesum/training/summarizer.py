@@ -1,0 +1,420 @@
+"""Training the DenoiseSum summarizer on synthetic pairs (`denoisesum train`).
+
+Loss = generation NLL (mean over summary tokens) + kl_weight * KL(p(z) || q(z)) (paper §3.3),
+Adam (lr 1e-3), gradient norm clipped at 3, batches of 8 pairs (paper §4). The model is evaluated
+on held-out pairs every `eval_every` steps; the best one by validation loss is exported to the run
+directory, and training stops early after `patience` evaluations without improvement.
+
+Crash safety as in the LM trainer: checkpoints every `save_every` steps and on Ctrl-C;
+`resume=True` restarts from the latest checkpoint with the same weights, optimizer, RNG and
+position in the epoch, so a resumed run computes exactly what an uninterrupted one would (on
+CPU; CUDA kernels are not bitwise deterministic). Ctrl-C finishes the current step before saving
+(a second Ctrl-C stops at once, keeping the previous checkpoint), so a checkpoint never holds a
+half-done step.
+
+Run directory:
+    model.safetensors, config.json, vocab.json   the best model ({"kind": "denoisesum", ...})
+    checkpoints/step-NNNNNNNNN/, checkpoints/LATEST
+    data/            the encoded pairs and the summaries' topic distributions (pairs.py)
+    metrics.jsonl    training loss, pairs/s, validation loss; run-config.json; results.json
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from denoisesum.config import config_from_dict
+from denoisesum.data.vocab import Vocab
+from denoisesum.errors import ConfigError, DenoiseSumError
+from denoisesum.io import write_json
+from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
+from denoisesum.training import pairs as pair_data
+from denoisesum.training.checkpoint import (
+    latest_checkpoint,
+    load_state,
+    read_model_dir,
+    save_checkpoint,
+    save_model_dir,
+)
+from denoisesum.training.lm import StepLogger
+from denoisesum.training.pairs import PairCorpus, PairDataConfig, PairVocabConfig
+
+SELECT_ON = ("synthetic-loss", "dev-rouge")
+
+
+@dataclass
+class SummarizerTrainConfig:
+    batch_size: int = 8  # pairs
+    lr: float = 1e-3  # Adam
+    grad_clip: float = 3.0  # the paper's "l2 constraint of 3"
+    kl_weight: float = 1.0  # the paper adds the discriminator's KL to the NLL unweighted
+    max_steps: int = 50000
+    max_minutes: float = 0.0  # stop (and save) after this much training-step time; 0 = none
+    eval_every: int = 1000
+    save_every: int = 500
+    log_every: int = 50
+    patience: int = 5  # evaluations without improvement before stopping; 0 = never stop early
+    select_on: str = "synthetic-loss"  # or "dev-rouge" (needs decoding; not available yet)
+    seed: int = 1
+    threads: int = 0  # torch CPU threads; 0 = all cores
+    device: str = "auto"  # auto (CUDA when available), cpu, cuda
+    precision: str = "auto"  # auto: bf16 autocast on CUDA (fp16 where unsupported), fp32 on CPU
+    keep_checkpoints: int = 2
+
+
+@dataclass
+class SummarizerRunConfig:
+    model: DenoiseSumConfig = field(default_factory=DenoiseSumConfig)
+    vocab: PairVocabConfig = field(default_factory=PairVocabConfig)
+    data: PairDataConfig = field(default_factory=PairDataConfig)
+    train: SummarizerTrainConfig = field(default_factory=SummarizerTrainConfig)
+
+
+def check_config(cfg: SummarizerRunConfig) -> None:
+    t = cfg.train
+    if t.select_on not in SELECT_ON:
+        raise ConfigError(f"train.select_on must be one of {', '.join(SELECT_ON)}, "
+                          f"got {t.select_on!r}")
+    if t.select_on == "dev-rouge":
+        _dev_rouge_unavailable()
+    if t.device not in ("auto", "cpu", "cuda"):
+        raise ConfigError(f"train.device must be auto, cpu or cuda, got {t.device!r}")
+    if t.precision not in ("auto", "fp32", "bf16", "fp16"):
+        raise ConfigError(f"train.precision must be auto, fp32, bf16 or fp16, got {t.precision!r}")
+    for name in ("batch_size", "eval_every", "save_every", "log_every", "keep_checkpoints"):
+        if getattr(t, name) < 1:
+            raise ConfigError(f"train.{name} must be at least 1, got {getattr(t, name)}")
+    if cfg.data.max_review_tokens < 1:
+        raise ConfigError("data.max_review_tokens must be at least 1")
+    if not 0 < cfg.data.fraction <= 1:
+        raise ConfigError(f"data.fraction must be in (0, 1], got {cfg.data.fraction}")
+
+
+def _dev_rouge_unavailable() -> None:
+    """Hook for model selection by the ROUGE of decoded dev summaries (the paper's early stopping
+    "on the development set"): each evaluation would beam-search a dev review-set file with the
+    current weights (denoisesum.inference) and score it (denoisesum.evaluation). Until that is
+    wired into the trainer, choosing it is an error rather than a silent fallback."""
+    import importlib.util
+
+    have_decoding = importlib.util.find_spec("denoisesum.inference.summarizer") is not None
+    reason = ("decoding a dev set inside the trainer is not wired up yet" if have_decoding
+              else "this installation has no decoding (denoisesum.inference.summarizer)")
+    raise DenoiseSumError(f"train.select_on='dev-rouge' is not available yet: it needs decoding "
+                          f"of dev summaries, and {reason}; use 'synthetic-loss'")
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("train.device='cuda' but no CUDA device is available")
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(name)
+
+
+def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
+    """Mixed precision on CUDA only; None means plain fp32."""
+    if device.type != "cuda":
+        if precision in ("bf16", "fp16"):
+            raise ConfigError(f"train.precision={precision!r} needs CUDA; use 'auto' or 'fp32'")
+        return None
+    if precision == "auto":
+        precision = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+
+
+class SummarizerTrainer:
+    def __init__(self, pairs_dir: str | Path, out_dir: str | Path, cfg: SummarizerRunConfig,
+                 vocab: Vocab | None = None, resume: bool = False,
+                 cache_dir: str | Path | None = None,
+                 on_step: Callable[[int, float], None] | None = None,
+                 progress: bool = True) -> None:
+        self.out, self.on_step, self.progress = Path(out_dir), on_step, progress
+        checkpoint = latest_checkpoint(self.out) if resume else None
+        if resume and checkpoint is None:
+            raise DenoiseSumError(f"--resume: no checkpoint found in {self.out}/checkpoints")
+        saved = load_state(checkpoint) if checkpoint is not None else None
+        if saved is not None:
+            # the run's model, vocabulary, data and data order; the new limits and schedule
+            run = config_from_dict(SummarizerRunConfig, saved["run_config"])
+            cfg = dataclasses.replace(run, train=dataclasses.replace(
+                cfg.train, seed=run.train.seed, batch_size=run.train.batch_size))
+        check_config(cfg)
+        self.cfg, t = cfg, cfg.train
+        if t.threads:
+            torch.set_num_threads(t.threads)
+        self.corpus = PairCorpus.build(pairs_dir, cache_dir or self.out / "data",
+                                       cfg.data.max_review_tokens, progress)
+        if saved is not None:
+            weights, _, self.vocab = read_model_dir(checkpoint)
+            if saved["data_signature"] != self.corpus.signature():
+                raise DenoiseSumError(f"--resume: the pairs in {pairs_dir} are not those this "
+                                      "run was trained on")
+        else:
+            self.vocab = vocab or self.corpus.build_vocab(cfg.vocab.max_size, cfg.vocab.min_count)
+            cfg.model.vocab_size = len(self.vocab)
+        self.table = self.corpus.vocab_table(self.vocab)
+        self.topics = self._topics(resumed=saved is not None)
+        self.train_pairs, self.held_pairs = self._split()
+        self.eval_pairs = self.held_pairs[: cfg.data.eval_pairs or None]
+        self.device = pick_device(t.device)
+        self.amp = autocast_dtype(t.precision, self.device)
+        torch.manual_seed(t.seed)
+        self.model = DenoiseSum(cfg.model).to(self.device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=t.lr)
+        # fp16 needs loss scaling; bf16 has fp32's range and does not
+        self.scaler = torch.amp.GradScaler("cuda") if self.amp == torch.float16 else None
+        self.state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "pairs": 0, "tokens": 0,
+                      "train_seconds": 0.0, "best_loss": math.inf, "best_step": 0,
+                      "evals_since_best": 0}
+        if saved is not None:
+            self.model.load_state_dict(weights)
+            self._restore(saved)
+        self.logger = StepLogger(self.out / "metrics.jsonl", self.state["step"])
+        self._in_step = False
+        self._stop_requested = False
+        self._last_loss = math.nan
+
+    # ---- setup ------------------------------------------------------------------------------
+
+    def _topics(self, resumed: bool) -> np.ndarray | None:
+        m, d = self.cfg.model, self.cfg.data
+        if not m.discriminator:
+            return None
+        if not d.topics:
+            raise DenoiseSumError(
+                "model.discriminator is on but no topic model was given: make one with "
+                "`denoisesum topics CORPUS -o TOPICS_DIR` and pass --topics TOPICS_DIR, or turn "
+                "the discriminator off with --set model.discriminator=false")
+        matrix = pair_data.topic_matrix(self.corpus, d.topics)
+        if self.cfg.model.n_topics != matrix.shape[1]:
+            if resumed:
+                raise DenoiseSumError(f"the topic model in {d.topics} has {matrix.shape[1]} "
+                                      f"topics, this run's model {m.n_topics}")
+            m.n_topics = matrix.shape[1]
+        return matrix
+
+    def _split(self) -> tuple[np.ndarray, np.ndarray]:
+        m = self.cfg.model
+        # a pair needs a review of a kind the model reads (document noise can be empty when the
+        # entity has a single review); an ablated model simply skips the others
+        usable = ((self.corpus.n_segment > 0) & m.segment_noise) | (
+            (self.corpus.n_document > 0) & m.document_noise)
+        return pair_data.split_pairs(self.corpus, self.cfg.data, usable, self.cfg.train.seed)
+
+    def _restore(self, saved: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(saved["optimizer"])
+        if self.scaler is not None and saved.get("scaler"):
+            self.scaler.load_state_dict(saved["scaler"])
+        torch.set_rng_state(saved["torch_rng"])
+        if self.device.type == "cuda" and saved.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state_all(saved["cuda_rng"])
+        self.state = saved["progress"]
+
+    def config_dict(self) -> dict[str, Any]:
+        """config.json of the exported model: what the Summarizer loader reads ("kind", "model"),
+        plus the settings it was trained with."""
+        run = dataclasses.asdict(self.cfg)
+        # "summarize": the inference loader then cuts reviews as they were cut in training
+        return {"kind": "denoisesum", "model": run.pop("model"), "train": run.pop("train"), **run,
+                "summarize": {"max_review_tokens": self.cfg.data.max_review_tokens}}
+
+    def checkpoint(self) -> None:
+        state = {"optimizer": self.optimizer.state_dict(),
+                 "scaler": self.scaler.state_dict() if self.scaler is not None else None,
+                 "torch_rng": torch.get_rng_state(),
+                 "cuda_rng": torch.cuda.get_rng_state_all() if self.device.type == "cuda"
+                 else None,
+                 "progress": dict(self.state), "run_config": dataclasses.asdict(self.cfg),
+                 "data_signature": self.corpus.signature()}
+        save_checkpoint(self.out, self.state["step"], self.model, self.config_dict(), self.vocab,
+                        state, keep=self.cfg.train.keep_checkpoints)
+
+    # ---- training ---------------------------------------------------------------------------
+
+    def batch(self, pairs: np.ndarray):
+        m = self.cfg.model
+        return pair_data.collate(self.corpus, self.table, pairs, self.cfg.data, self.topics,
+                                 m.segment_noise, m.document_noise).to(self.device)
+
+    def _batches(self):
+        """Yield batches of training pairs forever from the saved (epoch, batch) position on."""
+        t = self.cfg.train
+        while True:
+            order = pair_data.epoch_batches(len(self.train_pairs), t.batch_size, t.seed,
+                                            self.state["epoch"])
+            for i in range(self.state["batch_in_epoch"], len(order)):
+                self.state["batch_in_epoch"] = i + 1
+                yield self.train_pairs[order[i]]
+            self.state["epoch"] += 1
+            self.state["batch_in_epoch"] = 0
+
+    def _autocast(self):
+        if self.amp is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.amp)
+
+    def _should_stop(self) -> bool:
+        t = self.cfg.train
+        out_of_time = bool(t.max_minutes) and self.state["train_seconds"] >= t.max_minutes * 60
+        stalled = bool(t.patience) and self.state["evals_since_best"] >= t.patience
+        return self.state["step"] >= t.max_steps or out_of_time or stalled
+
+    def fit(self) -> dict[str, Any]:
+        """Train until max_steps, max_minutes or early stopping; returns results.json's content."""
+        t = self.cfg.train
+        self.out.mkdir(parents=True, exist_ok=True)
+        write_json(self.out / "run-config.json", self.config_dict())
+        bar = tqdm(total=t.max_steps, initial=self.state["step"], unit="step", desc="train",
+                   disable=not self.progress, dynamic_ncols=True)
+        self.model.train()
+        batches = self._batches()
+        try:
+            with self._graceful_interrupt():
+                while not self._should_stop():
+                    self._train_step(next(batches), bar)
+                    step = self.state["step"]
+                    if step % t.eval_every == 0 or step == t.max_steps:
+                        self._evaluate_and_keep_best()
+                    if step % t.save_every == 0:
+                        self.checkpoint()
+                    if self.on_step is not None:  # after evaluating: an interrupt misses nothing
+                        self.on_step(step, self._last_loss)
+                    if self._stop_requested:
+                        raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            if not self._in_step:  # never save a half-done step
+                self.checkpoint()
+            bar.close()
+            raise
+        bar.close()
+        self.checkpoint()
+        return self._finish()
+
+    @contextlib.contextmanager
+    def _graceful_interrupt(self):
+        """First Ctrl-C: finish the step, then save and stop. Second: stop at once."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def handler(signum, frame):
+            if self._stop_requested:
+                raise KeyboardInterrupt
+            self._stop_requested = True
+
+        previous = signal.signal(signal.SIGINT, handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def _train_step(self, pairs: np.ndarray, bar: tqdm) -> None:
+        start = time.perf_counter()
+        self._in_step = True
+        out = self._forward(self.batch(pairs))
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.scaler is not None:
+            self.scaler.scale(out["loss"]).backward()
+            self.scaler.unscale_(self.optimizer)
+        else:
+            out["loss"].backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.train.grad_clip)
+        if self.scaler is not None:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+        value = out["loss"].item()
+        seconds = time.perf_counter() - start
+        s = self.state
+        s["step"] += 1
+        s["pairs"] += len(pairs)
+        s["tokens"] += out["n_tokens"]
+        s["train_seconds"] += seconds
+        self._in_step = False
+        if not math.isfinite(value):
+            raise DenoiseSumError(f"training diverged at step {s['step']} (loss {value}); "
+                                  "lower train.lr")
+        bar.update(1)
+        bar.set_postfix(loss=f"{value:.3f}", pairs_s=f"{len(pairs) / seconds:.1f}")
+        self._last_loss = value
+        if s["step"] % self.cfg.train.log_every == 0:
+            self.logger.log(step=s["step"], loss=value, nll=out["nll"].item(),
+                            kl=out["kl"].item(), pairs_per_s=len(pairs) / seconds,
+                            epoch=s["epoch"], pairs=s["pairs"])
+
+    def _forward(self, batch) -> dict[str, Any]:
+        with self._autocast():
+            out = self.model(batch)
+        out["loss"] = out["nll"] + self.cfg.train.kl_weight * out["kl"]
+        return out
+
+    @torch.no_grad()
+    def evaluate(self, pairs: np.ndarray | None = None) -> dict[str, float]:
+        """Validation loss on held-out pairs: token-averaged NLL, pair-averaged KL."""
+        pairs = self.eval_pairs if pairs is None else pairs
+        was_training = self.model.training
+        self.model.eval()
+        nll = kl = 0.0
+        tokens = 0
+        for begin in range(0, len(pairs), self.cfg.train.batch_size):
+            chunk = pairs[begin:begin + self.cfg.train.batch_size]
+            out = self._forward(self.batch(chunk))
+            nll += float(out["token_nll"].float().sum())
+            kl += float(out["kl"]) * len(chunk)
+            tokens += out["n_tokens"]
+        self.model.train(was_training)
+        nll, kl = nll / max(tokens, 1), kl / max(len(pairs), 1)
+        return {"nll": nll, "ppl": math.exp(min(nll, 50.0)), "kl": kl,
+                "loss": nll + self.cfg.train.kl_weight * kl, "pairs": len(pairs),
+                "tokens": tokens}
+
+    def _evaluate_and_keep_best(self) -> None:
+        s = self.state
+        s["evaluated_step"] = s["step"]
+        if len(self.eval_pairs) == 0:  # nothing held out: the latest model is the one exported
+            save_model_dir(self.out, self.model, self.config_dict(), self.vocab)
+            s["best_step"] = s["step"]
+            return
+        result = self.evaluate()
+        improved = result["loss"] < s["best_loss"]
+        if improved:
+            s["best_loss"], s["best_step"], s["evals_since_best"] = result["loss"], s["step"], 0
+            save_model_dir(self.out, self.model, self.config_dict(), self.vocab)
+        else:
+            s["evals_since_best"] += 1
+        self.logger.log(step=s["step"], val_loss=result["loss"], val_nll=result["nll"],
+                        val_ppl=result["ppl"], val_kl=result["kl"], best=improved)
+
+    def _finish(self) -> dict[str, Any]:
+        s = self.state
+        if s.get("evaluated_step") != s["step"]:
+            self._evaluate_and_keep_best()  # a time limit may stop between evaluations
+        summary = {
+            "steps": s["step"], "epochs": s["pairs"] / len(self.train_pairs),
+            "best_step": s["best_step"],
+            "best_val_loss": s["best_loss"] if math.isfinite(s["best_loss"]) else None,
+            "stopped_early": bool(self.cfg.train.patience)
+            and s["evals_since_best"] >= self.cfg.train.patience,
+            "train_pairs": len(self.train_pairs), "heldout_pairs": len(self.held_pairs),
+            "train_seconds": s["train_seconds"],
+            "pairs_per_second": s["pairs"] / max(s["train_seconds"], 1e-9),
+            "vocab_size": len(self.vocab), "device": str(self.device),
+            "threads": torch.get_num_threads(),
+        }
+        write_json(self.out / "results.json", summary)
+        return summary

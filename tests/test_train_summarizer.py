@@ -1,0 +1,407 @@
+"""The summarizer's training: pair shards -> cache -> batches -> Trainer; topic models; the CLI."""
+
+import gzip
+import json
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from denoisesum.cli import app
+from denoisesum.data.vocab import BOS_ID, EOS_ID
+from denoisesum.errors import DenoiseSumError, InputError
+from denoisesum.models.denoisesum import DOCUMENT, SEGMENT, DenoiseSum, DenoiseSumConfig
+from denoisesum.topics import (
+    CategoryTopics,
+    LDAConfig,
+    load_topics,
+    topic_distributions,
+    train_lda,
+)
+from denoisesum.training.checkpoint import read_model_dir
+from denoisesum.training.pairs import PairCorpus, PairDataConfig, PairVocabConfig, collate
+from denoisesum.training.summarizer import (
+    SummarizerRunConfig,
+    SummarizerTrainConfig,
+    SummarizerTrainer,
+)
+
+CONFIG = Path(__file__).resolve().parents[1] / "configs" / "denoisesum-yelp.toml"
+FOODS = ["pizza", "pasta", "burger", "salad", "soup", "steak"]
+GOOD, BAD = ["great", "tasty", "fresh"], ["cold", "bland", "stale"]
+
+
+def make_pairs(n_pairs=40, n_entities=10, seed=0):
+    """Pairs in the `denoisesum synthesize` format, with a learnable summary: each entity has a
+    food and a polarity that its reviews (document noise) and the summary agree on."""
+    rng = random.Random(seed)
+    out = []
+    for p in range(n_pairs):
+        e = p % n_entities
+        food, good = FOODS[e % len(FOODS)], e % 2 == 0
+        adjs = GOOD if good else BAD
+        staff = "friendly" if good else "rude"
+        summary = f"the {food} was {rng.choice(adjs)} and the staff was {staff} ."
+        words = summary.split()
+        segment = [" ".join(rng.sample(words, len(words) - 2)) for _ in range(3)]
+        document = [f"we had the {food} . it was {rng.choice(adjs)} . staff {staff} ."
+                    for _ in range(3)]
+        out.append({"pair_id": p, "entity_id": f"biz-{e:02d}", "summary": summary,
+                    "segment_noise": segment, "document_noise": document, "n": 3,
+                    "document_noise_short": False, "candidate_review": p})
+    return out
+
+
+def write_shards(directory, pairs, per_shard=20):
+    shards = directory / "shards"
+    shards.mkdir(parents=True, exist_ok=True)
+    for k in range(0, len(pairs), per_shard):
+        lines = "".join(json.dumps(p) + "\n" for p in pairs[k:k + per_shard])
+        (shards / f"shard-{k // per_shard:05d}.jsonl.gz").write_bytes(gzip.compress(
+            lines.encode()))
+    return directory
+
+
+@pytest.fixture
+def pairs_dir(tmp_path):
+    return write_shards(tmp_path / "pairs", make_pairs())
+
+
+@pytest.fixture
+def topics_dir(tmp_path):
+    """A human-category topic model (good/bad places): cheap, and exact."""
+    entities = {f"biz-{e:02d}": {"good" if e % 2 == 0 else "bad": 1.0} for e in range(10)}
+    CategoryTopics(["bad", "good"], entities).save(tmp_path / "topics")
+    return tmp_path / "topics"
+
+
+def tiny_config(topics=None, **train) -> SummarizerRunConfig:
+    defaults = dict(lr=0.01, max_steps=20, eval_every=10, save_every=5, log_every=1, patience=0,
+                    threads=1, batch_size=4)
+    defaults.update(train)
+    return SummarizerRunConfig(
+        model=DenoiseSumConfig(embed_dim=16, hidden_dim=16, dropout=0.1,
+                               discriminator=topics is not None),
+        vocab=PairVocabConfig(max_size=200, min_count=1),
+        data=PairDataConfig(heldout_percent=20.0, topics=str(topics or "")),
+        train=SummarizerTrainConfig(**defaults))
+
+
+def trainer(pairs_dir, run_dir, cfg, **kwargs) -> SummarizerTrainer:
+    return SummarizerTrainer(pairs_dir, run_dir, cfg, progress=False, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# data
+
+
+def test_pair_cache_batches_and_truncation(tmp_path):
+    pairs = make_pairs(6, 3)
+    pairs[0]["document_noise"][0] = " ".join(["word"] * 40)  # long: cut
+    pairs[1]["segment_noise"] = ["", "the"]  # an empty review (dropped)
+    pairs[2]["segment_noise"], pairs[2]["document_noise"] = [""], []  # nothing left: skipped
+    directory = write_shards(tmp_path / "pairs", pairs)
+    corpus = PairCorpus.build(directory, tmp_path / "cache", max_review_tokens=10,
+                              progress=False)
+    assert len(corpus) == 5 and corpus.meta["pairs_without_reviews"] == 1
+    assert corpus.meta["empty_reviews_dropped"] == 2
+    assert corpus.n_segment.tolist() == [3, 1, 3, 3, 3] and corpus.n_document.tolist() == [3] * 5
+    assert corpus.pair_id.tolist() == [0, 1, 3, 4, 5]
+    assert corpus.summary_tokens(0) == pairs[0]["summary"].split()
+    vocab = corpus.build_vocab(max_size=None)
+    table = corpus.vocab_table(vocab)
+    cfg = PairDataConfig(max_review_tokens=8, max_reviews=2)
+    topics = np.full((len(corpus), 4), 0.25)
+    batch = collate(corpus, table, np.array([0, 1]), cfg, topics)
+    assert batch.n_pairs == 2 and batch.topics.shape == (2, 4)
+    assert batch.review_pair.tolist() == [0, 0, 0, 0, 1, 1, 1]  # 2 + 2, then 1 + 2
+    assert batch.review_kind.tolist() == [SEGMENT, SEGMENT, DOCUMENT, DOCUMENT, SEGMENT,
+                                          DOCUMENT, DOCUMENT]
+    assert int(batch.review_lengths.max()) == 8
+    assert vocab.decode(batch.reviews[2, :8].tolist()) == ["word"] * 8
+    assert vocab.decode(batch.summary[0, :batch.summary_lengths[0]].tolist()) == \
+        pairs[0]["summary"].split()
+    no_seg = collate(corpus, table, np.array([0]), cfg, None, segment=False)
+    assert no_seg.review_kind.tolist() == [DOCUMENT, DOCUMENT] and no_seg.topics is None
+    again = PairCorpus.build(directory, tmp_path / "cache", max_review_tokens=10, progress=False)
+    assert again.meta == corpus.meta  # reused
+
+
+def test_fraction_uses_the_right_number_of_pairs(pairs_dir, tmp_path):
+    full = trainer(pairs_dir, tmp_path / "full", tiny_config())
+    cfg = tiny_config()
+    cfg.data.fraction = 0.25
+    part = trainer(pairs_dir, tmp_path / "part", cfg)
+    assert len(full.train_pairs) + len(full.held_pairs) == 40 and len(full.held_pairs) > 0
+    assert len(part.train_pairs) == round(0.25 * len(full.train_pairs))
+    assert set(part.train_pairs) <= set(full.train_pairs)
+    assert part.held_pairs.tolist() == full.held_pairs.tolist()  # validation unchanged
+    held_entities = {part.corpus.entity[p] for p in part.held_pairs}
+    assert not held_entities & {part.corpus.entity[p] for p in full.train_pairs}
+    n_batches = -(-len(part.train_pairs) // cfg.train.batch_size)
+    epoch = np.concatenate([b for _, b in zip(range(n_batches), part._batches(), strict=False)])
+    assert sorted(epoch.tolist()) == part.train_pairs.tolist()  # each kept pair once an epoch
+
+
+# ---------------------------------------------------------------------------------------------
+# training
+
+
+def test_loss_falls_and_best_model_is_exported(pairs_dir, topics_dir, tmp_path):
+    losses = []
+    run = trainer(pairs_dir, tmp_path / "run", tiny_config(topics_dir, max_steps=60,
+                                                             eval_every=20),
+                  on_step=lambda s, x: losses.append(x))
+    assert run.topics.shape == (40, 2) and np.allclose(run.topics.sum(1), 1)
+    summary = run.fit()
+    assert np.mean(losses[-10:]) < 0.6 * np.mean(losses[:5]), losses
+    weights, config, vocab = read_model_dir(tmp_path / "run")
+    assert config["kind"] == "denoisesum" and config["model"]["n_topics"] == 2
+    assert set(config["model"]) == set(DenoiseSumConfig().__dict__)
+    assert config["train"]["lr"] == 0.01 and config["model"]["vocab_size"] == len(vocab)
+    model = DenoiseSum(DenoiseSumConfig(**config["model"]))
+    model.load_state_dict(weights)
+    assert summary["best_val_loss"] is not None and summary["pairs_per_second"] > 0
+    assert config["summarize"] == {"max_review_tokens": 150}
+    metrics = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text()
+               .splitlines()]
+    assert [m["step"] for m in metrics if "val_loss" in m] == [20, 40, 60]
+
+
+def greedy(model, batch, max_len=20):
+    state = model.encode(batch)
+    prev, out = torch.tensor([BOS_ID]), []
+    for _ in range(max_len):
+        log_p, state = model.decode_step(state, prev)
+        prev = log_p.argmax(-1)
+        if int(prev) == EOS_ID:
+            break
+        out.append(int(prev))
+    return out
+
+
+def test_overfits_one_pair_and_greedy_decoding_reproduces_it(tmp_path):
+    pair = make_pairs(1, 1)
+    directory = write_shards(tmp_path / "pairs", pair)
+    cfg = tiny_config(max_steps=120, lr=0.02, eval_every=120)
+    cfg.model.dropout, cfg.data.heldout_percent = 0.0, 0.0
+    run = trainer(directory, tmp_path / "run", cfg)
+    run.fit()
+    model = run.model.eval()
+    decoded = run.vocab.decode(greedy(model, run.batch(np.array([0]))))
+    assert decoded == pair[0]["summary"].split()
+
+
+def test_the_exported_model_loads_for_summarizing(pairs_dir, tmp_path):
+    inference = pytest.importorskip("denoisesum.inference.summarizer")
+    trainer(pairs_dir, tmp_path / "run", tiny_config(max_steps=2)).fit()
+    model, vocab, settings = inference.load_model(tmp_path / "run")
+    assert len(vocab) == model.config.vocab_size and settings.max_review_tokens == 150
+
+
+def _weights(run_dir, step):
+    weights, _, _ = read_model_dir(run_dir / "checkpoints" / f"step-{step:09d}")
+    return weights
+
+
+def test_resume_after_interrupt_equals_uninterrupted_run(pairs_dir, topics_dir, tmp_path):
+    cfg = lambda: tiny_config(topics_dir, max_steps=24, eval_every=8)  # noqa: E731
+    losses: dict[str, list] = {"full": [], "cut": []}
+    trainer(pairs_dir, tmp_path / "full", cfg(),
+            on_step=lambda s, x: losses["full"].append((s, x))).fit()
+
+    def ctrl_c_at_8(step, loss):
+        losses["cut"].append((step, loss))
+        if step == 8:  # an evaluation step
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):  # graceful: checkpoint written at step 8
+        trainer(pairs_dir, tmp_path / "cut", cfg(), on_step=ctrl_c_at_8).fit()
+
+    def crash_at_13(step, loss):
+        losses["cut"].append((step, loss))
+        if step == 13:
+            raise RuntimeError("power cut")  # hard: nothing saved after step 10
+
+    with pytest.raises(RuntimeError):
+        trainer(pairs_dir, tmp_path / "cut", cfg(), resume=True, on_step=crash_at_13).fit()
+    resumed = trainer(pairs_dir, tmp_path / "cut", cfg(), resume=True,
+                      on_step=lambda s, x: losses["cut"].append((s, x)))
+    assert resumed.state["step"] == 10
+    resumed.fit()
+    final = dict(losses["cut"])  # later (resumed) values overwrite the replayed steps
+    assert [final[s] for s in range(1, 25)] == [x for _, x in losses["full"]]
+    full, cut = _weights(tmp_path / "full", 24), _weights(tmp_path / "cut", 24)
+    assert all(torch.equal(full[k], cut[k]) for k in full)
+    best_full, _, _ = read_model_dir(tmp_path / "full")
+    best_cut, _, _ = read_model_dir(tmp_path / "cut")
+    assert all(torch.equal(best_full[k], best_cut[k]) for k in best_full)
+    metrics = {name: [json.loads(x) for x in (tmp_path / name / "metrics.jsonl").read_text()
+                      .splitlines()] for name in ("full", "cut")}
+    steps = [m["step"] for m in metrics["cut"]]
+    assert steps == sorted(steps)
+    validations = {name: [(m["step"], m["val_loss"]) for m in found if "val_loss" in m]
+                   for name, found in metrics.items()}
+    assert validations["cut"] == validations["full"] and len(validations["full"]) == 3
+
+
+def test_ctrl_c_finishes_the_step_then_saves(pairs_dir, tmp_path):
+    def ctrl_c_at_4(step, loss):
+        if step == 4:  # a real SIGINT, as the terminal sends it
+            os.kill(os.getpid(), signal.SIGINT)
+
+    run = trainer(pairs_dir, tmp_path / "run", tiny_config(), on_step=ctrl_c_at_4)
+    with pytest.raises(KeyboardInterrupt):
+        run.fit()
+    assert run.state["step"] == 4
+    assert (tmp_path / "run" / "checkpoints" / "LATEST").read_text().strip() == "step-000000004"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+
+
+@pytest.mark.parametrize("switch", ["segment_noise", "document_noise", "explicit_denoising",
+                                    "copy", "discriminator"])
+def test_each_ablation_switch_trains(pairs_dir, topics_dir, tmp_path, switch):
+    cfg = tiny_config(topics_dir, max_steps=3, eval_every=3)
+    setattr(cfg.model, switch, False)
+    run = trainer(pairs_dir, tmp_path / "run", cfg)
+    summary = run.fit()
+    assert math.isfinite(summary["best_val_loss"])
+    _, config, _ = read_model_dir(tmp_path / "run")
+    assert config["model"][switch] is False
+    names = {n for n, _ in run.model.named_parameters()}
+    removed = {"segment_noise": "seg.", "document_noise": "doc.",
+               "explicit_denoising": "seg.denoise", "copy": "doc.decoder.copy_gate",
+               "discriminator": "discriminator"}[switch]
+    assert not any(n.startswith(removed) for n in names)
+
+
+def test_early_stopping_and_errors(pairs_dir, topics_dir, tmp_path):
+    # lr 0: the validation loss never improves after the first evaluation
+    cfg = tiny_config(topics_dir, lr=0.0, max_steps=100, eval_every=1, patience=2)
+    summary = trainer(pairs_dir, tmp_path / "stall", cfg).fit()
+    assert summary["stopped_early"] and summary["steps"] == 3 and summary["best_step"] == 1
+    no_topics = tiny_config()
+    no_topics.model.discriminator = True
+    with pytest.raises(DenoiseSumError, match="no topic model was given"):
+        trainer(pairs_dir, tmp_path / "a", no_topics)
+    with pytest.raises(DenoiseSumError, match="not available yet: it needs decoding"):
+        trainer(pairs_dir, tmp_path / "b", tiny_config(select_on="dev-rouge"))
+    with pytest.raises(DenoiseSumError, match="no checkpoint"):
+        trainer(pairs_dir, tmp_path / "c", tiny_config(), resume=True)
+    with pytest.raises(InputError, match="no pair shards"):
+        trainer(tmp_path, tmp_path / "d", tiny_config())
+
+
+def test_malformed_pair_line_names_file_line_and_field(tmp_path):
+    pairs = make_pairs(3, 3)
+    directory = write_shards(tmp_path / "pairs", pairs)
+    shard = directory / "shards" / "shard-00000.jsonl.gz"
+    lines = gzip.decompress(shard.read_bytes()).decode().splitlines()
+    broken = json.loads(lines[1])
+    del broken["segment_noise"]
+    shard.write_bytes(gzip.compress("\n".join([lines[0], json.dumps(broken), "{oops"])
+                                    .encode()))
+    with pytest.raises(InputError) as info:
+        PairCorpus.build(directory, tmp_path / "cache", 150, progress=False)
+    assert str(info.value) == f"{shard}, line 2, field 'segment_noise': missing field"
+    shard.write_bytes(gzip.compress("\n".join([lines[0], "{oops"]).encode()))
+    with pytest.raises(InputError, match=r"shard-00000\.jsonl\.gz, line 2: invalid JSON"):
+        PairCorpus.build(directory, tmp_path / "cache", 150, progress=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# topics
+
+
+def test_lda_separates_two_topics_and_distributions_sum_to_one(tmp_path):
+    rng = random.Random(0)
+    food = ["pizza", "pasta", "cheese", "sauce", "oven", "crust", "garlic", "basil"]
+    hotel = ["room", "bed", "hotel", "shower", "pool", "towel", "lobby", "pillow"]
+    docs = [" ".join(rng.choices(words, k=15)) for words in (food, hotel) for _ in range(60)]
+    model = train_lda(docs, LDAConfig(n_topics=2, passes=20, min_docs=1, max_doc_fraction=0.9,
+                                      chunksize=50))
+    model.save(tmp_path / "lda")
+    loaded = load_topics(tmp_path / "lda")
+    p = topic_distributions(loaded, [*docs, "", "the and of"])
+    assert p.shape == (122, 2) and np.allclose(p.sum(1), 1)
+    food_topic = int(p[0].argmax())
+    assert (p[:60, food_topic] > 0.9).all() and (p[60:120, 1 - food_topic] > 0.9).all()
+    assert np.allclose(p[120], p[121])  # texts with no known word get the prior mean
+    assert set(loaded.top_words(food_topic, 8)) == set(food)
+    # a text's distribution does not depend on what else is inferred with it
+    assert np.array_equal(topic_distributions(loaded, docs[5:6]), p[5:6])
+
+
+def test_category_topics(tmp_path, topics_dir):
+    model = load_topics(topics_dir)
+    p = topic_distributions(model, ["a", "b"], ["biz-00", "biz-01"])
+    assert p.tolist() == [[0.0, 1.0], [1.0, 0.0]]
+    with pytest.raises(DenoiseSumError, match="no category"):
+        topic_distributions(model, ["a"], ["unknown"])
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"entity_id": e, "text": "fine", "category": c}) + "\n"
+                              for e, c in [("a", "bar"), ("a", "bar"), ("a", "pub"),
+                                           ("b", "cafe")]))
+    result = CliRunner().invoke(app, ["topics", str(corpus), "-o", str(tmp_path / "human"),
+                                      "--categories", "human"])
+    assert result.exit_code == 0, result.output
+    human = load_topics(tmp_path / "human")
+    assert human.labels == ["bar", "cafe", "pub"]
+    assert np.allclose(topic_distributions(human, ["x", "y"], ["a", "b"]),
+                       [[2 / 3, 0, 1 / 3], [0, 1, 0]])
+
+
+def test_a_given_vocabulary_is_used(pairs_dir, tmp_path):
+    from denoisesum.data.vocab import UNK_ID, Vocab
+
+    vocab = Vocab.from_counts({"the": 5, "was": 4, "pizza": 3})
+    run = trainer(pairs_dir, tmp_path / "run", tiny_config(max_steps=2), vocab=vocab)
+    assert run.cfg.model.vocab_size == 7 and run.vocab is vocab
+    batch = run.batch(run.train_pairs[:1])
+    assert set(batch.summary.flatten().tolist()) <= {0, UNK_ID, 4, 5, 6}
+    run.fit()
+    _, _, saved = read_model_dir(tmp_path / "run")
+    assert saved.tokens == vocab.tokens
+
+
+# ---------------------------------------------------------------------------------------------
+# command line
+
+
+def test_cli_topics_and_train_end_to_end(pairs_dir, synthetic_corpus, tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(app, ["topics", str(synthetic_corpus), "-o", str(tmp_path / "topics"),
+                                 "--topics", "3", "--min-docs", "1", "--sample", "200"])
+    assert result.exit_code == 0, result.output
+    assert load_topics(tmp_path / "topics").n_topics == 3
+    result = runner.invoke(app, ["topics", str(pairs_dir), "-o", str(tmp_path / "pair-topics"),
+                                 "--topics", "2", "--min-docs", "1"])
+    assert result.exit_code == 0, result.output
+    tiny = ["--set", "model.embed_dim=16", "--set", "model.hidden_dim=16", "--set",
+            "train.threads=1", "--set", "data.heldout_percent=20", "--set", "vocab.min_count=1"]
+    args = ["train", str(pairs_dir), "-o", str(tmp_path / "run"), "--config",
+            str(CONFIG), "--topics", str(tmp_path / "pair-topics"), *tiny]
+    result = runner.invoke(app, [*args, "--max-steps", "3"])
+    assert result.exit_code == 0, result.output
+    _, config, _ = read_model_dir(tmp_path / "run")
+    assert config["model"]["n_topics"] == 2 and config["train"]["batch_size"] == 8
+    result = runner.invoke(app, [*args, "--max-steps", "5", "--resume"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["steps"] == 5
+
+
+def test_cli_errors_are_one_clear_line(tmp_path, synthetic_corpus):
+    result = subprocess.run(
+        [sys.executable, "-m", "denoisesum.cli", "topics", str(synthetic_corpus), "-o",
+         str(tmp_path / "t"), "--categories", "human"], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "error: --categories human needs a category field" in result.stderr
+    assert "Traceback" not in result.stderr
