@@ -1,3 +1,20 @@
 """denoisesum: unsupervised opinion summarization by noising and denoising."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+__all__ = ["Summarizer", "__version__"]
+
+if TYPE_CHECKING:
+    from denoisesum.inference.summarizer import Summarizer
+
+
+def __getattr__(name: str) -> Any:
+    # `Summarizer` imports torch: load it on first use so `import denoisesum` stays light
+    if name == "Summarizer":
+        from denoisesum.inference.summarizer import Summarizer
+
+        return Summarizer
+    raise AttributeError(f"module 'denoisesum' has no attribute {name!r}")

@@ -481,6 +481,184 @@ def leaderboard_command(
     typer.echo(f"-> {output}", err=True)
 
 
+@app.command("topics")
+def topics_command(
+        source: Annotated[list[str], typer.Argument(
+            help="Review corpus files or globs, or a directory of synthetic pairs "
+                 "(denoisesum synthesize output).")],
+        output: Annotated[Path, typer.Option("--output", "-o", help="Topic model directory.")],
+        n_topics: Annotated[int, typer.Option(
+            "--topics", min=2, help="LDA topics (the paper: 100 Yelp, 50 Rotten Tomatoes).")]
+        = 100,
+        categories: Annotated[str, typer.Option(
+            help="'lda': learn topics; 'human': use the corpus' category field.")] = "lda",
+        sample: Annotated[int, typer.Option(min=1, help="Documents LDA trains on (uniform "
+                                            "sample).")] = 100_000,
+        passes: Annotated[int, typer.Option(min=1, help="LDA passes over the sample.")] = 2,
+        min_docs: Annotated[int, typer.Option(
+            min=1, help="LDA vocabulary: words in at least this many documents.")] = 5,
+        seed: Annotated[int, typer.Option(help="Sample and LDA seed.")] = 1,
+        entity_field: EntityField = "entity_id", text_field: TextField = "text",
+        rating_field: RatingField = "rating", category_field: CategoryField = "category",
+        skip_bad: SkipBad = False) -> None:
+    """Train the topic model whose p(z) the summarizer's discriminator predicts."""
+    from denoisesum.topics.build import build_topics
+    from denoisesum.topics.models import LDAConfig
+
+    cfg = LDAConfig(n_topics=n_topics, sample=sample, passes=passes, min_docs=min_docs,
+                    seed=seed)
+    model = build_topics(
+        source, lambda: _reader(source, entity_field, text_field, rating_field, category_field,
+                                skip_bad), categories, cfg, log=lambda m: typer.echo(m, err=True))
+    model.save(output)
+    if model.kind == "lda":
+        for k in range(min(5, model.n_topics)):
+            typer.echo(f"topic {k}: {' '.join(model.top_words(k, 8))}")
+        typer.echo(f"{model.n_topics} topics over {len(model.words):,} words -> {output}")
+    else:
+        typer.echo(f"{model.n_topics} categories of {len(model.entities):,} entities -> {output}")
+
+
+@app.command("train")
+def train_command(
+        pairs: Annotated[Path, typer.Argument(
+            help="Directory of synthetic pairs (denoisesum synthesize output).")],
+        output: Annotated[Path, typer.Option("--output", "-o", help="Run directory.")],
+        config: Annotated[Path | None, typer.Option(help="TOML config file.")] = None,
+        overrides: Annotated[list[str] | None, typer.Option(
+            "--set", help="Override a config key, e.g. --set model.copy=false.")] = None,
+        topics: Annotated[Path | None, typer.Option(
+            help="Topic model directory (denoisesum topics) for the discriminator.")] = None,
+        resume: Annotated[bool, typer.Option(
+            help="Continue from the latest checkpoint in the run directory.")] = False,
+        max_steps: Annotated[int | None, typer.Option(help="train.max_steps.")] = None,
+        max_minutes: Annotated[float | None, typer.Option(
+            help="Stop after this much training time (train.max_minutes).")] = None,
+        vocab: Annotated[Path | None, typer.Option(
+            help="Use this vocab.json instead of building one from the pairs.")] = None,
+        cache: Annotated[Path | None, typer.Option(
+            help="Encoded-pairs cache (default: RUN_DIR/data).")] = None) -> None:
+    """Train the DenoiseSum summarizer on synthetic pairs."""
+    from denoisesum.config import load_config
+    from denoisesum.data.vocab import Vocab
+    from denoisesum.training.summarizer import SummarizerRunConfig, SummarizerTrainer
+
+    extra = list(overrides or [])
+    for key, value in (("train.max_steps", max_steps), ("train.max_minutes", max_minutes),
+                       ("data.topics", topics and json.dumps(str(topics)))):
+        if value is not None:
+            extra.append(f"{key}={value}")
+    cfg = load_config(SummarizerRunConfig, config, extra)
+    if (pairs / "shards").is_dir() and not (pairs / "manifest.json").exists():
+        typer.echo(f"note: {pairs} has no manifest.json (synthesis unfinished?); training on the "
+                   "shards present", err=True)
+    trainer = SummarizerTrainer(pairs, output, cfg, vocab=Vocab.load(vocab) if vocab else None,
+                                resume=resume, cache_dir=cache, progress=sys.stderr.isatty())
+    typer.echo(f"{len(trainer.train_pairs):,} training pairs, {len(trainer.held_pairs):,} "
+               f"held out; vocabulary {len(trainer.vocab):,}; starting at step "
+               f"{trainer.state['step']}", err=True)
+    try:
+        summary = trainer.fit()
+    except KeyboardInterrupt:
+        typer.echo(f"\ninterrupted at step {trainer.state['step']}; checkpoint saved. "
+                   "Continue with the same command and --resume.", err=True)
+        raise typer.Exit(130) from None
+    best = summary["best_val_loss"]
+    shown = "no held-out pairs" if best is None else f"best validation loss {best:.4f}"
+    typer.echo(f"{summary['steps']} steps, {shown} (step {summary['best_step']}); "
+               f"{summary['pairs_per_second']:.1f} pairs/s; model in {output}")
+
+
+def _summarize_inputs(source: str, entity_field: str, text_field: str) -> list:
+    """Review sets from a review-set JSONL file, standard input ('-') or a review corpus
+    (CSV/TSV/Parquet, one review per row) grouped by entity."""
+    from denoisesum.data.corpus import CorpusReader, FieldNames
+    from denoisesum.data.reviewsets import (
+        read_review_sets,
+        read_review_sets_stream,
+        review_sets_from_corpus,
+    )
+    from denoisesum.errors import InputError
+    from denoisesum.io import split_suffixes
+
+    if source == "-":
+        return list(read_review_sets_stream(sys.stdin.buffer))
+    if split_suffixes(source)[0] in {".jsonl", ".json", ".ndjson"}:
+        if not Path(source).is_file():
+            raise InputError("no such file", path=source)
+        return list(read_review_sets(source))
+    reader = CorpusReader([source], FieldNames(entity_id=entity_field, text=text_field))
+    return review_sets_from_corpus(reader)
+
+
+@app.command("summarize")
+def summarize_command(
+        source: Annotated[str, typer.Argument(
+            metavar="INPUT", help="Review-set file (JSONL: entity_id, reviews), a review corpus "
+                                  "(.csv/.tsv/.parquet: one review per row, grouped by entity), "
+                                  "or '-' for review-set JSONL on standard input.")],
+        model: Annotated[Path | None, typer.Option(
+            help="Model directory (default: the packaged model).")] = None,
+        output: Annotated[str, typer.Option(
+            "--output", "-o", help="Prediction file to write ('-': standard output).")] = "-",
+        beam: Annotated[int | None, typer.Option(
+            min=1, help="Beam size; 1 is greedy (default: the model's setting, else 5).")] = None,
+        min_length: Annotated[int | None, typer.Option(
+            min=0, help="No end of summary before this many words (default: the model's, "
+                        "else 10).")] = None,
+        max_length: Annotated[int | None, typer.Option(
+            min=1, help="Words at most (default: the model's, else 100).")] = None,
+        length_penalty: Annotated[float | None, typer.Option(
+            min=0.0, help="alpha: scores are log p / length**alpha (default: the model's, "
+                          "else 1).")] = None,
+        block_first_person: Annotated[bool | None, typer.Option(
+            "--block-first-person/--allow-first-person",
+            help="Ban i/me/my/mine/myself (default: the model's setting, else allowed).")] = None,
+        batch_size: Annotated[int, typer.Option(min=1, help="Entities decoded together.")] = 8,
+        bf16: Annotated[bool, typer.Option(
+            "--bf16", help="Compute in bfloat16: ~2x faster on CPUs with AVX512-BF16/AMX "
+                           "(maybe slower without); beams may differ slightly.")] = False,
+        raw: Annotated[bool, typer.Option(
+            "--raw", help="Write the tokenized form ('i ca n't'), not readable text.")] = False,
+        entity_field: EntityField = "entity_id", text_field: TextField = "text") -> None:
+    """Summarize every entity's reviews with a trained DenoiseSum model; writes predictions
+    (JSONL: entity_id, summary)."""
+    import contextlib
+    import dataclasses
+
+    from tqdm import tqdm
+
+    from denoisesum.data.tokenizer import detokenize
+    from denoisesum.inference.summarizer import Summarizer
+    from denoisesum.io import atomic_write
+
+    summarizer = Summarizer.from_pretrained(model)
+    changes = {key: value for key, value in (
+        ("beam_size", beam), ("min_length", min_length), ("max_length", max_length),
+        ("length_penalty", length_penalty), ("block_first_person", block_first_person))
+        if value is not None}
+    decode = dataclasses.replace(summarizer.config.decode, **changes)
+    decode.validate()  # e.g. --min-length above the model's max_length: fail before reading
+    summarizer.config.decode = decode
+    summarizer.config.bf16 = summarizer.config.bf16 or bf16
+    sets = _summarize_inputs(source, entity_field, text_field)
+    with contextlib.ExitStack() as stack:
+        handle = sys.stdout if output == "-" else stack.enter_context(atomic_write(output))
+        bar = stack.enter_context(tqdm(total=len(sets), unit=" entities", desc="summarize",
+                                       disable=None))  # None: only on a terminal
+        for start in range(0, len(sets), batch_size):
+            chunk = sets[start: start + batch_size]
+            summaries = summarizer.summarize_tokens_batch([s.reviews for s in chunk], batch_size)
+            for review_set, tokens in zip(chunk, summaries, strict=True):
+                text = " ".join(tokens) if raw else detokenize(tokens)
+                handle.write(json.dumps({"entity_id": review_set.entity_id, "summary": text},
+                                        ensure_ascii=False) + "\n")
+            handle.flush()  # a reader of standard output sees each batch as it is done
+            bar.update(len(chunk))
+    if output != "-":
+        typer.echo(f"{len(sets)} summaries -> {output}", err=True)
+
+
 def main() -> None:
     try:
         app()

@@ -12,12 +12,15 @@ import json
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
 from denoisesum.errors import InputError
-from denoisesum.io import atomic_write, iter_jsonl
+from denoisesum.io import BLANK, atomic_write, iter_jsonl, parse_json_line
+
+if TYPE_CHECKING:
+    from denoisesum.data.corpus import Review
 
 
 class ReviewSet(BaseModel):
@@ -46,9 +49,10 @@ class Prediction(BaseModel):
 Record = TypeVar("Record", ReviewSet, Prediction)
 
 
-def _read(path: str | Path, kind: type[Record]) -> Iterator[Record]:
+def _validate(records: Iterable[tuple[int, Any]], kind: type[Record],
+              path: str | Path) -> Iterator[Record]:
     seen: set[str] = set()
-    for line, value in iter_jsonl(path):
+    for line, value in records:
         try:
             record = kind.model_validate(value)
         except ValidationError as exc:
@@ -60,6 +64,25 @@ def _read(path: str | Path, kind: type[Record]) -> Iterator[Record]:
                              field="entity_id")
         seen.add(record.entity_id)
         yield record
+
+
+def _read(path: str | Path, kind: type[Record]) -> Iterator[Record]:
+    return _validate(iter_jsonl(path), kind, path)
+
+
+def read_review_sets_stream(stream: IO[bytes], name: str = "<stdin>") -> Iterator[ReviewSet]:
+    """Review sets from an open binary stream (standard input); errors name it `name`."""
+    lines = ((n, parse_json_line(raw, name, n)) for n, raw in enumerate(stream, start=1))
+    return _validate(((n, v) for n, v in lines if v is not BLANK), ReviewSet, name)
+
+
+def review_sets_from_corpus(reviews: Iterable[Review]) -> list[ReviewSet]:
+    """Group a review corpus (one review per record, data.corpus.CorpusReader) by entity, in
+    order of each entity's first review. Reads everything: for summarizing, not training."""
+    groups: dict[str, list[str]] = {}
+    for review in reviews:
+        groups.setdefault(review.entity_id, []).append(review.text)
+    return [ReviewSet(entity_id=e, reviews=texts) for e, texts in groups.items()]
 
 
 def read_review_sets(path: str | Path) -> Iterator[ReviewSet]:

@@ -1,0 +1,100 @@
+"""Decoding speed of the summarizer at the paper's sizes, on random weights.
+
+    nice -n 15 python benchmarks/summarize_speed.py [--entities 20] [--threads 2]
+
+A randomly initialised DenoiseSum with DenoiseSumConfig's defaults (embeddings 300, hidden 256)
+and a 30,000-word vocabulary summarizes synthetic entities of 8 reviews of about 100 words each,
+through the whole `Summarizer` path (tokenize, encode, beam search, detokenize), beam 5:
+latency per entity one at a time (p50/p95) and throughput in batches of 8.
+
+A random model almost never produces </s> (its probability is about 1/30,000), so every summary
+runs to max_length (100 words): an upper bound on decoding time. A trained Yelp model stops
+after about 60-70 words; `--max-length 70` approximates it. Prints JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import statistics
+import time
+
+import torch
+
+from denoisesum.data.vocab import SPECIALS, Vocab
+from denoisesum.inference.beam import DecodeConfig
+from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
+from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
+
+VOCAB_SIZE = 30_000
+
+
+def make_entities(vocab: Vocab, n: int, reviews: int, words: int,
+                  seed: int) -> list[list[str]]:
+    """n entities of `reviews` texts of words±20% random vocabulary words."""
+    rng = random.Random(seed)
+    pool = vocab.tokens[len(SPECIALS):]
+    return [[" ".join(rng.choices(pool, k=rng.randint(int(words * 0.8), int(words * 1.2))))
+             for _ in range(reviews)] for _ in range(n)]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--entities", type=int, default=20, help="timed entities per test")
+    parser.add_argument("--reviews", type=int, default=8)
+    parser.add_argument("--words", type=int, default=100, help="mean words per review")
+    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--max-length", type=int, default=100)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all)")
+    parser.add_argument("--bf16", action="store_true", help="SummarizerConfig.bf16")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    vocab = Vocab([*SPECIALS, *(f"w{i}" for i in range(VOCAB_SIZE - len(SPECIALS)))])
+    model = DenoiseSum(DenoiseSumConfig(vocab_size=VOCAB_SIZE))
+    config = SummarizerConfig(bf16=args.bf16, decode=DecodeConfig(beam_size=args.beam,
+                                                                  max_length=args.max_length))
+    summarizer = Summarizer(model, vocab, config)
+    entities = make_entities(vocab, args.entities, args.reviews, args.words, seed=1)
+    summarizer.summarize_batch(entities[:2], batch_size=2)  # warm-up
+
+    latencies, lengths = [], []
+    for reviews in entities:
+        start = time.perf_counter()
+        tokens = summarizer.summarize_tokens(reviews)
+        latencies.append(time.perf_counter() - start)
+        lengths.append(len(tokens))
+    start = time.perf_counter()
+    summarizer.summarize_batch(entities, batch_size=args.batch_size)
+    batched = time.perf_counter() - start
+
+    print(json.dumps({
+        "model": {"vocab_size": VOCAB_SIZE, "embed_dim": model.config.embed_dim,
+                  "hidden_dim": model.config.hidden_dim,
+                  "parameters": sum(p.numel() for p in model.parameters())},
+        "input": {"entities": args.entities, "reviews_per_entity": args.reviews,
+                  "mean_words_per_review": args.words},
+        "decode": {"beam_size": args.beam, "max_length": args.max_length, "bf16": args.bf16,
+                   "mean_summary_words": statistics.mean(lengths)},
+        "latency_ms_batch_1": {"p50": 1000 * statistics.median(latencies),
+                               "p95": 1000 * percentile(latencies, 0.95),
+                               "mean": 1000 * statistics.mean(latencies)},
+        "throughput_entities_per_s": {f"batch_{args.batch_size}": args.entities / batched,
+                                      "batch_1": len(latencies) / sum(latencies)},
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "machine": f"{platform.processor() or platform.machine()}, {platform.system()}",
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    main()

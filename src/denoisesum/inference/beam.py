@@ -1,0 +1,267 @@
+"""Length-normalised beam search (METHOD.md §2 "Decoding"), batched over entities.
+
+Works with any model exposing the DenoiseSum decoding protocol:
+
+    state = model.encode(batch)                            # one row per entity
+    log_probs, state = model.decode_step(state, prev)      # prev [B*] -> [B*, V], next state
+    state = state.index_select(rows)                       # reorder / duplicate rows (beams)
+
+Every entity keeps `beam_size` live hypotheses (rows entity-major: entity a's beams are rows
+a*K .. a*K+K-1). Each step scores all K*V continuations of an entity, and takes its best 2K:
+a `</s>` among the best K ends that hypothesis (it moves to the entity's finished list), and the
+best K that do not end stay live. This is the usual scheme (fairseq's): taking 2K guarantees K
+live continuations, since at most K of them (one per beam) can be `</s>`.
+
+Scores. Live beams are ranked by their summed log-probability; a finished hypothesis is scored
+by that sum divided by length**alpha, where length counts its words plus `</s>` (the sum covers
+both). alpha = 1 is the per-token average; alpha = 0 is plain beam search, which prefers short
+outputs. An entity stops when it has `beam_size` finished hypotheses (or at max_length, where
+`</s>` is forced), and leaves the batch then, so the others decode faster.
+
+Constraints (the released code's, METHOD.md §2), applied by setting log-probabilities to -inf:
+special tokens other than `</s>` never appear (so no `<unk>`: the model can copy it from the
+source); no `</s>` before min_length words; no word right after itself; no repeated n-gram (a
+word that would complete an n-gram already in the hypothesis is banned; n = 3, trigram blocking);
+and optionally any word the caller lists (`banned_ids`, e.g. first-person pronouns).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+
+from denoisesum.data.vocab import BOS_ID, EOS_ID, SPECIALS
+from denoisesum.errors import ConfigError
+
+FIRST_PERSON = ("i", "me", "my", "mine", "myself", "i'm")
+
+
+@dataclass
+class DecodeConfig:
+    beam_size: int = 5  # 1 = greedy
+    min_length: int = 10  # words before </s> may be produced
+    max_length: int = 100  # words at most; </s> is forced after them
+    length_penalty: float = 1.0  # alpha: finished scores are sum log p / (words + 1) ** alpha
+    no_repeat_ngram: int = 3  # ban a word that would repeat an n-gram of the hypothesis; 0: off
+    no_immediate_repeat: bool = True  # ban w_t == w_{t-1}
+    block_first_person: bool = False  # ban the `first_person` words (rt-style summaries)
+    first_person: tuple[str, ...] = FIRST_PERSON
+
+    def validate(self) -> None:
+        checks = [("beam_size", self.beam_size >= 1, "must be at least 1"),
+                  ("max_length", self.max_length >= 1, "must be at least 1"),
+                  ("min_length", 0 <= self.min_length <= self.max_length,
+                   f"must be between 0 and max_length ({self.max_length})"),
+                  ("length_penalty", self.length_penalty >= 0, "must be >= 0"),
+                  ("no_repeat_ngram", self.no_repeat_ngram >= 0, "must be >= 0 (0: off)")]
+        for name, ok, why in checks:
+            if not ok:
+                raise ConfigError(f"decode.{name}={getattr(self, name)!r} {why}")
+
+
+@dataclass
+class Hypothesis:
+    tokens: list[int]  # word ids, without <s> and </s>
+    score: float  # length-normalised: log_prob / (len(tokens) + 1) ** alpha
+    log_prob: float  # sum of the log-probabilities of the words and </s>
+    finished: bool = True  # False only for the fallback when no hypothesis could end
+
+
+class DecodeStateLike(Protocol):
+    def index_select(self, index: torch.Tensor) -> DecodeStateLike: ...
+
+
+class DecodingModel(Protocol):
+    def encode(self, batch) -> DecodeStateLike: ...
+
+    def decode_step(self, state: DecodeStateLike, prev_tokens: torch.Tensor
+                    ) -> tuple[torch.Tensor, DecodeStateLike]: ...
+
+
+def banned_words(config: DecodeConfig, index: dict[str, int]) -> list[int]:
+    """Ids of the words the config bans beyond the specials (index: token -> id)."""
+    if not config.block_first_person:
+        return []
+    return sorted({index[w] for w in config.first_person if w in index})
+
+
+def constraint_mask(history: torch.Tensor, always: torch.Tensor,
+                    config: DecodeConfig) -> torch.Tensor:
+    """True where a next word is banned. history [N, t] words so far, always [V] bool ->
+    [N, V] bool."""
+    n, t = history.shape
+    ban = always.expand(n, -1).clone()  # [N, V]
+    if t < config.min_length:
+        ban[:, EOS_ID] = True
+    if t >= config.max_length:  # only </s> is left
+        ban.fill_(True)
+        ban[:, EOS_ID] = False
+        return ban
+    if config.no_immediate_repeat and t > 0:
+        ban.scatter_(1, history[:, -1:], True)
+    size = config.no_repeat_ngram
+    if size > 0 and t >= size:
+        windows = history.unfold(1, size, 1)  # [N, W, size], every n-gram so far
+        prefix = history[:, t - size + 1:]  # [N, size-1], what the next word would extend
+        match = (windows[:, :, :-1] == prefix.unsqueeze(1)).all(-1)  # [N, W]
+        # scatter_add, not scatter: the same word may be both allowed and banned by two windows
+        hits = torch.zeros_like(ban, dtype=torch.long).scatter_add_(1, windows[:, :, -1],
+                                                                    match.long())
+        ban |= hits > 0
+    return ban
+
+
+def beam_search(model: DecodingModel, batch, config: DecodeConfig | None = None,
+                banned_ids: Sequence[int] = ()) -> list[list[Hypothesis]]:
+    """Decode every entity of `batch` (a SummaryBatch from `inference_batch`).
+
+    Returns, per entity in batch order, up to beam_size hypotheses, best first.
+    """
+    config = config or DecodeConfig()
+    config.validate()
+    search = _Search(model, batch, config, banned_ids)
+    return search.run()
+
+
+def _leaves(obj) -> list[torch.Tensor]:
+    """The tensors of a (nested) dataclass state, in field order."""
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if dataclasses.is_dataclass(obj):
+        return [t for f in dataclasses.fields(obj) for t in _leaves(getattr(obj, f.name))]
+    return []
+
+
+def _rebuild(obj, leaves: Iterator[torch.Tensor]):
+    """`obj` with its tensors replaced, in `_leaves` order."""
+    if isinstance(obj, torch.Tensor):
+        return next(leaves)
+    if dataclasses.is_dataclass(obj):
+        return type(obj)(**{f.name: _rebuild(getattr(obj, f.name), leaves)
+                            for f in dataclasses.fields(obj)})
+    return obj
+
+
+class _Reorder:
+    """Reorders the decoding state's rows, skipping the tensors decode_step never replaces.
+
+    Those are encoder outputs (DenoiseSum's memory, keys, masks: [B*, M, D] each): one entity's
+    data, identical in the entity's K rows, so moving beams within an entity leaves them as they
+    are. Copying them every step would cost more than the step itself (8 reviews x 100 words:
+    16 MB per step at beam 5). They are copied only when an entity leaves the batch. A tensor
+    is static while decode_step returns that very object; once replaced, it is per-beam (the
+    LSTM state) and always reordered. States that are not dataclasses are always index_select'ed.
+    """
+
+    def __init__(self, state) -> None:
+        self.static = [True] * len(_leaves(state)) if dataclasses.is_dataclass(state) else None
+
+    def __call__(self, old, new, rows: torch.Tensor, same_entities: bool):
+        if self.static is not None:
+            before, after = _leaves(old), _leaves(new)
+            if len(before) != len(after) or type(old) is not type(new):
+                self.static = None
+            else:
+                self.static = [s and a is b for s, a, b in zip(self.static, before, after,
+                                                                 strict=True)]
+        if self.static is None or not same_entities:
+            return new.index_select(rows)
+        moved = (t if s else t.index_select(0, rows)
+                 for s, t in zip(self.static, _leaves(new), strict=True))
+        return _rebuild(new, moved)
+
+
+class _Search:
+    """The loop state of one beam search. A = entities still decoding, K = beam size,
+    t = words generated so far."""
+
+    def __init__(self, model: DecodingModel, batch, config: DecodeConfig,
+                 banned_ids: Sequence[int]) -> None:
+        self.model, self.config = model, config
+        self.k = k = config.beam_size
+        n = batch.n_pairs
+        self.device = device = batch.reviews.device
+        state = model.encode(batch)
+        self.state = state.index_select(torch.arange(n, device=device).repeat_interleave(k))
+        self.reorder = _Reorder(self.state)
+        self.entity = torch.arange(n, device=device)  # [A] batch index of each live entity
+        self.tokens = torch.zeros(n, k, 0, dtype=torch.long, device=device)  # [A, K, t]
+        # the K rows of an entity start identical: only one may expand, or the beam would fill
+        # with K copies of the same hypothesis
+        self.scores = torch.full((n, k), -torch.inf, device=device)  # [A, K] summed log p
+        self.scores[:, 0] = 0.0
+        self.prev = torch.full((n * k,), BOS_ID, dtype=torch.long, device=device)  # [A*K]
+        self.finished: list[list[Hypothesis]] = [[] for _ in range(n)]
+        self.always: torch.Tensor | None = None  # [V] bool, built at the first step
+        self.banned_ids = list(banned_ids)
+
+    def run(self) -> list[list[Hypothesis]]:
+        while len(self.entity):
+            self.step()
+        return [sorted(hyps, key=lambda h: -h.score)[: self.k] for hyps in self.finished]
+
+    def _always_banned(self, vocab_size: int) -> torch.Tensor:
+        if self.always is None:
+            always = torch.zeros(vocab_size, dtype=torch.bool, device=self.device)
+            always[: len(SPECIALS)] = True
+            always[EOS_ID] = False
+            always[torch.tensor(self.banned_ids, dtype=torch.long, device=self.device)] = True
+            self.always = always
+        return self.always
+
+    def step(self) -> None:
+        a, k, t = self.tokens.shape
+        log_probs, state = self.model.decode_step(self.state, self.prev)  # [A*K, V]
+        v = log_probs.shape[1]
+        ban = constraint_mask(self.tokens.view(a * k, t), self._always_banned(v), self.config)
+        log_probs = log_probs.masked_fill(ban, -torch.inf)
+        cand = (self.scores.unsqueeze(-1) + log_probs.view(a, k, v)).view(a, k * v)
+        top, idx = cand.topk(min(2 * k, k * v), dim=1)  # [A, 2K], best first
+        beam, word = idx // v, idx % v  # [A, 2K]
+        is_eos = word == EOS_ID
+        self._collect(top[:, :k], beam[:, :k], is_eos[:, :k] & top[:, :k].isfinite(), t)
+        # the best K continuations that do not end: non-</s> first, each group in score order
+        order = (is_eos.long() * 2 * k + torch.arange(top.shape[1], device=self.device))
+        keep = order.argsort(1)[:, :k]  # [A, K]
+        scores, beam, word = top.gather(1, keep), beam.gather(1, keep), word.gather(1, keep)
+        old_tokens, old_scores = self.tokens, self.scores
+        tokens = torch.cat([old_tokens.gather(1, beam.unsqueeze(-1).expand(-1, -1, t)),
+                            word.unsqueeze(-1)], -1)  # [A, K, t+1]
+        enough = torch.tensor([len(self.finished[e]) >= k for e in self.entity.tolist()],
+                              dtype=torch.bool, device=self.device)
+        stuck = ~scores.isfinite().any(1)  # every word banned: no hypothesis can go on
+        done = enough | stuck | (t >= self.config.max_length)  # [A]
+        for i in torch.nonzero(stuck & ~enough).flatten().tolist():
+            self._fallback(i, old_tokens[i], old_scores[i])
+        live = torch.nonzero(~done).flatten()  # [A']
+        rows = (live.unsqueeze(1) * k + beam[live]).flatten()  # [A'*K] rows of the next state
+        if len(live):
+            self.state = self.reorder(self.state, state, rows, len(live) == a)
+        self.entity, self.tokens, self.scores = self.entity[live], tokens[live], scores[live]
+        self.prev = word[live].flatten()
+
+    def _collect(self, scores: torch.Tensor, beam: torch.Tensor, ended: torch.Tensor,
+                 t: int) -> None:
+        """Move the hypotheses that just produced </s> (ended [A, K]) to the finished lists."""
+        alpha = self.config.length_penalty
+        for i, j in torch.nonzero(ended).tolist():
+            log_prob = float(scores[i, j])
+            words = self.tokens[i, int(beam[i, j])].tolist()
+            self.finished[int(self.entity[i])].append(
+                Hypothesis(words, log_prob / (t + 1) ** alpha, log_prob))
+
+    def _fallback(self, i: int, tokens: torch.Tensor, scores: torch.Tensor) -> None:
+        """An entity whose every continuation is banned before any hypothesis ended (only
+        possible with a tiny vocabulary): keep its live beams, marked unfinished."""
+        entity = int(self.entity[i])
+        if self.finished[entity]:
+            return
+        alpha, t = self.config.length_penalty, tokens.shape[1]
+        for words, log_prob in zip(tokens.tolist(), scores.tolist(), strict=True):
+            if log_prob > -torch.inf:
+                self.finished[entity].append(
+                    Hypothesis(words, log_prob / (t + 1) ** alpha, log_prob, finished=False))

@@ -1,0 +1,189 @@
+"""Summarize review sets with a trained DenoiseSum model: the Python API behind
+`denoisesum summarize`.
+
+    from denoisesum import Summarizer
+    summarizer = Summarizer.from_pretrained("runs/summarizer")   # None: the default model
+    summarizer.summarize(["The ramen was rich...", "Great broth, slow service...", ...])
+
+Model directory (what the trainer saves, `training.checkpoint.save_model_dir`):
+
+    model.safetensors   the weights (fp32 or fp16; loaded into fp32)
+    vocab.json          the vocabulary and its tokenizer settings (data/vocab.py)
+    config.json         {"kind": "denoisesum",
+                         "model": {DenoiseSumConfig fields: vocab_size, embed_dim, ...},
+                         "summarize": {"max_review_tokens": 150, "max_reviews": 50,
+                                       "decode": {DecodeConfig fields}}}
+
+"kind" and "model" are required; "model" must hold only DenoiseSumConfig fields (missing ones
+take their defaults) and its vocab_size must equal the vocabulary's size. "summarize" is
+optional: it lets a model ship the decoding settings it was tuned with (e.g. a min_length for
+its domain); absent keys take the SummarizerConfig defaults. Other top-level keys (the training
+run's settings, say) are ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import TypeAdapter, ValidationError
+
+from denoisesum.data.tokenizer import detokenize
+from denoisesum.data.vocab import Vocab
+from denoisesum.errors import DenoiseSumError, InputError
+from denoisesum.inference.beam import DecodeConfig, banned_words, beam_search
+from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig, inference_batch
+
+KIND = "denoisesum"
+# The packaged default model: models/denoisesum-yelp at the repository root, beside the BiLM.
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[3] / "models" / "denoisesum-yelp"
+
+
+@dataclass
+class SummarizerConfig:
+    max_review_tokens: int = 150  # each review is cut to its first words (encoder cost is linear)
+    max_reviews: int = 50  # an entity's first reviews only
+    # bfloat16 matmuls and LSTMs (torch.autocast): about 2x faster on CPUs with AVX512-BF16
+    # or AMX (decoding is bound by reading the 30k-word output layers every step), maybe slower
+    # without; log-probabilities change in the third digit, so a close beam may go another way
+    bf16: bool = False
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+
+
+def _section(cls: type, data: Any, path: Path, name: str):
+    """A config dataclass from a JSON object; unknown keys and bad values name the field."""
+    if not isinstance(data, dict):
+        raise InputError(f"must be an object, got {data!r}", path=path, field=name)
+    hints = {f.name: f for f in dataclasses.fields(cls)}
+    for key, value in data.items():
+        if key not in hints:
+            raise InputError(f"unknown key (known: {', '.join(hints)})", path=path,
+                             field=f"{name}.{key}")
+        if key == "decode" and cls is SummarizerConfig:
+            _section(DecodeConfig, value, path, f"{name}.{key}")
+    try:
+        return TypeAdapter(cls).validate_python(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join([name, *(str(p) for p in first["loc"])])
+        raise InputError(f"{first['msg']} (got {first.get('input')!r})", path=path,
+                         field=where) from None
+
+
+def load_model(directory: str | Path) -> tuple[DenoiseSum, Vocab, SummarizerConfig]:
+    """Read a model directory (format in the module docstring): the model in eval mode."""
+    from denoisesum.training.checkpoint import CONFIG, WEIGHTS, read_model_dir
+
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise InputError("no such model directory", path=directory)
+    weights, config, vocab = read_model_dir(directory)
+    config_path = directory / CONFIG
+    if not isinstance(config, dict) or config.get("kind") != KIND:
+        kind = config.get("kind") if isinstance(config, dict) else None
+        raise InputError(f"holds a {kind!r} model, not a DenoiseSum summarizer ('{KIND}')",
+                         path=config_path, field="kind")
+    if "model" not in config:
+        raise InputError("missing: the model's DenoiseSumConfig", path=config_path,
+                         field="model")
+    model_config = _section(DenoiseSumConfig, config["model"], config_path, "model")
+    if model_config.vocab_size != len(vocab):
+        raise InputError(f"{model_config.vocab_size} does not match the {len(vocab)} tokens of "
+                         "vocab.json", path=config_path, field="model.vocab_size")
+    settings = _section(SummarizerConfig, config.get("summarize", {}), config_path, "summarize")
+    model = DenoiseSum(model_config)
+    try:
+        model.load_state_dict(weights)
+    except RuntimeError as exc:  # missing/unexpected keys or wrong shapes
+        reason = str(exc).splitlines()[-1].strip() or str(exc)
+        raise InputError(f"weights do not fit config.json's model: {reason}",
+                         path=directory / WEIGHTS) from None
+    return model.eval(), vocab, settings
+
+
+class Summarizer:
+    """A DenoiseSum model, its vocabulary, and the settings to summarize with (`config`, which
+    may be changed between calls)."""
+
+    def __init__(self, model: DenoiseSum, vocab: Vocab, config: SummarizerConfig | None = None,
+                 device: str | torch.device = "cpu") -> None:
+        self.device = torch.device(device)
+        self.model = model.eval().to(self.device)
+        self.vocab = vocab
+        self.config = config or SummarizerConfig()
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path | None = None,
+                        config: SummarizerConfig | None = None,
+                        device: str | torch.device = "cpu") -> Summarizer:
+        """Load a model directory (None: the packaged default model). `config` replaces the
+        settings saved with the model."""
+        if path is None:
+            path = DEFAULT_MODEL_DIR
+            if not path.is_dir():
+                raise DenoiseSumError(
+                    f"no default model is installed (looked for {path}); pass a model directory: "
+                    "Summarizer.from_pretrained('path/to/model') or `denoisesum summarize "
+                    "--model DIR` (a directory with model.safetensors, config.json, vocab.json)")
+        model, vocab, saved = load_model(path)
+        return cls(model, vocab, config or saved, device)
+
+    # ---- input ------------------------------------------------------------------------------
+
+    def encode_reviews(self, reviews: Sequence[str], where: str = "") -> list[list[int]]:
+        """Review texts -> word ids, cut to max_reviews reviews of max_review_tokens words."""
+        if isinstance(reviews, str) or not isinstance(reviews, Sequence):
+            raise DenoiseSumError(f"{where}reviews must be a list of review texts, got "
+                                  f"{type(reviews).__name__}")
+        if not reviews:
+            raise DenoiseSumError(f"{where}no reviews to summarize")
+        out = []
+        for i, text in enumerate(reviews[: self.config.max_reviews]):
+            if not isinstance(text, str):
+                raise DenoiseSumError(f"{where}review {i} is a {type(text).__name__}, not text")
+            tokens = self.vocab.tokenizer.tokenize(text)[: self.config.max_review_tokens]
+            if not tokens:
+                raise DenoiseSumError(f"{where}review {i} is empty")
+            out.append(self.vocab.encode(tokens))
+        return out
+
+    # ---- summarizing ------------------------------------------------------------------------
+
+    def summarize_tokens_batch(self, review_sets: Sequence[Sequence[str]],
+                               batch_size: int = 8) -> list[list[str]]:
+        """Tokenized summaries (lower-cased, PTB clitics: what ROUGE scripts expect), one per
+        review set, decoded `batch_size` entities at a time."""
+        if isinstance(review_sets, str) or not isinstance(review_sets, Sequence):
+            raise DenoiseSumError("review_sets must be a list of lists of review texts")
+        if batch_size < 1:
+            raise DenoiseSumError(f"batch_size must be at least 1, got {batch_size}")
+        encoded = [self.encode_reviews(reviews, f"review set {i}: ")
+                   for i, reviews in enumerate(review_sets)]
+        return self._decode(encoded, batch_size)
+
+    def summarize_tokens(self, reviews: Sequence[str]) -> list[str]:
+        """The summary of one entity's reviews as tokens."""
+        return self._decode([self.encode_reviews(reviews)], 1)[0]
+
+    def _decode(self, encoded: list[list[list[int]]], batch_size: int) -> list[list[str]]:
+        banned = banned_words(self.config.decode, self.vocab.index)
+        out: list[list[str]] = []
+        for start in range(0, len(encoded), batch_size):
+            batch = inference_batch(encoded[start: start + batch_size]).to(self.device)
+            with torch.autocast(self.device.type, torch.bfloat16, enabled=self.config.bf16):
+                found = beam_search(self.model, batch, self.config.decode, banned)
+            out.extend(self.vocab.decode(hyps[0].tokens) if hyps else [] for hyps in found)
+        return out
+
+    def summarize_batch(self, review_sets: Sequence[Sequence[str]],
+                        batch_size: int = 8) -> list[str]:
+        """Readable summaries (detokenized, sentence case), one per review set."""
+        return [detokenize(t) for t in self.summarize_tokens_batch(review_sets, batch_size)]
+
+    def summarize(self, reviews: Sequence[str]) -> str:
+        """The readable summary of one entity's reviews."""
+        return detokenize(self.summarize_tokens(reviews))
