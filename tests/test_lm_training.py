@@ -104,3 +104,12 @@ def test_resume_after_interrupt_equals_uninterrupted_run(encoded, tmp_path):
 def test_resume_without_checkpoint_is_an_error(encoded, tmp_path):
     with pytest.raises(DenoiseSumError, match="no checkpoint"):
         LMTrainer(encoded, tmp_path / "none", small_config(), resume=True)
+
+
+def test_without_held_out_data_the_latest_model_is_kept(encoded, tmp_path):
+    trainer = LMTrainer(encoded, tmp_path / "lm", small_config(heldout_percent=0.0, max_steps=30,
+                                                              eval_every=10), progress=False)
+    summary = trainer.fit()
+    assert summary["heldout"]["tokens"] == 0
+    kept, _ = load_bilm(tmp_path / "lm")
+    assert all(torch.equal(kept.state_dict()[k], v) for k, v in trainer.model.state_dict().items())

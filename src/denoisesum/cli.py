@@ -159,8 +159,10 @@ def train_lm(corpus: CorpusArg,
                    "Continue with the same command and --resume.", err=True)
         raise typer.Exit(130) from None
     held = summary["heldout"]
-    typer.echo(f"held-out perplexity {held['ppl']:.2f} over {held['tokens']:,} tokens; "
-               f"{summary['tokens_per_second']:.0f} training tokens/s; model in {output}")
+    quality = (f"held-out perplexity {held['ppl']:.2f} over {held['tokens']:,} tokens"
+               if held["tokens"] else "no held-out reviews (train.heldout_percent = 0)")
+    typer.echo(f"{quality}; {summary['tokens_per_second']:.0f} training tokens/s; "
+               f"model in {output}")
 
 
 @app.command()

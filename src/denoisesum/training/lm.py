@@ -234,8 +234,9 @@ class LMTrainer:
         self.state["evaluated_step"] = self.state["step"]
         self.logger.log(step=self.state["step"], heldout_nll=result["nll"],
                         heldout_ppl=result["ppl"])
-        if result["nll"] < self.state["best_nll"]:
-            self.state["best_nll"] = result["nll"]
+        # With nothing held out there is nothing to select on: keep the latest model.
+        if result["tokens"] == 0 or result["nll"] < self.state["best_nll"]:
+            self.state["best_nll"] = result["nll"] if result["tokens"] else math.inf
             save_model_dir(self.out, self.model, self.config_dict(), self.vocab)
 
     def _finish(self) -> dict[str, Any]:
