@@ -7,6 +7,7 @@ import random
 from pathlib import Path
 
 import pytest
+import torch
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -44,3 +45,12 @@ def synthetic_reviews(n_entities: int = 30, per_entity: int = 12, seed: int = 0)
 @pytest.fixture
 def synthetic_corpus(tmp_path: Path) -> Path:
     return write_jsonl(tmp_path / "corpus.jsonl", synthetic_reviews())
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny tensors: threads only add overhead (and contend with other jobs)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

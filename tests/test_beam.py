@@ -18,12 +18,7 @@ A, B, C, D, E = range(4, 9)  # word ids after the 4 specials
 V = 9
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @dataclass
@@ -257,13 +252,19 @@ def test_finished_entities_leave_the_batch():
     assert model.steps == 21
 
 
-def test_tiny_denoisesum_batched_equals_alone():
-    torch.manual_seed(0)
+def tiny_model_and_review_sets(seed: int, set_sizes: tuple[int, ...]):
+    """A random tiny DenoiseSum and review sets of random word ids with the given sizes."""
+    torch.manual_seed(seed)
     model = DenoiseSum(DenoiseSumConfig(vocab_size=40, embed_dim=8, hidden_dim=12, n_topics=3,
                                         dropout=0.0)).eval()
-    rng = random.Random(0)
+    rng = random.Random(seed)
     sets = [[[rng.randrange(4, 40) for _ in range(rng.randint(2, 9))]
-             for _ in range(n)] for n in (3, 1, 5)]
+             for _ in range(n)] for n in set_sizes]
+    return model, sets
+
+
+def test_tiny_denoisesum_batched_equals_alone():
+    model, sets = tiny_model_and_review_sets(0, (3, 1, 5))
     cfg = DecodeConfig(beam_size=4, min_length=3, max_length=15)
     together = beam_search(model, inference_batch(sets), cfg)
     for reviews, hyps in zip(sets, together, strict=True):
@@ -296,12 +297,7 @@ class OpaqueModel:
 
 
 def test_skipping_the_static_encoder_tensors_changes_nothing():
-    torch.manual_seed(1)
-    model = DenoiseSum(DenoiseSumConfig(vocab_size=40, embed_dim=8, hidden_dim=12, n_topics=3,
-                                        dropout=0.0)).eval()
-    rng = random.Random(1)
-    sets = [[[rng.randrange(4, 40) for _ in range(rng.randint(2, 9))]
-             for _ in range(n)] for n in (2, 4, 1, 3)]
+    model, sets = tiny_model_and_review_sets(1, (2, 4, 1, 3))
     cfg = DecodeConfig(beam_size=4, min_length=2, max_length=12)
     fast = beam_search(model, inference_batch(sets), cfg)
     plain = beam_search(OpaqueModel(model), inference_batch(sets), cfg)

@@ -24,13 +24,7 @@ from denoisesum.models.denoisesum import (
 V, K = 30, 4
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: threads only add overhead (and contend with other jobs)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny(seed: int = 0, **switches) -> DenoiseSum:

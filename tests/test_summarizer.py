@@ -30,12 +30,7 @@ SETTINGS = SummarizerConfig(max_review_tokens=12, max_reviews=4,
                             decode=DecodeConfig(beam_size=3, min_length=4, max_length=10))
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def texts_by_entity(n_entities: int = 3) -> dict[str, list[str]]:

@@ -40,6 +40,16 @@ def _report_skips(reader) -> None:
         typer.echo(reader.skipped.report(), err=True)
 
 
+def _fit(trainer):
+    """Run a trainer; on Ctrl-C (it has saved a checkpoint) say how to continue."""
+    try:
+        return trainer.fit()
+    except KeyboardInterrupt:
+        typer.echo(f"\ninterrupted at step {trainer.state['step']}; checkpoint saved. "
+                   "Continue with the same command and --resume.", err=True)
+        raise typer.Exit(130) from None
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"denoisesum {__version__}")
@@ -152,12 +162,7 @@ def train_lm(corpus: CorpusArg,
     typer.echo(f"{encoded.n_tokens:,} tokens, vocabulary {len(trainer.vocab):,}, "
                f"{len(trainer.train_segments):,} training segments; starting at step "
                f"{trainer.state['step']}", err=True)
-    try:
-        summary = trainer.fit()
-    except KeyboardInterrupt:
-        typer.echo(f"\ninterrupted at step {trainer.state['step']}; checkpoint saved. "
-                   "Continue with the same command and --resume.", err=True)
-        raise typer.Exit(130) from None
+    summary = _fit(trainer)
     held = summary["heldout"]
     quality = (f"held-out perplexity {held['ppl']:.2f} over {held['tokens']:,} tokens"
                if held["tokens"] else "no held-out reviews (train.heldout_percent = 0)")
@@ -559,12 +564,7 @@ def train_command(
     typer.echo(f"{len(trainer.train_pairs):,} training pairs, {len(trainer.held_pairs):,} "
                f"held out; vocabulary {len(trainer.vocab):,}; starting at step "
                f"{trainer.state['step']}", err=True)
-    try:
-        summary = trainer.fit()
-    except KeyboardInterrupt:
-        typer.echo(f"\ninterrupted at step {trainer.state['step']}; checkpoint saved. "
-                   "Continue with the same command and --resume.", err=True)
-        raise typer.Exit(130) from None
+    summary = _fit(trainer)
     best = summary["best_val_loss"]
     shown = "no held-out pairs" if best is None else f"best validation loss {best:.4f}"
     typer.echo(f"{summary['steps']} steps, {shown} (step {summary['best_step']}); "
