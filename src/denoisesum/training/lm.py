@@ -8,7 +8,6 @@ resumed run computes exactly what an uninterrupted run would have.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
 from collections.abc import Callable
@@ -23,16 +22,16 @@ from tqdm import tqdm
 from denoisesum.data.encoded import EncodedCorpus
 from denoisesum.data.vocab import Vocab
 from denoisesum.errors import DenoiseSumError
-from denoisesum.io import atomic_write, write_json
+from denoisesum.io import write_json
 from denoisesum.models.bilm import BiLM, BiLMConfig
 from denoisesum.training import lm_data
 from denoisesum.training.checkpoint import (
     latest_checkpoint,
     load_state,
     read_model_dir,
-    save_checkpoint,
     save_model_dir,
 )
+from denoisesum.training.loop import ResumableTrainer, StepLogger
 
 
 @dataclass
@@ -74,22 +73,6 @@ def lr_factor(step: int, cfg: LMTrainConfig) -> float:
     return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
 
 
-class StepLogger:
-    """Appends one JSON line per logged event to metrics.jsonl."""
-
-    def __init__(self, path: Path, resume_step: int) -> None:
-        self.path = path
-        if path.exists():  # drop lines from after the checkpoint we resume from
-            kept = [ln for ln in path.read_text().splitlines()
-                    if ln and json.loads(ln)["step"] <= resume_step]
-            with atomic_write(path) as handle:
-                handle.writelines(ln + "\n" for ln in kept)
-
-    def log(self, **record: Any) -> None:
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
-
-
 @torch.no_grad()
 def evaluate(model: BiLM, corpus: EncodedCorpus, table: np.ndarray, segments: lm_data.Segments,
              batch_tokens: int) -> dict[str, float]:
@@ -108,7 +91,9 @@ def evaluate(model: BiLM, corpus: EncodedCorpus, table: np.ndarray, segments: lm
     return {"nll": nll, "ppl": math.exp(nll), "tokens": tokens, "unk_rate": unk / max(tokens, 1)}
 
 
-class LMTrainer:
+class LMTrainer(ResumableTrainer):
+    desc = "train-lm"
+
     def __init__(self, corpus: EncodedCorpus, out_dir: str | Path, cfg: LMRunConfig,
                  vocab: Vocab | None = None, resume: bool = False,
                  on_step: Callable[[int, float], None] | None = None,
@@ -156,52 +141,14 @@ class LMTrainer:
     def config_dict(self) -> dict[str, Any]:
         return {"kind": "bilm", **dataclasses.asdict(self.cfg)}
 
-    def checkpoint(self) -> None:
-        state = {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-                 "torch_rng": torch.get_rng_state(), "progress": dict(self.state)}
-        save_checkpoint(self.out, self.state["step"], self.model, self.config_dict(), self.vocab,
-                        state, keep=self.cfg.train.keep_checkpoints)
+    def _checkpoint_state(self) -> dict[str, Any]:
+        return {"optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+                "torch_rng": torch.get_rng_state(), "progress": dict(self.state)}
 
-    def _batches(self):
-        """Yield batches forever from the saved (epoch, batch) position on."""
+    def _epoch_order(self, epoch: int) -> list:
         t = self.cfg.train
-        while True:
-            batches = lm_data.epoch_batches(self.train_segments.length, t.batch_tokens, t.seed,
-                                            self.state["epoch"])
-            for i in range(self.state["batch_in_epoch"], len(batches)):
-                self.state["batch_in_epoch"] = i + 1
-                yield batches[i]
-            self.state["epoch"] += 1
-            self.state["batch_in_epoch"] = 0
-
-    def _out_of_time(self) -> bool:
-        limit = self.cfg.train.max_minutes
-        return bool(limit) and self.state["train_seconds"] >= limit * 60
-
-    def fit(self) -> dict[str, Any]:
-        """Train until max_steps or max_minutes; returns the final held-out evaluation."""
-        t = self.cfg.train
-        self.out.mkdir(parents=True, exist_ok=True)
-        write_json(self.out / "run-config.json", self.config_dict())
-        bar = tqdm(total=t.max_steps, initial=self.state["step"], unit="step", desc="train-lm",
-                   disable=not self.progress, dynamic_ncols=True)
-        self.model.train()
-        batches = self._batches()
-        try:
-            while self.state["step"] < t.max_steps and not self._out_of_time():
-                self._train_step(next(batches), bar)
-                step = self.state["step"]
-                if step % t.eval_every == 0 or step == t.max_steps:
-                    self._evaluate_and_keep_best()
-                if step % t.save_every == 0:
-                    self.checkpoint()
-        except KeyboardInterrupt:
-            self.checkpoint()
-            bar.close()
-            raise
-        bar.close()
-        self.checkpoint()
-        return self._finish()
+        return lm_data.epoch_batches(self.train_segments.length, t.batch_tokens, t.seed, epoch)
 
     def _train_step(self, batch: np.ndarray, bar: tqdm) -> None:
         start = time.perf_counter()
@@ -225,8 +172,7 @@ class LMTrainer:
         if self.state["step"] % 50 == 0:
             self.logger.log(step=self.state["step"], loss=value, tokens_per_s=n / seconds,
                             lr=self.scheduler.get_last_lr()[0], tokens=self.state["tokens"])
-        if self.on_step is not None:
-            self.on_step(self.state["step"], value)
+        self._last_loss = value
 
     def _evaluate_and_keep_best(self) -> None:
         result = evaluate(self.model, self.corpus, self.table, self.eval_segments,

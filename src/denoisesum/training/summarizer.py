@@ -24,8 +24,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-import signal
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,10 +44,9 @@ from denoisesum.training.checkpoint import (
     latest_checkpoint,
     load_state,
     read_model_dir,
-    save_checkpoint,
     save_model_dir,
 )
-from denoisesum.training.lm import StepLogger
+from denoisesum.training.loop import ResumableTrainer, StepLogger
 from denoisesum.training.pairs import PairCorpus, PairDataConfig, PairVocabConfig
 
 SELECT_ON = ("synthetic-loss", "dev-rouge")
@@ -136,7 +133,7 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 
-class SummarizerTrainer:
+class SummarizerTrainer(ResumableTrainer):
     def __init__(self, pairs_dir: str | Path, out_dir: str | Path, cfg: SummarizerRunConfig,
                  vocab: Vocab | None = None, resume: bool = False,
                  cache_dir: str | Path | None = None,
@@ -184,9 +181,6 @@ class SummarizerTrainer:
             self.model.load_state_dict(weights)
             self._restore(saved)
         self.logger = StepLogger(self.out / "metrics.jsonl", self.state["step"])
-        self._in_step = False
-        self._stop_requested = False
-        self._last_loss = math.nan
 
     # ---- setup ------------------------------------------------------------------------------
 
@@ -232,16 +226,14 @@ class SummarizerTrainer:
         return {"kind": "denoisesum", "model": run.pop("model"), "train": run.pop("train"), **run,
                 "summarize": {"max_review_tokens": self.cfg.data.max_review_tokens}}
 
-    def checkpoint(self) -> None:
-        state = {"optimizer": self.optimizer.state_dict(),
-                 "scaler": self.scaler.state_dict() if self.scaler is not None else None,
-                 "torch_rng": torch.get_rng_state(),
-                 "cuda_rng": torch.cuda.get_rng_state_all() if self.device.type == "cuda"
-                 else None,
-                 "progress": dict(self.state), "run_config": dataclasses.asdict(self.cfg),
-                 "data_signature": self.corpus.signature()}
-        save_checkpoint(self.out, self.state["step"], self.model, self.config_dict(), self.vocab,
-                        state, keep=self.cfg.train.keep_checkpoints)
+    def _checkpoint_state(self) -> dict[str, Any]:
+        return {"optimizer": self.optimizer.state_dict(),
+                "scaler": self.scaler.state_dict() if self.scaler is not None else None,
+                "torch_rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state_all() if self.device.type == "cuda"
+                else None,
+                "progress": dict(self.state), "run_config": dataclasses.asdict(self.cfg),
+                "data_signature": self.corpus.signature()}
 
     # ---- training ---------------------------------------------------------------------------
 
@@ -250,17 +242,10 @@ class SummarizerTrainer:
         return pair_data.collate(self.corpus, self.table, pairs, self.cfg.data, self.topics,
                                  m.segment_noise, m.document_noise).to(self.device)
 
-    def _batches(self):
-        """Yield batches of training pairs forever from the saved (epoch, batch) position on."""
+    def _epoch_order(self, epoch: int) -> list:
         t = self.cfg.train
-        while True:
-            order = pair_data.epoch_batches(len(self.train_pairs), t.batch_size, t.seed,
-                                            self.state["epoch"])
-            for i in range(self.state["batch_in_epoch"], len(order)):
-                self.state["batch_in_epoch"] = i + 1
-                yield self.train_pairs[order[i]]
-            self.state["epoch"] += 1
-            self.state["batch_in_epoch"] = 0
+        order = pair_data.epoch_batches(len(self.train_pairs), t.batch_size, t.seed, epoch)
+        return [self.train_pairs[batch] for batch in order]
 
     def _autocast(self):
         if self.amp is None:
@@ -269,62 +254,11 @@ class SummarizerTrainer:
 
     def _should_stop(self) -> bool:
         t = self.cfg.train
-        out_of_time = bool(t.max_minutes) and self.state["train_seconds"] >= t.max_minutes * 60
         stalled = bool(t.patience) and self.state["evals_since_best"] >= t.patience
-        return self.state["step"] >= t.max_steps or out_of_time or stalled
-
-    def fit(self) -> dict[str, Any]:
-        """Train until max_steps, max_minutes or early stopping; returns results.json's content."""
-        t = self.cfg.train
-        self.out.mkdir(parents=True, exist_ok=True)
-        write_json(self.out / "run-config.json", self.config_dict())
-        bar = tqdm(total=t.max_steps, initial=self.state["step"], unit="step", desc="train",
-                   disable=not self.progress, dynamic_ncols=True)
-        self.model.train()
-        batches = self._batches()
-        try:
-            with self._graceful_interrupt():
-                while not self._should_stop():
-                    self._train_step(next(batches), bar)
-                    step = self.state["step"]
-                    if step % t.eval_every == 0 or step == t.max_steps:
-                        self._evaluate_and_keep_best()
-                    if step % t.save_every == 0:
-                        self.checkpoint()
-                    if self.on_step is not None:  # after evaluating: an interrupt misses nothing
-                        self.on_step(step, self._last_loss)
-                    if self._stop_requested:
-                        raise KeyboardInterrupt
-        except KeyboardInterrupt:
-            if not self._in_step:  # never save a half-done step
-                self.checkpoint()
-            bar.close()
-            raise
-        bar.close()
-        self.checkpoint()
-        return self._finish()
-
-    @contextlib.contextmanager
-    def _graceful_interrupt(self):
-        """First Ctrl-C: finish the step, then save and stop. Second: stop at once."""
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-
-        def handler(signum, frame):
-            if self._stop_requested:
-                raise KeyboardInterrupt
-            self._stop_requested = True
-
-        previous = signal.signal(signal.SIGINT, handler)
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGINT, previous)
+        return super()._should_stop() or stalled
 
     def _train_step(self, pairs: np.ndarray, bar: tqdm) -> None:
         start = time.perf_counter()
-        self._in_step = True
         out = self._forward(self.batch(pairs))
         self.optimizer.zero_grad(set_to_none=True)
         if self.scaler is not None:
@@ -345,7 +279,6 @@ class SummarizerTrainer:
         s["pairs"] += len(pairs)
         s["tokens"] += out["n_tokens"]
         s["train_seconds"] += seconds
-        self._in_step = False
         if not math.isfinite(value):
             raise DenoiseSumError(f"training diverged at step {s['step']} (loss {value}); "
                                   "lower train.lr")
