@@ -292,8 +292,13 @@ def test_early_stopping_and_errors(pairs_dir, topics_dir, tmp_path):
     no_topics.model.discriminator = True
     with pytest.raises(DenoiseSumError, match="no topic model was given"):
         trainer(pairs_dir, tmp_path / "a", no_topics)
-    with pytest.raises(DenoiseSumError, match="not available yet: it needs decoding"):
+    with pytest.raises(DenoiseSumError, match=r"needs train\.dev_set"):
         trainer(pairs_dir, tmp_path / "b", tiny_config(select_on="dev-rouge"))
+    no_refs = tmp_path / "no-refs.jsonl"
+    no_refs.write_text(json.dumps({"entity_id": "x", "reviews": ["good food ."]}) + "\n")
+    with pytest.raises(InputError, match="needs review sets with reference summaries"):
+        trainer(pairs_dir, tmp_path / "b2",
+                tiny_config(select_on="dev-rouge", dev_set=str(no_refs)))
     with pytest.raises(DenoiseSumError, match="no checkpoint"):
         trainer(pairs_dir, tmp_path / "c", tiny_config(), resume=True)
     with pytest.raises(InputError, match="no pair shards"):
@@ -405,3 +410,20 @@ def test_cli_errors_are_one_clear_line(tmp_path, synthetic_corpus):
     assert result.returncode == 2
     assert "error: --categories human needs a category field" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_select_on_dev_rouge_exports_the_best_decoded_model(pairs_dir, tmp_path):
+    dev = tmp_path / "dev.jsonl"
+    sets = [{"entity_id": p["entity_id"] + f"-{i}", "reviews": p["document_noise"],
+             "summaries": [p["summary"]]} for i, p in enumerate(make_pairs(6, 3, seed=9))]
+    dev.write_text("".join(json.dumps(s) + "\n" for s in sets))
+    cfg = tiny_config(select_on="dev-rouge", dev_set=str(dev), max_steps=30, eval_every=10)
+    summary = trainer(pairs_dir, tmp_path / "run", cfg).fit()
+    logged = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text()
+              .splitlines() if "dev_mean" in x]
+    assert [m["step"] for m in logged] == [10, 20, 30]
+    best = max(logged, key=lambda m: m["dev_mean"])
+    assert summary["best_step"] == best["step"]
+    assert summary["best_dev_rouge"] == pytest.approx(best["dev_mean"])
+    assert summary["best_val_loss"] is None and summary["select_on"] == "dev-rouge"
+    assert all("val_loss" in m and 0 <= m["dev_rouge1"] <= 100 for m in logged)

@@ -565,8 +565,9 @@ def train_command(
                f"held out; vocabulary {len(trainer.vocab):,}; starting at step "
                f"{trainer.state['step']}", err=True)
     summary = _fit(trainer)
-    best = summary["best_val_loss"]
-    shown = "no held-out pairs" if best is None else f"best validation loss {best:.4f}"
+    best, rouge = summary["best_val_loss"], summary["best_dev_rouge"]
+    shown = (f"best dev ROUGE (mean of R1/R2/RL) {rouge:.2f}" if rouge is not None else
+             "no held-out pairs" if best is None else f"best validation loss {best:.4f}")
     typer.echo(f"{summary['steps']} steps, {shown} (step {summary['best_step']}); "
                f"{summary['pairs_per_second']:.1f} pairs/s; model in {output}")
 

@@ -35,8 +35,9 @@ import torch
 from tqdm import tqdm
 
 from denoisesum.config import config_from_dict
+from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.vocab import Vocab
-from denoisesum.errors import ConfigError, DenoiseSumError
+from denoisesum.errors import ConfigError, DenoiseSumError, InputError
 from denoisesum.io import write_json
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
 from denoisesum.training import pairs as pair_data
@@ -64,7 +65,9 @@ class SummarizerTrainConfig:
     save_every: int = 500
     log_every: int = 50
     patience: int = 5  # evaluations without improvement before stopping; 0 = never stop early
-    select_on: str = "synthetic-loss"  # or "dev-rouge" (needs decoding; not available yet)
+    select_on: str = "synthetic-loss"  # or "dev-rouge": decode dev_set, keep the best ROUGE
+    dev_set: str = ""  # review-set file with reference summaries, for select_on = "dev-rouge"
+    dev_entities: int = 0  # decode only the first ones (0 = all): each evaluation beam-searches
     seed: int = 1
     threads: int = 0  # torch CPU threads; 0 = all cores
     device: str = "auto"  # auto (CUDA when available), cpu, cuda
@@ -85,8 +88,9 @@ def check_config(cfg: SummarizerRunConfig) -> None:
     if t.select_on not in SELECT_ON:
         raise ConfigError(f"train.select_on must be one of {', '.join(SELECT_ON)}, "
                           f"got {t.select_on!r}")
-    if t.select_on == "dev-rouge":
-        _dev_rouge_unavailable()
+    if t.select_on == "dev-rouge" and not t.dev_set:
+        raise ConfigError("train.select_on='dev-rouge' needs train.dev_set: a review-set file "
+                          "whose entities have reference summaries")
     if t.device not in ("auto", "cpu", "cuda"):
         raise ConfigError(f"train.device must be auto, cpu or cuda, got {t.device!r}")
     if t.precision not in ("auto", "fp32", "bf16", "fp16"):
@@ -98,20 +102,6 @@ def check_config(cfg: SummarizerRunConfig) -> None:
         raise ConfigError("data.max_review_tokens must be at least 1")
     if not 0 < cfg.data.fraction <= 1:
         raise ConfigError(f"data.fraction must be in (0, 1], got {cfg.data.fraction}")
-
-
-def _dev_rouge_unavailable() -> None:
-    """Hook for model selection by the ROUGE of decoded dev summaries (the paper's early stopping
-    "on the development set"): each evaluation would beam-search a dev review-set file with the
-    current weights (denoisesum.inference) and score it (denoisesum.evaluation). Until that is
-    wired into the trainer, choosing it is an error rather than a silent fallback."""
-    import importlib.util
-
-    have_decoding = importlib.util.find_spec("denoisesum.inference.summarizer") is not None
-    reason = ("decoding a dev set inside the trainer is not wired up yet" if have_decoding
-              else "this installation has no decoding (denoisesum.inference.summarizer)")
-    raise DenoiseSumError(f"train.select_on='dev-rouge' is not available yet: it needs decoding "
-                          f"of dev summaries, and {reason}; use 'synthetic-loss'")
 
 
 def pick_device(name: str) -> torch.device:
@@ -181,6 +171,7 @@ class SummarizerTrainer(ResumableTrainer):
             self.model.load_state_dict(weights)
             self._restore(saved)
         self.logger = StepLogger(self.out / "metrics.jsonl", self.state["step"])
+        self.dev_sets = self._dev_sets()
 
     # ---- setup ------------------------------------------------------------------------------
 
@@ -200,6 +191,18 @@ class SummarizerTrainer(ResumableTrainer):
                                       f"topics, this run's model {m.n_topics}")
             m.n_topics = matrix.shape[1]
         return matrix
+
+    def _dev_sets(self) -> list:
+        t = self.cfg.train
+        if t.select_on != "dev-rouge":
+            return []
+        sets = list(read_review_sets(t.dev_set))[: t.dev_entities or None]
+        missing = [s.entity_id for s in sets if not s.summaries]
+        if not sets or missing:
+            raise InputError("dev-rouge selection needs review sets with reference summaries"
+                             + (f" (none for {', '.join(missing[:5])})" if missing else ""),
+                             path=t.dev_set, field="summaries")
+        return sets
 
     def _split(self) -> tuple[np.ndarray, np.ndarray]:
         m = self.cfg.model
@@ -316,31 +319,60 @@ class SummarizerTrainer(ResumableTrainer):
                 "loss": nll + self.cfg.train.kl_weight * kl, "pairs": len(pairs),
                 "tokens": tokens}
 
+    def dev_rouge(self) -> dict[str, float]:
+        """rouge-score F1 (0-100) of the current model's beam-search summaries of the dev sets."""
+        from denoisesum.evaluation.rouge import ROUGE_TYPES, rouge_f1
+        from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
+
+        was_training = self.model.training
+        settings = SummarizerConfig(max_review_tokens=self.cfg.data.max_review_tokens)
+        summaries = Summarizer(self.model, self.vocab, settings, self.device) \
+            .summarize_tokens_batch([s.reviews for s in self.dev_sets])
+        self.model.train(was_training)  # the Summarizer switched it to eval mode
+        scores = [rouge_f1(" ".join(tokens), s.summaries)
+                  for tokens, s in zip(summaries, self.dev_sets, strict=True)]
+        out = {t: 100 * float(np.mean([x[t] for x in scores])) for t in ROUGE_TYPES}
+        return {**out, "mean": float(np.mean(list(out.values())))}
+
     def _evaluate_and_keep_best(self) -> None:
+        """Score the model (held-out synthetic loss, and dev ROUGE when selecting on it) and
+        export it when the selection criterion improves (lower is better)."""
         s = self.state
         s["evaluated_step"] = s["step"]
-        if len(self.eval_pairs) == 0:  # nothing held out: the latest model is the one exported
+        record: dict[str, Any] = {"step": s["step"]}
+        criterion = None
+        if len(self.eval_pairs):
+            result = self.evaluate()
+            criterion = result["loss"]
+            record.update(val_loss=result["loss"], val_nll=result["nll"], val_ppl=result["ppl"],
+                          val_kl=result["kl"])
+        if self.cfg.train.select_on == "dev-rouge":
+            rouge = self.dev_rouge()
+            criterion = -rouge["mean"]
+            record.update({f"dev_{k}": v for k, v in rouge.items()})
+        if criterion is None:  # nothing to select on: the latest model is the one exported
             save_model_dir(self.out, self.model, self.config_dict(), self.vocab)
             s["best_step"] = s["step"]
             return
-        result = self.evaluate()
-        improved = result["loss"] < s["best_loss"]
+        improved = criterion < s["best_loss"]
         if improved:
-            s["best_loss"], s["best_step"], s["evals_since_best"] = result["loss"], s["step"], 0
+            s["best_loss"], s["best_step"], s["evals_since_best"] = criterion, s["step"], 0
             save_model_dir(self.out, self.model, self.config_dict(), self.vocab)
         else:
             s["evals_since_best"] += 1
-        self.logger.log(step=s["step"], val_loss=result["loss"], val_nll=result["nll"],
-                        val_ppl=result["ppl"], val_kl=result["kl"], best=improved)
+        self.logger.log(**record, best=improved)
 
     def _finish(self) -> dict[str, Any]:
         s = self.state
         if s.get("evaluated_step") != s["step"]:
             self._evaluate_and_keep_best()  # a time limit may stop between evaluations
+        dev = self.cfg.train.select_on == "dev-rouge"
         summary = {
             "steps": s["step"], "epochs": s["pairs"] / len(self.train_pairs),
             "best_step": s["best_step"],
-            "best_val_loss": s["best_loss"] if math.isfinite(s["best_loss"]) else None,
+            "select_on": self.cfg.train.select_on,
+            "best_val_loss": s["best_loss"] if math.isfinite(s["best_loss"]) and not dev else None,
+            "best_dev_rouge": -s["best_loss"] if math.isfinite(s["best_loss"]) and dev else None,
             "stopped_early": bool(self.cfg.train.patience)
             and s["evals_since_best"] >= self.cfg.train.patience,
             "train_pairs": len(self.train_pairs), "heldout_pairs": len(self.held_pairs),
