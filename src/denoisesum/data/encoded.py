@@ -19,10 +19,11 @@ import json
 import os
 import shutil
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
@@ -57,7 +58,12 @@ def source_fingerprint(paths: Iterable[Path]) -> list[dict]:
              "mtime": int(os.path.getmtime(p))} for p in paths]
 
 
-class EncodedCorpus:
+class RankedTokens:
+    """Texts stored as frequency-ranked type ids (the layout above), loaded from a directory.
+
+    Shared by the tokenized corpus here and the synthetic-pair cache of the trainer.
+    """
+
     def __init__(self, directory: str | Path) -> None:
         self.dir = Path(directory)
         self.meta = read_json(self.dir / "meta.json")
@@ -67,8 +73,35 @@ class EncodedCorpus:
         self.counts = np.load(self.dir / "counts.npy")
         self.types: list[str] = read_json(self.dir / "types.json")
         self.entities: list[str] = read_json(self.dir / "entities.json")
-        self.tokenizer = Tokenizer(**self.meta["tokenizer"])
+        self.tokenizer = Tokenizer(**self.meta.get("tokenizer", {}))
 
+    def build_vocab(self, max_size: int | None, min_count: int = 1) -> Vocab:
+        return Vocab.from_counts(dict(zip(self.types, self.counts.tolist(), strict=True)),
+                                 min_count=min_count, max_size=max_size, tokenizer=self.tokenizer)
+
+    def vocab_table(self, vocab: Vocab) -> np.ndarray:
+        """int64 [n_types]: vocabulary id of every type rank (<unk> for types not in `vocab`)."""
+        return np.asarray(vocab.encode(self.types), dtype=np.int64)
+
+
+def build_directory(directory: Path, fill: Callable[[Path], dict[str, Any]]) -> None:
+    """Make a cache directory: `fill` writes its files into a temporary sibling and returns the
+    meta.json content; meta.json is written last and the directory swapped in whole, so a crash
+    never leaves a cache that looks complete."""
+    tmp = directory.with_name(directory.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        meta = fill(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    write_json(tmp / "meta.json", meta)
+    shutil.rmtree(directory, ignore_errors=True)
+    os.replace(tmp, directory)
+
+
+class EncodedCorpus(RankedTokens):
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
@@ -78,14 +111,6 @@ class EncodedCorpus:
 
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
-
-    def build_vocab(self, max_size: int | None, min_count: int = 1) -> Vocab:
-        return Vocab.from_counts(dict(zip(self.types, self.counts.tolist(), strict=True)),
-                                 min_count=min_count, max_size=max_size, tokenizer=self.tokenizer)
-
-    def vocab_table(self, vocab: Vocab) -> np.ndarray:
-        """int32 [n_types]: vocabulary id of every type rank (<unk> for types not in `vocab`)."""
-        return np.asarray(vocab.encode(self.types), dtype=np.int32)
 
     @classmethod
     def build(cls, reviews: CorpusReader, directory: str | Path, tokenizer: Tokenizer,
@@ -98,17 +123,14 @@ class EncodedCorpus:
             if (meta.get("sources") == fingerprint and meta.get("tokenizer") == tokenizer.to_dict()
                     and meta.get("format") == FORMAT):
                 return cls(directory)
-        tmp = directory.with_name(directory.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        n_reviews, skipped = _encode_to(tmp, reviews, tokenizer, workers, total)
-        write_json(tmp / "meta.json", {
-            "format": FORMAT, "sources": fingerprint, "tokenizer": tokenizer.to_dict(),
-            "reviews": n_reviews, "tokens": int(np.load(tmp / "offsets.npy")[-1]),
-            "skipped_bad_records": skipped,
-        })
-        shutil.rmtree(directory, ignore_errors=True)
-        os.replace(tmp, directory)
+
+        def fill(tmp: Path) -> dict[str, Any]:
+            n_reviews, skipped = _encode_to(tmp, reviews, tokenizer, workers, total)
+            return {"format": FORMAT, "sources": fingerprint, "tokenizer": tokenizer.to_dict(),
+                    "reviews": n_reviews, "tokens": int(np.load(tmp / "offsets.npy")[-1]),
+                    "skipped_bad_records": skipped}
+
+        build_directory(directory, fill)
         return cls(directory)
 
 
@@ -141,7 +163,7 @@ def _encode_to(out: Path, reviews: CorpusReader, tokenizer: Tokenizer, workers: 
             if pool is not None:
                 pool.terminate()
             bar.close()
-    _renumber_by_frequency(out, type_id)
+    renumber_by_frequency(out, type_id)
     np.save(out / "offsets.npy", np.frombuffer(offsets, dtype=np.int64))
     np.save(out / "entity.npy", np.frombuffer(entity, dtype=np.int32))
     write_json(out / "entities.json", list(entity_id))
@@ -160,7 +182,7 @@ def _lockstep(batches: Iterator[list[Review]], pool) -> Iterator[tuple[list[Revi
         yield batch0, result.get()
 
 
-def _renumber_by_frequency(out: Path, type_id: dict[str, int]) -> None:
+def renumber_by_frequency(out: Path, type_id: dict[str, int]) -> None:
     raw = np.fromfile(out / "raw.i32", dtype=np.int32)
     counts = np.bincount(raw, minlength=len(type_id))
     types = list(type_id)

@@ -100,7 +100,7 @@ def _resources(job: Job) -> dict[str, Any]:
         groups = np.split(order, np.flatnonzero(np.diff(corpus.entity[order])) + 1)
         _RESOURCES[key] = {
             "corpus": corpus, "model": model, "vocab": vocab,
-            "table": torch.from_numpy(corpus.vocab_table(vocab).astype(np.int64)),
+            "table": torch.from_numpy(corpus.vocab_table(vocab)),
             "plan": Plan.load(out / "plan.npz"), "idf": np.load(out / "idf.npy"),
             "inventory": ChunkInventory.load(out / "chunks.json.gz"), "chunker": Chunker(),
             "entity_reviews": {int(corpus.entity[g[0]]): g for g in groups if len(g)},

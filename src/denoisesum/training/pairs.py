@@ -34,7 +34,6 @@ depends only on (seed, epoch), so a resumed run rebuilds it and skips the batche
 from __future__ import annotations
 
 import os
-import shutil
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -45,8 +44,12 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from denoisesum.data.encoded import _renumber_by_frequency, source_fingerprint
-from denoisesum.data.vocab import Vocab
+from denoisesum.data.encoded import (
+    RankedTokens,
+    build_directory,
+    renumber_by_frequency,
+    source_fingerprint,
+)
 from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.io import iter_jsonl, read_json, write_json
 from denoisesum.models.denoisesum import SummaryBatch, make_batch
@@ -137,19 +140,15 @@ def iter_pairs(shards: Sequence[Path]) -> Iterator[Pair]:
 # the encoded cache
 
 
-class PairCorpus:
+class PairCorpus(RankedTokens):
+    """The pairs' texts (summary, segment noise, document noise, in that order per pair) as
+    ranked ids; `entity` and `entities` are per pair."""
+
     def __init__(self, directory: str | Path) -> None:
-        self.dir = Path(directory)
-        self.meta = read_json(self.dir / "meta.json")
-        self.ids = np.load(self.dir / "ids.npy", mmap_mode="r")
-        self.offsets = np.load(self.dir / "offsets.npy")
+        super().__init__(directory)
         self.pair_texts = np.load(self.dir / "pair_texts.npy")
         self.n_segment = np.load(self.dir / "n_segment.npy")
         self.pair_id = np.load(self.dir / "pair_id.npy")
-        self.entity = np.load(self.dir / "entity.npy")
-        self.entities: list[str] = read_json(self.dir / "entities.json")
-        self.types: list[str] = read_json(self.dir / "types.json")
-        self.counts = np.load(self.dir / "counts.npy")
 
     def __len__(self) -> int:
         return len(self.n_segment)
@@ -162,14 +161,6 @@ class PairCorpus:
         """What identifies the data: shard names and sizes, and the review cut."""
         return [[Path(s["path"]).name, s["bytes"]] for s in self.meta["sources"]] + [
             self.meta["max_review_tokens"]]
-
-    def build_vocab(self, max_size: int | None, min_count: int = 1) -> Vocab:
-        return Vocab.from_counts(dict(zip(self.types, self.counts.tolist(), strict=True)),
-                                 min_count=min_count, max_size=max_size)
-
-    def vocab_table(self, vocab: Vocab) -> np.ndarray:
-        """int64 [n_types]: the vocabulary id of every type rank (<unk> when not in `vocab`)."""
-        return np.asarray(vocab.encode(self.types), dtype=np.int64)
 
     def text(self, t: int) -> np.ndarray:
         return self.ids[self.offsets[t]:self.offsets[t + 1]]
@@ -189,17 +180,15 @@ class PairCorpus:
             if (meta.get("format") == FORMAT and meta.get("sources") == sources
                     and meta.get("max_review_tokens") == max_review_tokens):
                 return cls(directory)
-        tmp = directory.with_name(directory.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        counts = _encode_pairs(shards, tmp, max_review_tokens, progress)
-        if counts["pairs"] == 0:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise DenoiseSumError(f"{pairs_dir}: the shards hold no usable pair")
-        write_json(tmp / "meta.json", {"format": FORMAT, "sources": sources,
-                                       "max_review_tokens": max_review_tokens, **counts})
-        shutil.rmtree(directory, ignore_errors=True)
-        os.replace(tmp, directory)
+
+        def fill(tmp: Path) -> dict[str, Any]:
+            counts = _encode_pairs(shards, tmp, max_review_tokens, progress)
+            if counts["pairs"] == 0:
+                raise DenoiseSumError(f"{pairs_dir}: the shards hold no usable pair")
+            return {"format": FORMAT, "sources": sources, "max_review_tokens": max_review_tokens,
+                    **counts}
+
+        build_directory(directory, fill)
         return cls(directory)
 
 
@@ -228,7 +217,7 @@ def _encode_pairs(shards: list[Path], out: Path, max_review_tokens: int,
                 pair_ids.append(pair.pair_id)
                 entity.append(entity_id.setdefault(pair.entity_id, len(entity_id)))
             buf.tofile(raw)
-    _renumber_by_frequency(out, type_id)
+    renumber_by_frequency(out, type_id)
     arrays = {"offsets": (offsets, np.int64), "pair_texts": (pair_texts, np.int64),
               "n_segment": (n_segment, np.int32), "pair_id": (pair_ids, np.int64),
               "entity": (entity, np.int32)}
