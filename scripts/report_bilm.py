@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from denoisesum.inference.cloze import fill_blanks
+from denoisesum.training.lm import load_bilm
 
 CLOZE = [
     "the pizza was _ and the service was _ .",
@@ -134,9 +135,10 @@ def main() -> None:
             "Top-5 words (probability) the model proposes for each blank, from both sides of the "
             "context; these distributions, cut to their top-p nucleus, are what token noising "
             "samples from.", ""]
+    model, vocab = load_bilm(args.run)
     for sentence in CLOZE:
         out.append(f"- *{sentence}*")
-        for position, guesses in fill_blanks(args.run, sentence, 5):
+        for position, guesses in fill_blanks(model, vocab, sentence, 5):
             shown = ", ".join(f"{w} ({p:.2f})" for w, p in guesses)
             out.append(f"  - word {position + 1}: {shown}")
     print("\n".join(out))

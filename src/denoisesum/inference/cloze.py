@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 
-from denoisesum.data.vocab import SPECIALS
+from denoisesum.data.vocab import SPECIALS, Vocab
+from denoisesum.errors import DenoiseSumError
+from denoisesum.models.bilm import BiLM
 
 BLANK = "_"
 
 
-def fill_blanks(model_dir: str | Path, text: str, top: int = 5
+def fill_blanks(model: BiLM, vocab: Vocab, text: str, top: int = 5
                 ) -> list[tuple[int, list[tuple[str, float]]]]:
     """For each '_' in `text`: its position and the `top` most likely words with probabilities.
 
-    Special tokens are never proposed.
+    Special tokens are never proposed. `model, vocab` come from `training.lm.load_bilm`.
     """
-    from denoisesum.errors import DenoiseSumError
-    from denoisesum.training.lm import load_bilm
-
-    model, vocab = load_bilm(model_dir)
     tokens = vocab.tokenizer.tokenize(text.replace(BLANK, f" {BLANK} "))
     blanks = [i for i, t in enumerate(tokens) if t == BLANK]
     if not blanks:
