@@ -85,10 +85,6 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: Iterabl
         raise ConfigError(f"config key '{key}': {first['msg']} (got {got!r})") from exc
 
 
-def config_to_dict(cfg: Any) -> dict[str, Any]:
-    return dataclasses.asdict(cfg)
-
-
 def config_from_dict(cls: type[T], data: dict[str, Any]) -> T:
-    """Rebuild a (nested) config dataclass from `config_to_dict` output."""
+    """Rebuild a (nested) config dataclass from `dataclasses.asdict` output."""
     return load_config(cls, base=TypeAdapter(cls).validate_python(data))

@@ -58,6 +58,3 @@ def rejection(tokens: Sequence[str], cfg: CandidateConfig) -> str | None:
         return "several sentences"
     return None
 
-
-def is_candidate(tokens: Sequence[str], cfg: CandidateConfig) -> bool:
-    return rejection(tokens, cfg) is None
