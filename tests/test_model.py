@@ -9,6 +9,7 @@ import torch
 from denoisesum.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from denoisesum.errors import ConfigError
 from denoisesum.models.denoisesum import (
+    BOTH,
     DOCUMENT,
     SEGMENT,
     DenoiseSum,
@@ -326,13 +327,18 @@ def test_inference_gives_every_review_to_both_branches():
     rng = random.Random(5)
     sets = [reviews(rng, 3), reviews(rng, 1)]
     batch = inference_batch(sets)
-    assert batch.review_kind.tolist() == [0, 0, 0, 1, 1, 1, 0, 1]
+    # each review once, read by both branches ...
+    assert batch.review_kind.tolist() == [BOTH] * 4 and len(batch.reviews) == 4
     state = model.encode(batch)
+    # ... which is exactly the same as listing it twice, once per noise kind
+    twice = model.encode(make_batch(sets, sets))
     assert state.seg.present.all() and state.doc.present.all()
     prev = torch.full((2,), BOS_ID)
     for _ in range(4):
         log_probs, state = model.decode_step(state, prev)
+        expected, twice = model.decode_step(twice, prev)
         assert torch.isfinite(log_probs).all()
+        assert torch.allclose(log_probs, expected, atol=1e-6)
         prev = log_probs.argmax(-1)
 
 

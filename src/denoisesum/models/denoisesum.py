@@ -14,14 +14,15 @@ reviews are flattened into R rows, in any order:
     reviews          [R, T]  word ids, right-padded (the padding value is never read)
     review_lengths   [R]     real words per review, >= 1
     review_pair      [R]     which pair (0..B-1) each review belongs to
-    review_kind      [R]     SEGMENT (0) or DOCUMENT (1) noise
+    review_kind      [R]     SEGMENT (0) or DOCUMENT (1) noise, or BOTH (2): read by both branches
     summary          [B, S]  summary word ids WITHOUT <s>/</s>, right-padded (training only);
     summary_lengths  [B]     the model adds <s> before and </s> after, as bilm.add_boundaries does,
                              and scores the L words plus </s>
     topics           [B, K]  p(z) of each summary, e.g. from LDA (training, discriminator only)
 
 At inference there are no noise kinds: every real review goes to BOTH branches (the paper treats X
-as both X_c and X_d), which `inference_batch` does by listing each review twice, once per kind.
+as both X_c and X_d), which `inference_batch` does by giving each review the kind BOTH: it is
+encoded once and its states serve both branches.
 
 Design decisions (not fixed by the paper):
 - hidden_dim is the size of h_k and d_j (both directions together, hidden_dim/2 each, as in the
@@ -62,7 +63,7 @@ from denoisesum.data.vocab import PAD_ID
 from denoisesum.errors import ConfigError
 from denoisesum.models.bilm import add_boundaries, length_mask, reverse_within_length
 
-SEGMENT, DOCUMENT = 0, 1
+SEGMENT, DOCUMENT, BOTH = 0, 1, 2  # BOTH: a review given to both branches (inference)
 BRANCH_KINDS = {"seg": SEGMENT, "doc": DOCUMENT}
 EPS = 1e-10  # added to probabilities before the log (see the module docstring)
 
@@ -94,7 +95,7 @@ class SummaryBatch:
     reviews: torch.Tensor  # [R, T] long
     review_lengths: torch.Tensor  # [R] long
     review_pair: torch.Tensor  # [R] long, 0..n_pairs-1
-    review_kind: torch.Tensor  # [R] long, SEGMENT or DOCUMENT
+    review_kind: torch.Tensor  # [R] long, SEGMENT, DOCUMENT or BOTH
     n_pairs: int
     summary: torch.Tensor | None = None  # [B, S] long, no <s>/</s>
     summary_lengths: torch.Tensor | None = None  # [B] long
@@ -142,7 +143,14 @@ def make_batch(segment: Sequence[Sequence[Sequence[int]]],
 
 def inference_batch(review_sets: Sequence[Sequence[Sequence[int]]]) -> SummaryBatch:
     """Real reviews of each entity -> a batch that gives all of them to both branches."""
-    return make_batch(review_sets, review_sets)
+    batch = make_batch(review_sets, [[] for _ in review_sets])
+    batch.review_kind.fill_(BOTH)
+    return batch
+
+
+def of_kind(kind: torch.Tensor, name: str) -> torch.Tensor:
+    """[R] bool: the reviews branch `name` ("seg" or "doc") reads."""
+    return (kind == BRANCH_KINDS[name]) | (kind == BOTH)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -352,7 +360,7 @@ class DenoiseSum(nn.Module):
         """Review vectors d [R, D] -> explicit denoising and fusion, per noise kind."""
         out = {}
         for name, branch in self.branches().items():
-            sel = kind == BRANCH_KINDS[name]  # [R]
+            sel = of_kind(kind, name)  # [R]
             grouped, mask = group_by_pair(d[sel], pair[sel], n_pairs)  # [B, N, D], [B, N]
             out[name] = branch(grouped, mask)
         return out
@@ -372,7 +380,7 @@ class DenoiseSum(nn.Module):
         h, d = self.encode_reviews(batch.reviews, batch.review_lengths)  # [R, T, D], [R, D]
         fused = self.fuse_reviews(d, batch.review_pair, batch.review_kind, batch.n_pairs)
         states = {name: self._memory(b, fused[name].s0, h, batch,
-                                     batch.review_kind == BRANCH_KINDS[name])
+                                     of_kind(batch.review_kind, name))
                   for name, b in self.branches().items()}
         present = torch.stack([s.present for s in states.values()]).any(0)  # [B]
         if not bool(present.all()):
@@ -382,7 +390,7 @@ class DenoiseSum(nn.Module):
 
     def _active_reviews(self, batch: SummaryBatch) -> SummaryBatch:
         """Drop the reviews of a noise kind whose branch is ablated; check the rest."""
-        kinds = [BRANCH_KINDS[name] for name in self.branches()]
+        kinds = [BRANCH_KINDS[name] for name in self.branches()] + [BOTH]
         keep = torch.isin(batch.review_kind, torch.tensor(kinds, device=batch.reviews.device))
         if bool((batch.review_lengths[keep] < 1).any()):
             raise ValueError("every review needs at least one word")
