@@ -427,3 +427,30 @@ def test_select_on_dev_rouge_exports_the_best_decoded_model(pairs_dir, tmp_path)
     assert summary["best_dev_rouge"] == pytest.approx(best["dev_mean"])
     assert summary["best_val_loss"] is None and summary["select_on"] == "dev-rouge"
     assert all("val_loss" in m and 0 <= m["dev_rouge1"] <= 100 for m in logged)
+
+
+def test_init_from_a_bilm_copies_matching_weights_by_word(pairs_dir, tmp_path):
+    from denoisesum.data.vocab import Vocab
+    from denoisesum.models.bilm import BiLM, BiLMConfig
+    from denoisesum.training.checkpoint import save_model_dir
+
+    lm_vocab = Vocab.from_counts({"pizza": 9, "the": 8, "zebra": 7})
+    torch.manual_seed(3)
+    lm = BiLM(BiLMConfig(vocab_size=len(lm_vocab), embed_dim=16, hidden_dim=8, proj_dim=8,
+                         cutoffs=[4], div_value=2.0))
+    save_model_dir(tmp_path / "lm", lm, {"kind": "bilm", "model": vars(lm.config)}, lm_vocab)
+    cfg = tiny_config(max_steps=1, init_lm=str(tmp_path / "lm"))
+    run = trainer(pairs_dir, tmp_path / "run", cfg)
+    report = run.init_report
+    # hidden 16 = 2 x 8: both encoder directions match; the decoders (16 wide) do not
+    assert report["copied"] == ["encoder forward LSTM", "encoder backward LSTM"]
+    assert report["skipped"] == ["decoder seg LSTM", "decoder doc LSTM"]
+    m = run.model
+    assert torch.equal(m.enc_fwd.weight_hh_l0, lm.fwd.weight_hh_l0)
+    assert torch.equal(m.enc_bwd.weight_ih_l0, lm.bwd.weight_ih_l0)
+    for word in ("pizza", "the", "<unk>"):
+        assert torch.equal(m.embed.weight[run.vocab.index[word]],
+                           lm.embed.weight[lm_vocab.index[word]])
+    # specials and pizza/the are shared; 'zebra' is not in the pairs' vocabulary
+    assert report["embedding_rows"] == len([w for w in run.vocab.tokens if w in lm_vocab.index])
+    assert json.loads((tmp_path / "run" / "lm-init.json").read_text())["copied"] == report["copied"]

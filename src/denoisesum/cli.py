@@ -565,6 +565,11 @@ def train_command(
     typer.echo(f"{len(trainer.train_pairs):,} training pairs, {len(trainer.held_pairs):,} "
                f"held out; vocabulary {len(trainer.vocab):,}; starting at step "
                f"{trainer.state['step']}", err=True)
+    if trainer.init_report is not None:
+        r = trainer.init_report
+        typer.echo(f"from the LM in {r['lm']}: {r['embedding_rows']:,} of {r['vocab_size']:,} "
+                   f"embedding rows; copied {', '.join(r['copied']) or 'no LSTM'}; skipped "
+                   f"{', '.join(r['skipped']) or 'nothing'}", err=True)
     summary = _fit(trainer)
     best, rouge = summary["best_val_loss"], summary["best_dev_rouge"]
     shown = (f"best dev ROUGE (mean of R1/R2/RL) {rouge:.2f}" if rouge is not None else

@@ -47,6 +47,7 @@ from denoisesum.training.checkpoint import (
     read_model_dir,
     save_model_dir,
 )
+from denoisesum.training.lm_init import init_from_lm_dir
 from denoisesum.training.loop import ResumableTrainer, StepLogger
 from denoisesum.training.pairs import PairCorpus, PairDataConfig, PairVocabConfig
 
@@ -73,6 +74,7 @@ class SummarizerTrainConfig:
     device: str = "auto"  # auto (CUDA when available), cpu, cuda
     precision: str = "auto"  # auto: bf16 autocast on CUDA (fp16 where unsupported), fp32 on CPU
     keep_checkpoints: int = 2
+    init_lm: str = ""  # BiLM directory whose matching weights start the model (lm_init.py)
 
 
 @dataclass
@@ -167,9 +169,13 @@ class SummarizerTrainer(ResumableTrainer):
         self.state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "pairs": 0, "tokens": 0,
                       "train_seconds": 0.0, "best_loss": math.inf, "best_step": 0,
                       "evals_since_best": 0}
+        self.init_report: dict[str, Any] | None = None
         if saved is not None:
             self.model.load_state_dict(weights)
             self._restore(saved)
+        elif t.init_lm:
+            self.init_report = init_from_lm_dir(self.model, self.vocab, t.init_lm)
+            write_json(self.out / "lm-init.json", self.init_report)
         self.logger = StepLogger(self.out / "metrics.jsonl", self.state["step"])
         self.dev_sets = self._dev_sets()
 
