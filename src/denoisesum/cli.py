@@ -45,8 +45,9 @@ def _fit(trainer):
     try:
         return trainer.fit()
     except KeyboardInterrupt:
-        typer.echo(f"\ninterrupted at step {trainer.state['step']}; checkpoint saved. "
-                   "Continue with the same command and --resume.", err=True)
+        if trainer.dist.is_main:
+            typer.echo(f"\ninterrupted at step {trainer.state['step']}; checkpoint saved. "
+                       "Continue with the same command and --resume.", err=True)
         raise typer.Exit(130) from None
 
 
@@ -148,6 +149,7 @@ def train_lm(corpus: CorpusArg,
              skip_bad: SkipBad = False) -> None:
     """Train the bidirectional cloze language model used by segment noising."""
     from denoisesum.config import load_config
+    from denoisesum.training import distributed
     from denoisesum.training.lm import LMRunConfig, LMTrainer
 
     extra = list(overrides or [])
@@ -157,12 +159,16 @@ def train_lm(corpus: CorpusArg,
         extra.append(f"train.max_steps={max_steps}")
     cfg = load_config(LMRunConfig, config, extra)
     reader = _reader(corpus, entity_field, text_field, rating_field, category_field, skip_bad)
-    encoded = _encode(reader, cache or output / "encoded", workers)
+    with distributed.setup().main_first():  # under torchrun: rank 0 tokenizes, the others reuse
+        encoded = _encode(reader, cache or output / "encoded", workers)
     trainer = LMTrainer(encoded, output, cfg, resume=resume)
-    typer.echo(f"{encoded.n_tokens:,} tokens, vocabulary {len(trainer.vocab):,}, "
-               f"{len(trainer.train_segments):,} training segments; starting at step "
-               f"{trainer.state['step']}", err=True)
+    if trainer.dist.is_main:
+        typer.echo(f"{encoded.n_tokens:,} tokens, vocabulary {len(trainer.vocab):,}, "
+                   f"{len(trainer.train_segments):,} training segments; starting at step "
+                   f"{trainer.state['step']}", err=True)
     summary = _fit(trainer)
+    if not trainer.dist.is_main:
+        return
     held = summary["heldout"]
     quality = (f"held-out perplexity {held['ppl']:.2f} over {held['tokens']:,} tokens"
                if held["tokens"] else "no held-out reviews (train.heldout_percent = 0)")
@@ -562,15 +568,18 @@ def train_command(
                    "shards present", err=True)
     trainer = SummarizerTrainer(pairs, output, cfg, vocab=Vocab.load(vocab) if vocab else None,
                                 resume=resume, cache_dir=cache, progress=sys.stderr.isatty())
-    typer.echo(f"{len(trainer.train_pairs):,} training pairs, {len(trainer.held_pairs):,} "
-               f"held out; vocabulary {len(trainer.vocab):,}; starting at step "
-               f"{trainer.state['step']}", err=True)
+    if trainer.dist.is_main:
+        typer.echo(f"{len(trainer.train_pairs):,} training pairs, {len(trainer.held_pairs):,} "
+                   f"held out; vocabulary {len(trainer.vocab):,}; starting at step "
+                   f"{trainer.state['step']}", err=True)
     if trainer.init_report is not None:
         r = trainer.init_report
         typer.echo(f"from the LM in {r['lm']}: {r['embedding_rows']:,} of {r['vocab_size']:,} "
                    f"embedding rows; copied {', '.join(r['copied']) or 'no LSTM'}; skipped "
                    f"{', '.join(r['skipped']) or 'nothing'}", err=True)
     summary = _fit(trainer)
+    if not trainer.dist.is_main:  # under torchrun: rank 0 reports
+        return
     best, rouge = summary["best_val_loss"], summary["best_dev_rouge"]
     shown = (f"best dev ROUGE (mean of R1/R2/RL) {rouge:.2f}" if rouge is not None else
              "no held-out pairs" if best is None else f"best validation loss {best:.4f}")

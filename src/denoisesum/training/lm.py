@@ -3,6 +3,9 @@
 Crash safety: checkpoints every `save_every` steps and on Ctrl-C; `resume=True` restarts from the
 latest checkpoint with the same model, optimizer, schedule, RNG and position in the epoch, so a
 resumed run computes exactly what an uninterrupted run would have.
+
+Under torchrun (distributed.py) each process computes on its share of the segments of every
+batch and of the held-out evaluation; rank 0 alone writes the output directory.
 """
 
 from __future__ import annotations
@@ -24,13 +27,14 @@ from denoisesum.data.vocab import Vocab
 from denoisesum.errors import DenoiseSumError
 from denoisesum.io import write_json
 from denoisesum.models.bilm import BiLM, BiLMConfig
-from denoisesum.training import lm_data
+from denoisesum.training import distributed, lm_data
 from denoisesum.training.checkpoint import (
     latest_checkpoint,
     load_state,
     read_model_dir,
     save_model_dir,
 )
+from denoisesum.training.distributed import SINGLE, Distributed
 from denoisesum.training.loop import ResumableTrainer, StepLogger
 
 
@@ -75,18 +79,22 @@ def lr_factor(step: int, cfg: LMTrainConfig) -> float:
 
 @torch.no_grad()
 def evaluate(model: BiLM, corpus: EncodedCorpus, table: np.ndarray, segments: lm_data.Segments,
-             batch_tokens: int) -> dict[str, float]:
-    """Held-out cross-entropy (nats/token), perplexity and the share of <unk> targets."""
+             batch_tokens: int, dist: Distributed = SINGLE) -> dict[str, float]:
+    """Held-out cross-entropy (nats/token), perplexity and the share of <unk> targets (with
+    several processes, each scores a share of the batches; all get the totals)."""
     was_training = model.training
     model.eval()
     total, tokens, unk = 0.0, 0, 0
-    for batch in lm_data.fixed_batches(segments.length, batch_tokens):
+    batches = lm_data.fixed_batches(segments.length, batch_tokens)
+    for batch in batches[dist.rank::dist.world_size]:
         ids, lengths = lm_data.collate(corpus, table, segments, batch)
         loss, n = model(ids, lengths)
         total += float(loss) * n
         tokens += n
         unk += int((ids == 1).sum())
     model.train(was_training)
+    total, tokens, unk = dist.sum(total, tokens, unk)
+    tokens, unk = int(tokens), int(unk)
     nll = total / max(tokens, 1)
     return {"nll": nll, "ppl": math.exp(nll), "tokens": tokens, "unk_rate": unk / max(tokens, 1)}
 
@@ -100,6 +108,7 @@ class LMTrainer(ResumableTrainer):
                  progress: bool = True) -> None:
         self.corpus, self.out, self.cfg, self.on_step = corpus, Path(out_dir), cfg, on_step
         self.progress = progress
+        self.dist = distributed.setup()
         t = cfg.train
         if t.threads:
             torch.set_num_threads(t.threads)
@@ -127,10 +136,18 @@ class LMTrainer(ResumableTrainer):
             self.optimizer, lambda step: lr_factor(step, t))
         self.state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "tokens": 0,
                       "train_seconds": 0.0, "best_nll": math.inf}
+        if self.dist.enabled:  # every rank its own dropout masks
+            torch.manual_seed(self.dist.rank_seed(t.seed))
         if checkpoint is not None:
             self.model.load_state_dict(weights)
-            self._restore(load_state(checkpoint))
-        self.logger = StepLogger(self.out / "metrics.jsonl", self.state["step"])
+            saved = load_state(checkpoint)
+            self._restore(saved)
+            self._restore_rank_rng(saved)
+        # DistributedDataParallel under torchrun; an adaptive-softmax tail cluster no target of
+        # a rank's share falls in is left out of its graph, hence find_unused_parameters
+        self.train_model = self.dist.wrap(self.model, find_unused_parameters=True)
+        self.logger = StepLogger(self.out / "metrics.jsonl", self.state["step"],
+                                 enabled=self.dist.is_main)
 
     def _restore(self, saved: dict[str, Any]) -> None:
         self.optimizer.load_state_dict(saved["optimizer"])
@@ -151,11 +168,19 @@ class LMTrainer(ResumableTrainer):
         return lm_data.epoch_batches(self.train_segments.length, t.batch_tokens, t.seed, epoch)
 
     def _train_step(self, batch: np.ndarray, bar: tqdm) -> None:
+        """One step on the global batch (this rank's share of its segments when distributed)."""
         start = time.perf_counter()
-        ids, lengths = lm_data.collate(self.corpus, self.table, self.train_segments, batch)
-        loss, n = self.model(ids, lengths)
+        mine, counted = self.dist.shard(batch)
+        ids, lengths = lm_data.collate(self.corpus, self.table, self.train_segments, mine)
+        loss, n = self.train_model(ids, lengths)
+        objective, value = loss, None
+        if self.dist.enabled:  # the loss is a mean over words: weight by this rank's share
+            n = n if counted else 0
+            total, loss_sum = self.dist.sum(n, float(loss.detach()) * n)
+            objective = self.dist.world_size * (n / total) * loss
+            n, value = int(total), loss_sum / total
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        objective.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.train.grad_clip)
         self.optimizer.step()
         self.scheduler.step()
@@ -163,7 +188,7 @@ class LMTrainer(ResumableTrainer):
         self.state["step"] += 1
         self.state["tokens"] += n
         self.state["train_seconds"] += seconds
-        value = loss.item()
+        value = loss.item() if value is None else value
         if not math.isfinite(value):
             raise DenoiseSumError(f"training diverged at step {self.state['step']} (loss {value}); "
                                   "lower train.lr or train.grad_clip")
@@ -176,30 +201,33 @@ class LMTrainer(ResumableTrainer):
 
     def _evaluate_and_keep_best(self) -> None:
         result = evaluate(self.model, self.corpus, self.table, self.eval_segments,
-                          self.cfg.train.batch_tokens)
+                          self.cfg.train.batch_tokens, self.dist)
         self.state["evaluated_step"] = self.state["step"]
         self.logger.log(step=self.state["step"], heldout_nll=result["nll"],
                         heldout_ppl=result["ppl"])
         # With nothing held out there is nothing to select on: keep the latest model.
         if result["tokens"] == 0 or result["nll"] < self.state["best_nll"]:
             self.state["best_nll"] = result["nll"] if result["tokens"] else math.inf
-            save_model_dir(self.out, self.model, self.config_dict(), self.vocab)
+            if self.dist.is_main:
+                save_model_dir(self.out, self.model, self.config_dict(), self.vocab)
 
     def _finish(self) -> dict[str, Any]:
         if self.state.get("evaluated_step") != self.state["step"]:
             self._evaluate_and_keep_best()  # a time limit may stop between evaluations
+        self.dist.barrier()  # rank 0 has written the kept model
         weights, _, _ = read_model_dir(self.out)
         self.model.load_state_dict(weights)  # report the kept (best) model
         result = evaluate(self.model, self.corpus, self.table, self.held_segments,
-                          self.cfg.train.batch_tokens)
+                          self.cfg.train.batch_tokens, self.dist)
         summary = {
             "heldout": result, "steps": self.state["step"], "train_tokens": self.state["tokens"],
             "train_seconds": self.state["train_seconds"],
             "tokens_per_second": self.state["tokens"] / max(self.state["train_seconds"], 1e-9),
             "vocab_size": len(self.vocab), "threads": torch.get_num_threads(),
-            "uniform_nll": math.log(len(self.vocab)),
+            "uniform_nll": math.log(len(self.vocab)), "processes": self.dist.world_size,
         }
-        write_json(self.out / "results.json", summary)
+        if self.dist.is_main:
+            write_json(self.out / "results.json", summary)
         return summary
 
 

@@ -12,6 +12,10 @@ CPU; CUDA kernels are not bitwise deterministic). Ctrl-C finishes the current st
 (a second Ctrl-C stops at once, keeping the previous checkpoint), so a checkpoint never holds a
 half-done step.
 
+Under torchrun (distributed.py) each process computes on its share of every batch of
+`batch_size` pairs, the validation loss and dev ROUGE are computed on shares too, and rank 0
+alone writes the run directory; a step computes the same update as with one process.
+
 Run directory:
     model.safetensors, config.json, vocab.json   the best model ({"kind": "denoisesum", ...})
     checkpoints/step-NNNNNNNNN/, checkpoints/LATEST
@@ -40,6 +44,7 @@ from denoisesum.data.vocab import Vocab
 from denoisesum.errors import ConfigError, DenoiseSumError, InputError
 from denoisesum.io import write_json
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
+from denoisesum.training import distributed
 from denoisesum.training import pairs as pair_data
 from denoisesum.training.checkpoint import (
     latest_checkpoint,
@@ -132,6 +137,7 @@ class SummarizerTrainer(ResumableTrainer):
                  on_step: Callable[[int, float], None] | None = None,
                  progress: bool = True) -> None:
         self.out, self.on_step, self.progress = Path(out_dir), on_step, progress
+        self.dist = distributed.setup()
         checkpoint = latest_checkpoint(self.out) if resume else None
         if resume and checkpoint is None:
             raise DenoiseSumError(f"--resume: no checkpoint found in {self.out}/checkpoints")
@@ -145,21 +151,24 @@ class SummarizerTrainer(ResumableTrainer):
         self.cfg, t = cfg, cfg.train
         if t.threads:
             torch.set_num_threads(t.threads)
-        self.corpus = PairCorpus.build(pairs_dir, cache_dir or self.out / "data",
-                                       cfg.data.max_review_tokens, progress)
-        if saved is not None:
-            weights, _, self.vocab = read_model_dir(checkpoint)
-            if saved["data_signature"] != self.corpus.signature():
-                raise DenoiseSumError(f"--resume: the pairs in {pairs_dir} are not those this "
-                                      "run was trained on")
-        else:
-            self.vocab = vocab or self.corpus.build_vocab(cfg.vocab.max_size, cfg.vocab.min_count)
-            cfg.model.vocab_size = len(self.vocab)
-        self.table = self.corpus.vocab_table(self.vocab)
-        self.topics = self._topics(resumed=saved is not None)
+        with self.dist.main_first():  # rank 0 builds the caches (pairs, topics), then the others
+            self.corpus = PairCorpus.build(pairs_dir, cache_dir or self.out / "data",
+                                           cfg.data.max_review_tokens,
+                                           progress and self.dist.is_main)
+            if saved is not None:
+                weights, _, self.vocab = read_model_dir(checkpoint)
+                if saved["data_signature"] != self.corpus.signature():
+                    raise DenoiseSumError(f"--resume: the pairs in {pairs_dir} are not those "
+                                          "this run was trained on")
+            else:
+                self.vocab = vocab or self.corpus.build_vocab(cfg.vocab.max_size,
+                                                              cfg.vocab.min_count)
+                cfg.model.vocab_size = len(self.vocab)
+            self.table = self.corpus.vocab_table(self.vocab)
+            self.topics = self._topics(resumed=saved is not None)
         self.train_pairs, self.held_pairs = self._split()
         self.eval_pairs = self.held_pairs[: cfg.data.eval_pairs or None]
-        self.device = pick_device(t.device)
+        self.device = self.dist.device(pick_device(t.device))
         self.amp = autocast_dtype(t.precision, self.device)
         torch.manual_seed(t.seed)
         self.model = DenoiseSum(cfg.model).to(self.device)
@@ -170,13 +179,20 @@ class SummarizerTrainer(ResumableTrainer):
                       "train_seconds": 0.0, "best_loss": math.inf, "best_step": 0,
                       "evals_since_best": 0}
         self.init_report: dict[str, Any] | None = None
+        if self.dist.enabled:  # every rank its own dropout masks
+            torch.manual_seed(self.dist.rank_seed(t.seed))
         if saved is not None:
             self.model.load_state_dict(weights)
             self._restore(saved)
+            self._restore_rank_rng(saved)
         elif t.init_lm:
             self.init_report = init_from_lm_dir(self.model, self.vocab, t.init_lm)
-            write_json(self.out / "lm-init.json", self.init_report)
-        self.logger = StepLogger(self.out / "metrics.jsonl", self.state["step"])
+            if self.dist.is_main:
+                write_json(self.out / "lm-init.json", self.init_report)
+        # what training calls: DistributedDataParallel under torchrun, else the model itself
+        self.train_model = self.dist.wrap(self.model)
+        self.logger = StepLogger(self.out / "metrics.jsonl", self.state["step"],
+                                 enabled=self.dist.is_main)
         self.dev_sets = self._dev_sets()
 
     # ---- setup ------------------------------------------------------------------------------
@@ -267,8 +283,12 @@ class SummarizerTrainer(ResumableTrainer):
         return super()._should_stop() or stalled
 
     def _train_step(self, pairs: np.ndarray, bar: tqdm) -> None:
+        """One step on the global batch `pairs` (this rank's share of it when distributed)."""
         start = time.perf_counter()
-        out = self._forward(self.batch(pairs))
+        mine, counted = self.dist.shard(pairs)
+        out = self._forward(self.batch(mine), self.train_model)
+        if self.dist.enabled:
+            out = self._global_loss(out, len(mine) if counted else 0, len(pairs))
         self.optimizer.zero_grad(set_to_none=True)
         if self.scaler is not None:
             self.scaler.scale(out["loss"]).backward()
@@ -281,7 +301,7 @@ class SummarizerTrainer(ResumableTrainer):
             self.scaler.update()
         else:
             self.optimizer.step()
-        value = out["loss"].item()
+        value = out["value"] if self.dist.enabled else out["loss"].item()
         seconds = time.perf_counter() - start
         s = self.state
         s["step"] += 1
@@ -295,14 +315,34 @@ class SummarizerTrainer(ResumableTrainer):
         bar.set_postfix(loss=f"{value:.3f}", pairs_s=f"{len(pairs) / seconds:.1f}")
         self._last_loss = value
         if s["step"] % self.cfg.train.log_every == 0:
-            self.logger.log(step=s["step"], loss=value, nll=out["nll"].item(),
-                            kl=out["kl"].item(), pairs_per_s=len(pairs) / seconds,
+            nll, kl = (out[k].item() if torch.is_tensor(out[k]) else out[k] for k in ("nll", "kl"))
+            self.logger.log(step=s["step"], loss=value, nll=nll, kl=kl,
+                            pairs_per_s=len(pairs) / seconds,
                             epoch=s["epoch"], pairs=s["pairs"])
 
-    def _forward(self, batch) -> dict[str, Any]:
+    def _forward(self, batch, model: torch.nn.Module | None = None) -> dict[str, Any]:
         with self._autocast():
-            out = self.model(batch)
+            out = (self.model if model is None else model)(batch)
         out["loss"] = out["nll"] + self.cfg.train.kl_weight * out["kl"]
+        return out
+
+    def _global_loss(self, out: dict[str, Any], pairs: int, global_pairs: int) -> dict[str, Any]:
+        """This rank's share of the loss of the whole batch (`pairs` of its `global_pairs`
+        counted; 0 for a weight-0 stand-in). The NLL is a mean over the batch's target tokens
+        and the KL a mean over its pairs, so each rank weights its means by its share of them,
+        times the world size W: DDP's gradient average over the ranks is then the gradient of
+        the single-process loss. `nll`, `kl`, `n_tokens` and `value` become the whole batch's.
+        """
+        tokens = out["n_tokens"] if pairs else 0
+        nll, kl = out["nll"], out["kl"]
+        n_tokens, nll_sum, kl_sum = self.dist.sum(
+            tokens, float(nll.detach()) * tokens, float(kl.detach()) * pairs)
+        w = self.dist.world_size
+        out["loss"] = w * (nll * (tokens / n_tokens)
+                           + self.cfg.train.kl_weight * kl * (pairs / global_pairs))
+        out["nll"], out["kl"] = nll_sum / n_tokens, kl_sum / global_pairs
+        out["n_tokens"] = int(n_tokens)
+        out["value"] = out["nll"] + self.cfg.train.kl_weight * out["kl"]
         return out
 
     @torch.no_grad()
@@ -313,13 +353,17 @@ class SummarizerTrainer(ResumableTrainer):
         self.model.eval()
         nll = kl = 0.0
         tokens = 0
-        for begin in range(0, len(pairs), self.cfg.train.batch_size):
-            chunk = pairs[begin:begin + self.cfg.train.batch_size]
+        size = self.cfg.train.batch_size
+        starts = range(0, len(pairs), size)[self.dist.rank::self.dist.world_size]  # a share each
+        for begin in starts:
+            chunk = pairs[begin:begin + size]
             out = self._forward(self.batch(chunk))
             nll += float(out["token_nll"].float().sum())
             kl += float(out["kl"]) * len(chunk)
             tokens += out["n_tokens"]
         self.model.train(was_training)
+        nll, kl, tokens = self.dist.sum(nll, kl, tokens)
+        tokens = int(tokens)
         nll, kl = nll / max(tokens, 1), kl / max(len(pairs), 1)
         return {"nll": nll, "ppl": math.exp(min(nll, 50.0)), "kl": kl,
                 "loss": nll + self.cfg.train.kl_weight * kl, "pairs": len(pairs),
@@ -332,11 +376,14 @@ class SummarizerTrainer(ResumableTrainer):
 
         was_training = self.model.training
         settings = SummarizerConfig(max_review_tokens=self.cfg.data.max_review_tokens)
+        world = self.dist.world_size
+        mine = self.dev_sets[self.dist.rank::world]  # distributed: each rank decodes a share
         summaries = Summarizer(self.model, self.vocab, settings, self.device) \
-            .summarize_tokens_batch([s.reviews for s in self.dev_sets])
+            .summarize_tokens_batch([s.reviews for s in mine]) if mine else []
         self.model.train(was_training)  # the Summarizer switched it to eval mode
-        scores = [rouge_f1(" ".join(tokens), s.summaries)
-                  for tokens, s in zip(summaries, self.dev_sets, strict=True)]
+        shares = self.dist.all_gather([rouge_f1(" ".join(tokens), s.summaries)
+                                       for tokens, s in zip(summaries, mine, strict=True)])
+        scores = [shares[i % world][i // world] for i in range(len(self.dev_sets))]
         out = {t: 100 * float(np.mean([x[t] for x in scores])) for t in ROUGE_TYPES}
         return {**out, "mean": float(np.mean(list(out.values())))}
 
@@ -357,13 +404,15 @@ class SummarizerTrainer(ResumableTrainer):
             criterion = -rouge["mean"]
             record.update({f"dev_{k}": v for k, v in rouge.items()})
         if criterion is None:  # nothing to select on: the latest model is the one exported
-            save_model_dir(self.out, self.model, self.config_dict(), self.vocab)
+            if self.dist.is_main:
+                save_model_dir(self.out, self.model, self.config_dict(), self.vocab)
             s["best_step"] = s["step"]
             return
         improved = criterion < s["best_loss"]
         if improved:
             s["best_loss"], s["best_step"], s["evals_since_best"] = criterion, s["step"], 0
-            save_model_dir(self.out, self.model, self.config_dict(), self.vocab)
+            if self.dist.is_main:
+                save_model_dir(self.out, self.model, self.config_dict(), self.vocab)
         else:
             s["evals_since_best"] += 1
         self.logger.log(**record, best=improved)
@@ -385,7 +434,8 @@ class SummarizerTrainer(ResumableTrainer):
             "train_seconds": s["train_seconds"],
             "pairs_per_second": s["pairs"] / max(s["train_seconds"], 1e-9),
             "vocab_size": len(self.vocab), "device": str(self.device),
-            "threads": torch.get_num_threads(),
+            "threads": torch.get_num_threads(), "processes": self.dist.world_size,
         }
-        write_json(self.out / "results.json", summary)
+        if self.dist.is_main:
+            write_json(self.out / "results.json", summary)
         return summary
