@@ -42,6 +42,29 @@ def synthetic_reviews(n_entities: int = 30, per_entity: int = 12, seed: int = 0)
     return out
 
 
+def save_tiny_summarizer(directory: Path, settings) -> Path:
+    """A tiny random DenoiseSum over the synthetic corpus' words, saved the way the trainer
+    saves one, with `settings` (a SummarizerConfig) as its decoding settings."""
+    from collections import Counter
+    from dataclasses import asdict
+
+    from denoisesum.data.tokenizer import Tokenizer
+    from denoisesum.data.vocab import Vocab
+    from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
+    from denoisesum.training.checkpoint import save_model_dir
+
+    tokenizer = Tokenizer()
+    counts = Counter(t for r in synthetic_reviews() for t in tokenizer.tokenize(r["text"]))
+    counts.update({"i": 3, "my": 3, "me": 3})
+    vocab = Vocab.from_counts(counts, tokenizer=tokenizer)
+    torch.manual_seed(0)
+    cfg = DenoiseSumConfig(vocab_size=len(vocab), embed_dim=8, hidden_dim=12, n_topics=3)
+    save_model_dir(directory, DenoiseSum(cfg),
+                   {"kind": "denoisesum", "model": asdict(cfg), "summarize": asdict(settings),
+                    "train": {"lr": 0.001}}, vocab)
+    return directory
+
+
 @pytest.fixture
 def synthetic_corpus(tmp_path: Path) -> Path:
     return write_jsonl(tmp_path / "corpus.jsonl", synthetic_reviews())

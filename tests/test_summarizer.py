@@ -5,8 +5,7 @@ import csv
 import json
 import subprocess
 import sys
-from collections import Counter
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,16 +13,12 @@ import torch
 from typer.testing import CliRunner
 
 import denoisesum
-from conftest import synthetic_reviews
+from conftest import save_tiny_summarizer, synthetic_reviews
 from denoisesum.cli import app
-from denoisesum.data.tokenizer import Tokenizer
-from denoisesum.data.vocab import Vocab
 from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.inference import summarizer as summarizer_module
 from denoisesum.inference.beam import DecodeConfig
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
-from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
-from denoisesum.training.checkpoint import save_model_dir
 
 runner = CliRunner()
 SETTINGS = SummarizerConfig(max_review_tokens=12, max_reviews=4,
@@ -43,17 +38,7 @@ def texts_by_entity(n_entities: int = 3) -> dict[str, list[str]]:
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory) -> Path:
     """A tiny random DenoiseSum saved the way the trainer saves one."""
-    tokenizer = Tokenizer()
-    counts = Counter(t for r in synthetic_reviews() for t in tokenizer.tokenize(r["text"]))
-    counts.update({"i": 3, "my": 3, "me": 3})
-    vocab = Vocab.from_counts(counts, tokenizer=tokenizer)
-    torch.manual_seed(0)
-    cfg = DenoiseSumConfig(vocab_size=len(vocab), embed_dim=8, hidden_dim=12, n_topics=3)
-    directory = tmp_path_factory.mktemp("models") / "tiny"
-    save_model_dir(directory, DenoiseSum(cfg),
-                   {"kind": "denoisesum", "model": asdict(cfg), "summarize": asdict(SETTINGS),
-                    "train": {"lr": 0.001}}, vocab)
-    return directory
+    return save_tiny_summarizer(tmp_path_factory.mktemp("models") / "tiny", SETTINGS)
 
 
 @pytest.fixture(scope="module")

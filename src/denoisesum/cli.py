@@ -638,6 +638,12 @@ def summarize_command(
                            "(maybe slower without); beams may differ slightly.")] = False,
         raw: Annotated[bool, typer.Option(
             "--raw", help="Write the tokenized form ('i ca n't'), not readable text.")] = False,
+        explain: Annotated[bool, typer.Option(
+            "--explain", help="Add the reviews supporting each summary sentence, with scores "
+                              "(JSONL: a 'support' object per entity).")] = False,
+        as_text: Annotated[bool, typer.Option(
+            "--text", help="Write readable text (entity id, summary and, with --explain, the "
+                           "support of each sentence) instead of JSONL.")] = False,
         entity_field: EntityField = "entity_id", text_field: TextField = "text") -> None:
     """Summarize every entity's reviews with a trained DenoiseSum model; writes predictions
     (JSONL: entity_id, summary)."""
@@ -648,6 +654,7 @@ def summarize_command(
 
     from denoisesum.data.tokenizer import detokenize
     from denoisesum.inference.summarizer import Summarizer
+    from denoisesum.inference.support import format_explanation
     from denoisesum.io import atomic_write
 
     summarizer = Summarizer.from_pretrained(model)
@@ -669,12 +676,72 @@ def summarize_command(
             summaries = summarizer.summarize_tokens_batch([s.reviews for s in chunk], batch_size)
             for review_set, tokens in zip(chunk, summaries, strict=True):
                 text = " ".join(tokens) if raw else detokenize(tokens)
-                handle.write(json.dumps({"entity_id": review_set.entity_id, "summary": text},
-                                        ensure_ascii=False) + "\n")
+                record: dict = {"entity_id": review_set.entity_id, "summary": text}
+                if explain:
+                    explanation = summarizer.explain(review_set.reviews, text)
+                    record["support"] = {k: v for k, v in explanation.to_dict().items()
+                                         if k != "summary"}
+                if as_text:
+                    handle.write(f"{review_set.entity_id}\n  {text}\n" + (
+                        format_explanation(explanation, "    ") + "\n" if explain else ""))
+                else:
+                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
             handle.flush()  # a reader of standard output sees each batch as it is done
             bar.update(len(chunk))
     if output != "-":
         typer.echo(f"{len(sets)} summaries -> {output}", err=True)
+
+
+@app.command("serve")
+def serve_command(
+        host: Annotated[str, typer.Option(help="Address to listen on (0.0.0.0: every "
+                                               "interface).")] = "127.0.0.1",
+        port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
+        model: Annotated[Path | None, typer.Option(
+            help="Model directory (default: the packaged model).")] = None,
+        max_reviews: Annotated[int, typer.Option(min=1, help="Reviews per set, at most.")] = 100,
+        max_review_chars: Annotated[int, typer.Option(
+            min=1, help="Characters per review, at most.")] = 5000,
+        max_sets: Annotated[int, typer.Option(
+            min=1, help="Review sets per batch request, at most.")] = 16,
+        timeout: Annotated[float, typer.Option(
+            min=0.001, help="Seconds a request may wait and run; then 503 (still queued) or "
+                            "504 (decoding).")] = 60.0,
+        max_batch: Annotated[int, typer.Option(
+            min=1, help="Review sets decoded together (concurrent requests share batches).")]
+        = 8,
+        max_pending: Annotated[int, typer.Option(
+            min=1, help="Review sets waiting for the model, at most (at least --max-sets); "
+                            "more get 503.")] = 64,
+        threads: Annotated[int | None, typer.Option(
+            min=1, help="torch threads (default: torch's, one per core).")] = None,
+        log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info") -> None:
+    """Serve summaries over HTTP: a JSON API (/v1/summarize, /docs) and a web page (/)."""
+    from denoisesum.inference.summarizer import DEFAULT_MODEL_DIR, Summarizer
+
+    try:
+        import uvicorn
+
+        from denoisesum.serving import ServiceLimits, create_app
+    except ImportError as exc:
+        raise DenoiseSumError(f"serving needs the 'serve' extra ({exc.name} is not installed): "
+                              "pip install -e '.[serve]'") from None
+    limits = ServiceLimits(max_reviews=max_reviews, max_review_chars=max_review_chars,
+                           max_sets=max_sets, timeout_s=timeout, max_batch_sets=max_batch,
+                           max_pending_sets=max(max_pending, max_sets))
+    limits.validate()
+    if model is None and not DEFAULT_MODEL_DIR.is_dir():
+        raise DenoiseSumError(f"no default model is installed (looked for {DEFAULT_MODEL_DIR}); "
+                              "pass a model directory: denoisesum serve --model DIR")
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+    summarizer = Summarizer.from_pretrained(model)
+    service = create_app(summarizer, limits)
+    typer.echo(f"model {summarizer.path}; serving on http://{host}:{port}/ (API: /docs); "
+               "Ctrl-C stops", err=True)
+    uvicorn.run(service, host=host, port=port, log_level=log_level)
 
 
 def main() -> None:

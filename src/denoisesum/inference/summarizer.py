@@ -4,6 +4,7 @@
     from denoisesum import Summarizer
     summarizer = Summarizer.from_pretrained("runs/summarizer")   # None: the default model
     summarizer.summarize(["The ramen was rich...", "Great broth, slow service...", ...])
+    summarizer.explain(reviews)      # the summary and the reviews supporting each sentence
 
 Model directory (what the trainer saves, `training.checkpoint.save_model_dir`):
 
@@ -36,6 +37,8 @@ from denoisesum.data.tokenizer import detokenize
 from denoisesum.data.vocab import Vocab
 from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.inference.beam import DecodeConfig, banned_words, beam_search
+from denoisesum.inference.support import Explanation, SupportConfig
+from denoisesum.inference.support import explain as explain_support
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig, inference_batch
 
 KIND = "denoisesum"
@@ -115,6 +118,7 @@ class Summarizer:
         self.model = model.eval().to(self.device)
         self.vocab = vocab
         self.config = config or SummarizerConfig()
+        self.path: Path | None = None  # the model directory, when loaded from one
 
     @classmethod
     def from_pretrained(cls, path: str | Path | None = None,
@@ -130,7 +134,9 @@ class Summarizer:
                     "Summarizer.from_pretrained('path/to/model') or `denoisesum summarize "
                     "--model DIR` (a directory with model.safetensors, config.json, vocab.json)")
         model, vocab, saved = load_model(path)
-        return cls(model, vocab, config or saved, device)
+        summarizer = cls(model, vocab, config or saved, device)
+        summarizer.path = Path(path)
+        return summarizer
 
     # ---- input ------------------------------------------------------------------------------
 
@@ -187,3 +193,11 @@ class Summarizer:
     def summarize(self, reviews: Sequence[str]) -> str:
         """The readable summary of one entity's reviews."""
         return detokenize(self.summarize_tokens(reviews))
+
+    def explain(self, reviews: Sequence[str], summary: str | None = None,
+                config: SupportConfig | None = None) -> Explanation:
+        """Which of the reviews support each sentence of `summary` (None: summarize them first),
+        with scores; method and thresholds in `denoisesum.inference.support`."""
+        if summary is None:
+            summary = self.summarize(reviews)
+        return explain_support(reviews, summary, self.vocab.tokenizer, config)

@@ -1,0 +1,311 @@
+"""Load test of the HTTP service: `denoisesum serve` under N concurrent clients.
+
+    nice -n 15 python benchmarks/service_load.py [--model DIR] [--sets FILE] [--clients 8]
+        [--duration 60] [--output runs/service-load.json] [--write-doc]
+
+Starts `denoisesum serve` as a subprocess on a free loopback port (with `--model`, default the
+packaged model), waits for /healthz, sends one warm-up request, then runs `--clients` threads
+for `--duration` seconds. Each client keeps one HTTP connection and posts review sets to
+/v1/summarize one after another (or `--batch N` sets at a time to /v1/summarize/batch), picking
+sets at random (seeded) from a review-set JSONL file (default: examples/review_sets.jsonl).
+A request still running at the deadline is awaited and counted.
+
+Reports requests/s (answered 200s per second of the run), latency percentiles of the 200s,
+answers by status (4xx and 5xx counted separately, connection failures apart), the review sets
+the server decoded per summarize_batch call (its batching of concurrent requests), and the
+server's resident memory (VmRSS from /proc/PID/status, sampled every second): at the start of
+the load, at its end and the largest. Prints JSON and writes it to `--output`; `--write-doc`
+also writes a Markdown table to docs/results/service.md (`--doc` to change).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import shlex
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_SETS = ROOT / "examples" / "review_sets.jsonl"
+DEFAULT_DOC = ROOT / "docs" / "results" / "service.md"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def rss_mib(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024  # kB
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+class Sampler(threading.Thread):
+    """VmRSS of a process every `every` seconds until stopped."""
+
+    def __init__(self, pid: int, every: float = 1.0) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.every = pid, every
+        self.samples: list[tuple[float, float]] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        start = time.monotonic()
+        while not self.stop.is_set():
+            value = rss_mib(self.pid)
+            if value is not None:
+                self.samples.append((time.monotonic() - start, value))
+            self.stop.wait(self.every)
+
+
+def start_server(args, port: int, log: IO[str]) -> subprocess.Popen:
+    command = [sys.executable, "-m", "denoisesum.cli", "serve", "--host", "127.0.0.1",
+               "--port", str(port), "--log-level", "warning",
+               "--max-batch", str(args.max_batch), "--timeout", str(args.timeout),
+               "--max-pending", str(max(64, args.clients * max(args.batch, 1)))]
+    if args.model is not None:
+        command += ["--model", str(args.model)]
+    if args.threads is not None:
+        command += ["--threads", str(args.threads)]
+    if args.batch > 16:
+        command += ["--max-sets", str(args.batch)]
+    # its messages go to a file: a pipe nobody reads during the run could fill and block it
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True)
+
+
+def server_log(log: IO[str]) -> str:
+    log.seek(0)
+    return log.read().strip()
+
+
+def wait_healthy(server: subprocess.Popen, log: IO[str], base: str, seconds: float) -> dict:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"the server exited with code {server.returncode}:\n"
+                             f"{server_log(log)}")
+        try:
+            response = httpx.get(base + "/healthz", timeout=2)
+            if response.status_code == 200:
+                return response.json()
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.25)
+    raise SystemExit(f"the server did not answer /healthz within {seconds:.0f} s")
+
+
+def client(base: str, sets: list[list[str]], batch: int, deadline: float, seed: int,
+           timeout: float, results: list) -> None:
+    rng = random.Random(seed)
+    path = "/v1/summarize/batch" if batch else "/v1/summarize"
+    with httpx.Client(base_url=base, timeout=timeout) as http:
+        while time.monotonic() < deadline:
+            if batch:
+                body = {"sets": [{"reviews": rng.choice(sets)} for _ in range(batch)]}
+            else:
+                body = {"reviews": rng.choice(sets)}
+            start = time.monotonic()
+            try:
+                status = str(http.post(path, json=body).status_code)
+            except httpx.HTTPError as exc:
+                status = f"transport: {type(exc).__name__}"
+            results.append((status, time.monotonic() - start))
+
+
+def run(args) -> dict:
+    from denoisesum.data.reviewsets import read_review_sets
+
+    sets = [s.reviews for s in read_review_sets(args.sets)]
+    if not sets:
+        raise SystemExit(f"{args.sets}: no review sets")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with tempfile.TemporaryFile("w+") as log:
+        return measure(args, sets, base, start_server(args, port, log), log)
+
+
+def measure(args, sets: list[list[str]], base: str, server: subprocess.Popen,
+            log: IO[str]) -> dict:
+    try:
+        wait_healthy(server, log, base, args.startup_timeout)
+        loaded_rss = rss_mib(server.pid)
+        warm = httpx.post(base + "/v1/summarize", json={"reviews": sets[0]},
+                          timeout=args.timeout + 30)
+        if warm.status_code != 200:
+            raise SystemExit(f"warm-up request failed: {warm.status_code} {warm.text}")
+        model = httpx.get(base + "/v1/models").json()["models"][0]
+        before = httpx.get(base + "/healthz").json()
+        sampler = Sampler(server.pid)
+        sampler.start()
+        results: list[tuple[str, float]] = []
+        started = time.monotonic()
+        deadline = started + args.duration
+        threads = [threading.Thread(target=client, args=(base, sets, args.batch, deadline,
+                                                         args.seed + i, args.timeout + 30,
+                                                         results))
+                   for i in range(args.clients)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.monotonic() - started
+        sampler.stop.set()
+        sampler.join()
+        after = httpx.get(base + "/healthz").json()
+        end_rss = rss_mib(server.pid)
+    finally:
+        server.terminate()
+        try:
+            server.wait(15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+    statuses = Counter(status for status, _ in results)
+    ok = [seconds for status, seconds in results if status == "200"]
+    per_request = max(args.batch, 1)
+    batches = after["batches"] - before["batches"]
+    rss = [value for _, value in sampler.samples]
+
+    def ms(seconds: float) -> float:
+        return round(1000 * seconds, 1)
+
+    return {
+        "settings": {"clients": args.clients, "duration_s": args.duration,
+                     "endpoint": "/v1/summarize/batch" if args.batch else "/v1/summarize",
+                     "sets_per_request": per_request, "max_batch": args.max_batch,
+                     "server_threads": args.threads, "timeout_s": args.timeout,
+                     "review_sets": str(args.sets), "distinct_sets": len(sets),
+                     "mean_reviews_per_set": round(statistics.mean(map(len, sets)), 1)},
+        "model": {"id": model["id"], "path": model["path"], "parameters": model["parameters"],
+                  "vocab_size": model["vocab_size"],
+                  "beam_size": model["settings"]["decode"]["beam_size"]},
+        "requests": len(results),
+        "ok": len(ok),
+        "elapsed_s": round(elapsed, 2),
+        "requests_per_s": round(len(ok) / elapsed, 3),
+        "review_sets_per_s": round(len(ok) * per_request / elapsed, 3),
+        "latency_ms": ({"p50": ms(percentile(ok, 0.5)), "p90": ms(percentile(ok, 0.9)),
+                        "p99": ms(percentile(ok, 0.99)), "mean": ms(statistics.mean(ok)),
+                        "max": ms(max(ok))} if ok else None),
+        "status_counts": dict(sorted(statuses.items())),
+        "client_errors_4xx": sum(n for s, n in statuses.items() if s.startswith("4")),
+        "server_errors_5xx": sum(n for s, n in statuses.items() if s.startswith("5")),
+        "transport_errors": sum(n for s, n in statuses.items() if s.startswith("transport")),
+        "server_batches": batches,
+        "sets_per_batch": round(len(ok) * per_request / batches, 2) if batches else None,
+        "rss_mib": {"loaded": round(loaded_rss, 1) if loaded_rss else None,
+                    "start": round(rss[0], 1) if rss else None,
+                    "end": round(end_rss or rss[-1], 1) if rss else None,
+                    "max": round(max(rss), 1) if rss else None, "samples": len(rss)},
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "system": f"{platform.processor() or platform.machine()}, "
+                              f"{platform.system()}",
+                    "load_average_1m_at_end": round(os.getloadavg()[0], 2)},
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+
+
+def markdown(result: dict, command: str) -> str:
+    s, m, lat, rss = result["settings"], result["model"], result["latency_ms"], result["rss_mib"]
+    lat = lat or {k: float("nan") for k in ("p50", "p90", "p99", "mean", "max")}
+    rows = [
+        ("model", f"`{m['id']}` ({m['parameters']:,} parameters, vocabulary "
+                  f"{m['vocab_size']:,}, beam {m['beam_size']})"),
+        ("load", f"{s['clients']} concurrent clients for {s['duration_s']:g} s, "
+                 f"{s['sets_per_request']} review set(s) per request to `{s['endpoint']}`"),
+        ("review sets", f"{s['distinct_sets']} from `{s['review_sets']}` "
+                        f"({s['mean_reviews_per_set']} reviews each on average)"),
+        ("server", f"max batch {s['max_batch']} sets, torch threads "
+                   f"{s['server_threads'] or 'default'}, timeout {s['timeout_s']:g} s"),
+        ("requests answered 200", f"{result['ok']:,} of {result['requests']:,}"),
+        ("throughput", f"{result['requests_per_s']:.2f} requests/s "
+                       f"({result['review_sets_per_s']:.2f} review sets/s)"),
+        ("latency p50 / p90 / p99 / max", f"{lat['p50']:.0f} / {lat['p90']:.0f} / "
+                                          f"{lat['p99']:.0f} / {lat['max']:.0f} ms"),
+        ("errors", f"4xx: {result['client_errors_4xx']}, 5xx: {result['server_errors_5xx']}, "
+                   f"connection: {result['transport_errors']} "
+                   f"(by status: {result['status_counts']})"),
+        ("batching", f"{result['server_batches']} summarize_batch calls, "
+                     f"{result['sets_per_batch']} review sets each on average"),
+        ("server memory (VmRSS)", f"{rss['loaded']} MiB loaded; {rss['start']} at the start "
+                                  f"of the load, {rss['end']} at its end, {rss['max']} at most "
+                                  f"({rss['samples']} samples)"),
+        ("machine", f"{result['machine']['cpus']} CPUs ({result['machine']['system']}), "
+                    f"load average {result['machine']['load_average_1m_at_end']} at the end"),
+    ]
+    table = "\n".join(f"| {k} | {v} |" for k, v in rows)
+    return (f"# HTTP service under load\n\n`denoisesum serve` with concurrent clients posting "
+            f"review sets (benchmarks/service_load.py), {result['date']}.\n\n"
+            f"```bash\n{command}\n```\n\n| | |\n|---|---|\n{table}\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, default=None,
+                        help="model directory (default: the packaged model)")
+    parser.add_argument("--sets", type=Path, default=DEFAULT_SETS,
+                        help="review-set JSONL file the requests are drawn from")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent clients")
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of load")
+    parser.add_argument("--batch", type=int, default=0,
+                        help="review sets per request to /v1/summarize/batch (0: single "
+                             "sets to /v1/summarize)")
+    parser.add_argument("--max-batch", type=int, default=8,
+                        help="the server's --max-batch (sets decoded together)")
+    parser.add_argument("--threads", type=int, default=None, help="the server's torch threads")
+    parser.add_argument("--timeout", type=float, default=60.0, help="the server's --timeout")
+    parser.add_argument("--startup-timeout", type=float, default=300.0,
+                        help="seconds to wait for the server to load the model")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output", type=Path, default=ROOT / "runs" / "service-load.json",
+                        help="JSON result to write")
+    parser.add_argument("--write-doc", action="store_true",
+                        help="also write the Markdown table to --doc")
+    parser.add_argument("--doc", type=Path, default=DEFAULT_DOC)
+    args = parser.parse_args()
+    if args.clients < 1 or args.duration <= 0 or args.batch < 0:
+        parser.error("--clients must be at least 1, --duration positive, --batch at least 0")
+    if not args.sets.is_file():
+        parser.error(f"--sets: no such file: {args.sets}")
+
+    result = run(args)
+    text = json.dumps(result, indent=2)
+    print(text)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text + "\n", encoding="utf-8")
+    if args.write_doc:
+        command = shlex.join(["python", "benchmarks/service_load.py", *sys.argv[1:]])
+        args.doc.parent.mkdir(parents=True, exist_ok=True)
+        args.doc.write_text(markdown(result, command), encoding="utf-8")
+        print(f"-> {args.doc}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

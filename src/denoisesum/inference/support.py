@@ -1,0 +1,207 @@
+"""Evidence for a summary: which input reviews support each of its sentences, and how well.
+
+    from denoisesum.inference.support import explain
+    explanation = explain(reviews, summary)           # or Summarizer.explain(reviews, summary)
+    explanation.supported_share                       # 0.75: 3 of 4 sentences supported
+    explanation.sentences[0].reviews[0]               # ReviewSupport(index=4, score=0.83, ...)
+
+Method (lexical, fast, no model needed, so it also works for baselines and human summaries):
+
+1. **Sentences.** The summary is split after `.`, `!`, `?` or `…` (and closing quotes or
+   brackets) followed by white space or the end, and at line breaks; each sentence keeps its
+   character span in the summary (`start`, `end`), so a page can highlight the original text.
+2. **Content words.** Sentences and reviews are tokenized with the project `Tokenizer`; content
+   words are lower-cased tokens holding a letter or digit that are not function words
+   (`STOPWORDS`: articles, pronouns, auxiliaries, prepositions, conjunctions, clitics, negations
+   and a few empty adverbs), with a light plural folding (`noodles` = `noodle`,
+   `berries` = `berry`, `dishes` = `dish`).
+3. **Weights.** Each content word w weighs idf(w) = ln((N + 1) / (df(w) + 1)) + 1, where N is
+   the number of input reviews and df(w) the number of them that contain w: IDF over the input
+   reviews of this set, smoothed so that a word found in every review still counts (weight 1)
+   and a word found in none weighs the most (ln(N + 1) + 1), since an unsupported word is the
+   strongest sign of an unsupported claim. The statistics are the set's own: no corpus table
+   is needed, and the scores of one set do not depend on any other.
+4. **Score.** A review supports a sentence with the IDF-weighted share of the sentence's
+   distinct content words that the review contains (a recall in [0, 1]; 1: every content word
+   of the sentence is in the review). A sentence's score is its best review's score; it is
+   **supported** when that score is at least `SupportConfig.threshold` (0.5: one review holds at
+   least half of the sentence's content, by weight). A sentence without content words ("It
+   is.") claims nothing and counts as supported, with score 1 and no reviews.
+5. **Summary.** `supported_share` is the share of supported sentences (0 for an empty summary).
+
+Each sentence lists its best reviews (at most `top_k`, score at least `min_score`) with the
+content words they share with it (`matched`), and the content words found in no review at all
+(`missing`). Word overlap cannot see negation or paraphrase: "the staff was not friendly" is
+supported by "the staff was friendly", and "the waiter was rude" by nothing that says
+"unpleasant server". It is evidence to check, not a verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import regex
+
+from denoisesum.data.tokenizer import Tokenizer
+from denoisesum.errors import DenoiseSumError
+
+STOPWORDS = frozenset("""
+a about above after again against all also am an and any are as at be because been before being
+below between both but by can could did do does doing down during each either else even ever
+every few for from further had has have having he her here hers herself him himself his how i if
+in into is it its itself just let me might mine more most must my myself neither no nor not
+now of off on once only or other ought our ours ourselves out over own same shall she should so
+some such than that the their theirs them themselves then there these they this those through
+to too under until up upon us very was we were what when where which while who whom whose why
+will with would yet you your yours yourself yourselves
+n't 's 'm 're 've 'll 'd ca wo na gon wan im ive dont didnt cant wont isnt wasnt
+really quite pretty much many lot lots bit thing things way got get gets go goes went one
+""".split())
+
+# a sentence ends after . ! ? … (runs of them, then closing quotes/brackets) before white space
+# or the end of the text; a line break ends one too
+_SENTENCE_RE = regex.compile(
+    r"\S.*?(?:(?<=[.!?\u2026])(?=\s|\Z)|[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s|\Z)"
+    r"|(?=[ \t]*\n)|\Z)", regex.DOTALL)
+
+
+@dataclass
+class SupportConfig:
+    threshold: float = 0.5  # a sentence is supported when its best review scores at least this
+    min_score: float = 0.2  # reviews listed as support score at least this ...
+    top_k: int = 5  # ... and at most this many of them, best first
+
+    def validate(self) -> None:
+        for name in ("threshold", "min_score"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise DenoiseSumError(f"support {name} must be between 0 and 1, got {value}")
+        if self.top_k < 0:
+            raise DenoiseSumError(f"support top_k must be at least 0, got {self.top_k}")
+
+
+@dataclass
+class ReviewSupport:
+    index: int  # position of the review in the input list
+    score: float  # IDF-weighted share of the sentence's content words found in this review
+    matched: list[str] = field(default_factory=list)  # those words, as the sentence spells them
+
+
+@dataclass
+class SentenceSupport:
+    text: str
+    start: int  # character span of the sentence in the summary
+    end: int
+    score: float  # the best review's score (1.0 for a sentence without content words)
+    supported: bool
+    reviews: list[ReviewSupport] = field(default_factory=list)  # best first
+    missing: list[str] = field(default_factory=list)  # content words found in no review
+
+
+@dataclass
+class Explanation:
+    summary: str
+    sentences: list[SentenceSupport]
+    supported_share: float  # share of supported sentences (0.0 for an empty summary)
+    threshold: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Character spans (start, end) of the sentences of a text (rules in the module docstring)."""
+    return [match.span() for match in _SENTENCE_RE.finditer(text)]
+
+
+def fold(word: str) -> str:
+    """Light plural folding, applied alike to summaries and reviews."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith(("sses", "shes", "ches", "xes", "zes")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def content_words(tokens: Sequence[str]) -> list[tuple[str, str]]:
+    """(folded key, lower-cased word) of each content word of a token list, in order."""
+    out = []
+    for token in tokens:
+        word = token.lower()
+        if word in STOPWORDS or not any(c.isalnum() for c in word):
+            continue
+        out.append((fold(word), word))
+    return out
+
+
+def explain(reviews: Sequence[str], summary: str, tokenizer: Tokenizer | None = None,
+            config: SupportConfig | None = None) -> Explanation:
+    """Support of each sentence of `summary` by the `reviews` (method: module docstring)."""
+    if isinstance(reviews, str) or not isinstance(reviews, Sequence):
+        raise DenoiseSumError("reviews must be a list of review texts, got "
+                              f"{type(reviews).__name__}")
+    if not isinstance(summary, str):
+        raise DenoiseSumError(f"summary must be text, got {type(summary).__name__}")
+    for i, text in enumerate(reviews):
+        if not isinstance(text, str):
+            raise DenoiseSumError(f"review {i} is a {type(text).__name__}, not text")
+    tokenizer = tokenizer or Tokenizer()
+    config = config or SupportConfig()
+    config.validate()
+
+    review_words = [{key for key, _ in content_words(tokenizer.tokenize(t))} for t in reviews]
+    df = Counter(key for words in review_words for key in words)
+    n = len(reviews)
+
+    def idf(key: str) -> float:
+        return math.log((n + 1) / (df[key] + 1)) + 1.0
+
+    sentences = []
+    for start, end in split_sentences(summary):
+        text = summary[start:end]
+        spelled: dict[str, str] = {}  # folded key -> the sentence's first spelling
+        for key, word in content_words(tokenizer.tokenize(text)):
+            spelled.setdefault(key, word)
+        if not spelled:
+            sentences.append(SentenceSupport(text, start, end, 1.0, True))
+            continue
+        weights = {key: idf(key) for key in spelled}
+        total = sum(weights.values())
+        scored = []
+        for index, words in enumerate(review_words):
+            shared = [key for key in spelled if key in words]
+            if shared:
+                score = sum(weights[key] for key in shared) / total
+                scored.append(ReviewSupport(index, round(score, 4),
+                                            [spelled[key] for key in shared]))
+        scored.sort(key=lambda r: (-r.score, r.index))
+        best = scored[0].score if scored else 0.0
+        listed = [r for r in scored if r.score >= config.min_score][: config.top_k]
+        missing = [spelled[key] for key in spelled if not df[key]]
+        sentences.append(SentenceSupport(text, start, end, best, best >= config.threshold,
+                                         listed, missing))
+    share = sum(s.supported for s in sentences) / len(sentences) if sentences else 0.0
+    return Explanation(summary, sentences, round(share, 4), config.threshold)
+
+
+def format_explanation(explanation: Explanation, indent: str = "  ") -> str:
+    """The per-sentence support as text for people (the `summarize --explain` text format)."""
+    lines = []
+    for s in explanation.sentences:
+        mark = "supported" if s.supported else "UNSUPPORTED"
+        lines.append(f"{indent}[{mark} {s.score:.2f}] {s.text}")
+        if s.reviews:
+            shown = ", ".join(f"#{r.index} ({r.score:.2f}: {' '.join(r.matched)})"
+                              for r in s.reviews)
+            lines.append(f"{indent}{indent}reviews: {shown}")
+        if s.missing:
+            lines.append(f"{indent}{indent}in no review: {' '.join(s.missing)}")
+    count = sum(s.supported for s in explanation.sentences)
+    lines.append(f"{indent}{count} of {len(explanation.sentences)} sentences supported "
+                 f"({explanation.supported_share:.0%}, threshold {explanation.threshold:.2f})")
+    return "\n".join(lines)

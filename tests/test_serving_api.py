@@ -1,0 +1,402 @@
+"""The HTTP API (denoisesum.serving) on a tiny random model: answers equal the Python API's,
+every error is JSON naming the field, timeouts and a full queue give 503/504, concurrent requests
+share batches, and the page ships no external resource."""
+
+import asyncio
+import json
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the serving tests need the serve extra: "
+                                      "pip install -e '.[serve]'")
+import httpx
+from fastapi.testclient import TestClient
+
+from conftest import save_tiny_summarizer
+from denoisesum.inference.beam import DecodeConfig
+from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
+from denoisesum.serving import InferenceQueue, ServiceLimits, create_app
+from denoisesum.serving.app import field_path
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+SETTINGS = SummarizerConfig(max_review_tokens=12, max_reviews=4,
+                            decode=DecodeConfig(beam_size=3, min_length=4, max_length=10))
+LIMITS = ServiceLimits(max_reviews=5, max_review_chars=300, max_sets=3, timeout_s=30.0)
+REVIEWS = ["the pizza was great and the staff was friendly . we will come back .",
+           "the soup was cold and the waiter was rude .",
+           "great pizza , friendly staff ."]
+OTHER = ["the sushi was fresh and the owner was friendly .", "fresh sushi , will come back ."]
+
+
+@pytest.fixture(scope="module")
+def summarizer(tmp_path_factory) -> Summarizer:
+    return Summarizer.from_pretrained(
+        save_tiny_summarizer(tmp_path_factory.mktemp("models") / "tiny", SETTINGS))
+
+
+@pytest.fixture(scope="module")
+def client(summarizer):
+    with TestClient(create_app(summarizer, LIMITS)) as test_client:
+        yield test_client
+
+
+def expected(summarizer: Summarizer, reviews: list[str]) -> tuple[str, dict]:
+    summary = summarizer.summarize(reviews)
+    support = summarizer.explain(reviews, summary).to_dict()
+    del support["summary"]
+    return summary, support
+
+
+# ---- answers ----------------------------------------------------------------------------
+
+
+def test_summarize_answers_as_the_python_api(client, summarizer):
+    response = client.post("/v1/summarize", json={"reviews": REVIEWS})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    summary, support = expected(summarizer, REVIEWS)
+    assert body == {"summary": summary, "support": support, "model": "tiny"}
+    assert summary and support["sentences"]
+    for sentence in support["sentences"]:  # spans index the summary
+        assert summary[sentence["start"]: sentence["end"]] == sentence["text"]
+
+
+def test_batch_keeps_order_and_ids(client, summarizer):
+    response = client.post("/v1/summarize/batch", json={"sets": [
+        {"id": "pizzeria", "reviews": REVIEWS}, {"reviews": OTHER}]})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["model"] == "tiny"
+    assert [r["id"] for r in body["results"]] == ["pizzeria", None]
+    for result, reviews in zip(body["results"], [REVIEWS, OTHER], strict=True):
+        summary, support = expected(summarizer, reviews)
+        assert result["summary"] == summary and result["support"] == support
+
+
+def test_models_and_health(client, summarizer):
+    models = client.get("/v1/models").json()
+    [model] = models["models"]
+    assert model["id"] == "tiny" and model["path"] == str(summarizer.path)
+    assert model["vocab_size"] == len(summarizer.vocab)
+    assert model["settings"]["decode"]["beam_size"] == 3
+    assert models["limits"]["max_reviews"] == 5
+    health = client.get("/healthz")
+    assert health.status_code == 200 and health.json()["status"] == "ok"
+    assert health.json()["pending_sets"] == 0
+
+
+def test_openapi_shows_the_limits_and_docs_work_offline(client):
+    schema = client.get("/openapi.json").json()
+    assert {"/v1/summarize", "/v1/summarize/batch", "/v1/models", "/healthz"} <= set(
+        schema["paths"])
+    text = json.dumps(schema)
+    assert '"maxItems": 5' in text and '"maxLength": 300' in text and '"maxItems": 3' in text
+    docs = client.get("/docs")
+    assert docs.status_code == 200
+    scripts = re.findall(r'(?:src|href)="([^"]+)"', docs.text)
+    if all(s.startswith("/docs-assets/") for s in scripts):  # swagger-ui-bundle is installed
+        for url in scripts:
+            assert client.get(url).status_code == 200, url
+    else:  # FastAPI's default page from a CDN: allowed for /docs only
+        pytest.importorskip("swagger_ui_bundle", reason="swagger-ui-bundle-v2 not installed: "
+                                                        "/docs loads Swagger UI from a CDN")
+        pytest.fail(f"/docs loads {scripts} although swagger-ui-bundle is installed")
+
+
+# ---- errors -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("path", "body", "field", "message"), [
+    ("/v1/summarize", {"reviews": []}, "reviews", "at least 1 item"),
+    ("/v1/summarize", {"reviews": ["good", "   "]}, "reviews[1]", "review is empty"),
+    ("/v1/summarize", {"reviews": ["good", ""]}, "reviews[1]", "review is empty"),
+    ("/v1/summarize", {"reviews": ["x" * 301]}, "reviews[0]", "at most 300 characters"),
+    ("/v1/summarize", {"reviews": ["good"] * 6}, "reviews", "at most 5 items"),
+    ("/v1/summarize", {"reviews": ["good", 3]}, "reviews[1]", "valid string"),
+    ("/v1/summarize", {"reviews": "good food"}, "reviews", "valid list"),
+    ("/v1/summarize", {"reviews": None}, "reviews", "valid list"),
+    ("/v1/summarize", {}, "reviews", "required field is missing"),
+    ("/v1/summarize", {"review": ["good"]}, "reviews", "required field is missing"),
+    ("/v1/summarize", {"reviews": ["good"], "beam": 3}, "beam", "unknown field"),
+    ("/v1/summarize", ["good food"], "body", "valid dictionary"),
+    ("/v1/summarize/batch", {"sets": []}, "sets", "at least 1 item"),
+    ("/v1/summarize/batch", {"sets": [{"reviews": ["good"]}] * 4}, "sets", "at most 3 items"),
+    ("/v1/summarize/batch", {"sets": [{"reviews": ["good"]}, {"reviews": ["ok", " "]}]},
+     "sets[1].reviews[1]", "review is empty"),
+    ("/v1/summarize/batch", {"sets": [{"reviews": ["good"] * 6}]}, "sets[0].reviews",
+     "at most 5 items"),
+    ("/v1/summarize/batch", {"sets": [{"id": 7, "reviews": ["good"]}]}, "sets[0].id",
+     "valid string"),
+    ("/v1/summarize/batch", {"sets": [{"id": "a"}]}, "sets[0].reviews", "missing"),
+    ("/v1/summarize/batch", {"sets": {"reviews": ["good"]}}, "sets", "valid list"),
+    ("/v1/summarize/batch", {"reviews": ["good"]}, "sets", "required field is missing"),
+])
+def test_bad_requests_name_the_field(client, path, body, field, message):
+    response = client.post(path, json=body)
+    assert response.status_code == 422, response.text
+    error = response.json()["error"]
+    assert error["status"] == 422 and error["field"] == field
+    assert message in error["message"] and error["message"].startswith(f"{field}: ")
+    assert any(e["field"] == field for e in error["errors"])
+
+
+def test_every_bad_field_is_listed(client):
+    response = client.post("/v1/summarize/batch", json={"sets": [{"reviews": [""]},
+                                                                 {"reviews": [1, "ok", ""]}]})
+    error = response.json()["error"]
+    assert [e["field"] for e in error["errors"]] == [
+        "sets[0].reviews[0]", "sets[1].reviews[0]", "sets[1].reviews[2]"]
+    assert "(and 2 more)" in error["message"]
+
+
+def test_bad_json_and_content_type(client):
+    response = client.post("/v1/summarize", content=b'{"reviews": ["good",',
+                           headers={"Content-Type": "application/json"})
+    assert response.status_code == 400
+    assert response.json()["error"]["field"] == "body"
+    assert "not valid JSON" in response.json()["error"]["message"]
+    response = client.post("/v1/summarize", content=b'{"reviews": ["good"]}',
+                           headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert response.status_code == 415
+    assert "Content-Type: application/json" in response.json()["error"]["message"]
+    assert client.post("/v1/summarize", content=b'{"reviews": ["good"]}').status_code == 415
+    ok = client.post("/v1/summarize", content=b'{"reviews": ["good food"]}',
+                     headers={"Content-Type": "application/json; charset=utf-8"})
+    assert ok.status_code == 200
+
+
+def test_oversize_bodies_are_refused_before_parsing(summarizer):
+    limits = ServiceLimits(max_reviews=5, max_review_chars=300, max_sets=3,
+                           max_body_bytes=2048)
+    assert ServiceLimits(max_reviews=5, max_review_chars=300, max_sets=3).body_limit() > 3 * 5 * 300
+    with TestClient(create_app(summarizer, limits)) as client:
+        big = json.dumps({"reviews": ["word " * 50] * 5}).encode()
+        assert len(big) > 1024
+        big = big + b" " * (2049 - len(big))
+        response = client.post("/v1/summarize", content=big,
+                               headers={"Content-Type": "application/json"})
+        assert response.status_code == 413
+        assert response.json()["error"] == {"status": 413, "field": "body",
+                                            "message": "the body is larger than 2,048 bytes"}
+
+        def chunks():  # no Content-Length: counted while it is read
+            yield big[:1000]
+            yield big[1000:]
+
+        response = client.post("/v1/summarize", content=chunks(),
+                               headers={"Content-Type": "application/json"})
+        assert response.status_code == 413
+        small = json.dumps({"reviews": REVIEWS}).encode()
+        response = client.post("/v1/summarize", content=iter([small[:10], small[10:]]),
+                               headers={"Content-Type": "application/json"})
+        assert response.status_code == 200, response.text
+
+
+def test_unknown_paths_and_methods_are_json_errors(client):
+    response = client.get("/v1/nothing")
+    assert response.status_code == 404 and response.json()["error"]["status"] == 404
+    response = client.get("/v1/summarize")
+    assert response.status_code == 405 and response.json()["error"]["status"] == 405
+
+
+def test_field_paths():
+    assert field_path(("body", "sets", 1, "reviews", 0)) == "sets[1].reviews[0]"
+    assert field_path(("body",)) == "body"
+    assert field_path(("body", "reviews")) == "reviews"
+
+
+def test_limits_are_checked():
+    from denoisesum.errors import DenoiseSumError
+
+    with pytest.raises(DenoiseSumError, match="max_reviews must be at least 1"):
+        ServiceLimits(max_reviews=0).validate()
+    with pytest.raises(DenoiseSumError, match="timeout_s must be positive"):
+        ServiceLimits(timeout_s=0).validate()
+    with pytest.raises(DenoiseSumError, match=r"max_pending_sets \(4\) must be at least max_sets"):
+        ServiceLimits(max_sets=8, max_pending_sets=4).validate()
+
+
+# ---- queueing, batching and timeouts ----------------------------------------------------
+
+
+class GatedSummarizer(Summarizer):
+    """The tiny model, whose summarize_batch waits for `gate` and records the sets it got."""
+
+    def __init__(self, base: Summarizer) -> None:
+        super().__init__(base.model, base.vocab, base.config)
+        self.path = base.path
+        self.gate = threading.Event()
+        self.started = threading.Event()
+        self.calls: list[int] = []
+
+    def summarize_batch(self, review_sets, batch_size=8):
+        self.calls.append(len(review_sets))
+        self.started.set()
+        assert self.gate.wait(20), "the test never opened the gate"
+        return super().summarize_batch(review_sets, batch_size)
+
+
+async def until(condition, seconds: float = 10.0) -> None:
+    for _ in range(int(seconds / 0.01)):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition not reached in time")
+
+
+def async_client(app) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test")
+
+
+def test_concurrent_requests_share_one_batch(summarizer):
+    gated = GatedSummarizer(summarizer)
+    app = create_app(gated, LIMITS)
+    sets = [REVIEWS, OTHER, REVIEWS[:1], OTHER[:1]]
+
+    async def scenario():
+        async with async_client(app) as client:
+            first = asyncio.create_task(client.post("/v1/summarize", json={"reviews": sets[0]}))
+            await until(gated.started.is_set)  # the worker is busy with the first request
+            rest = [asyncio.create_task(client.post("/v1/summarize", json={"reviews": s}))
+                    for s in sets[1:3]]
+            batch = asyncio.create_task(client.post("/v1/summarize/batch",
+                                                    json={"sets": [{"reviews": sets[3]}]}))
+            await until(lambda: app.state.queue.pending_sets == 3)
+            gated.gate.set()
+            return await asyncio.gather(first, *rest, batch)
+
+    try:
+        responses = asyncio.run(scenario())
+    finally:
+        app.state.queue.close()
+    assert all(r.status_code == 200 for r in responses), [r.text for r in responses]
+    summaries = [r.json()["summary"] for r in responses[:3]]
+    summaries.append(responses[3].json()["results"][0]["summary"])
+    assert summaries == [summarizer.summarize(s) for s in sets]  # batching changes nothing
+    assert gated.calls == [1, 3]  # the three waiting requests were decoded together
+
+
+def test_timeouts_and_a_full_queue(summarizer):
+    gated = GatedSummarizer(summarizer)
+    limits = ServiceLimits(max_reviews=5, max_review_chars=300, max_sets=1, max_pending_sets=1,
+                           timeout_s=1.0)
+    app = create_app(gated, limits)
+
+    async def scenario():
+        async with async_client(app) as client:
+            running = asyncio.create_task(client.post("/v1/summarize", json={"reviews": REVIEWS}))
+            await until(gated.started.is_set)
+            queued = asyncio.create_task(client.post("/v1/summarize", json={"reviews": OTHER}))
+            await until(lambda: app.state.queue.pending_sets == 1)
+            full = await client.post("/v1/summarize", json={"reviews": OTHER})  # at once
+            return full, await running, await queued
+
+    try:
+        full, running, queued = asyncio.run(scenario())
+    finally:
+        gated.gate.set()
+        app.state.queue.close()
+    assert full.status_code == 503 and full.headers["retry-after"] == "1"
+    assert "waiting for the model" in full.json()["error"]["message"]
+    assert running.status_code == 504
+    assert running.json()["error"]["message"] == "summarizing took longer than 1 s"
+    assert queued.status_code == 503 and queued.headers["retry-after"] == "1"
+    assert "busy: the request waited 1 s" in queued.json()["error"]["message"]
+    assert gated.calls == [1]  # the timed-out queued request never reached the model
+
+
+def test_a_failing_set_fails_only_its_own_request(summarizer):
+    gated = GatedSummarizer(summarizer)
+    queue = InferenceQueue(gated, max_batch_sets=8, max_pending_sets=8)
+    try:
+        warm = queue.submit([REVIEWS])
+        assert gated.started.wait(10)
+        good = queue.submit([OTHER])
+        bad = queue.submit([["fine", "   "]])  # the summarizer refuses a blank review
+        gated.gate.set()
+        assert warm.result(10)[0][0] == summarizer.summarize(REVIEWS)
+        assert good.result(10)[0][0] == summarizer.summarize(OTHER)
+        with pytest.raises(Exception, match="review 1 is empty"):
+            bad.result(10)
+        assert gated.calls == [1, 2, 1, 1]  # the failed batch was retried job by job
+    finally:
+        queue.close()
+
+
+# ---- the page ---------------------------------------------------------------------------
+
+
+def test_page_is_served_with_a_strict_policy(client):
+    page = client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    policy = page.headers["content-security-policy"]
+    assert "default-src 'self'" in policy and "script-src 'self'" in policy
+    links = re.findall(r'(?:src|href)="([^"]*)"', page.text)
+    assert links and all(link.startswith(("/", "data:")) for link in links), links
+    for link in links:
+        if link.startswith("/static/"):
+            asset = client.get(link)
+            assert asset.status_code == 200, link
+            assert asset.headers["content-security-policy"] == policy
+
+
+def test_static_files_are_package_data_and_load_nothing_from_elsewhere():
+    static = Path(str(resources.files("denoisesum.serving") / "static"))
+    assert {"index.html", "app.js", "style.css"} <= {p.name for p in static.iterdir()}
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    assert '"denoisesum.serving" = ["static/*"]' in pyproject
+    for path in static.iterdir():
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}", text, re.I), path.name
+        assert "@import" not in text and "url(" not in text, path.name
+
+
+# ---- the command ------------------------------------------------------------------------
+
+
+def test_serve_without_a_model_names_the_directory(tmp_path):
+    code = ("import sys; from pathlib import Path; import denoisesum.inference.summarizer as s; "
+            f"s.DEFAULT_MODEL_DIR = Path({str(tmp_path / 'denoisesum-yelp')!r}); "
+            "from denoisesum.cli import main; sys.argv = ['denoisesum', 'serve']; main()")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert (f"error: no default model is installed (looked for {tmp_path / 'denoisesum-yelp'}); "
+            "pass a model directory: denoisesum serve --model DIR") in result.stderr
+
+
+def test_serve_command_serves(summarizer):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "denoisesum.cli", "serve", "--model", str(summarizer.path),
+         "--port", str(port), "--max-reviews", "2", "--threads", "1", "--log-level", "warning"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            assert server.poll() is None, server.stdout.read()
+            try:
+                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        response = httpx.post(base + "/v1/summarize", json={"reviews": REVIEWS[:2]}, timeout=30)
+        assert response.status_code == 200, response.text
+        assert response.json()["summary"] == summarizer.summarize(REVIEWS[:2])
+        too_many = httpx.post(base + "/v1/summarize", json={"reviews": REVIEWS}, timeout=30)
+        assert too_many.status_code == 422 and too_many.json()["error"]["field"] == "reviews"
+        page = httpx.get(base + "/", timeout=10)
+        assert page.status_code == 200 and "/static/app.js" in page.text
+    finally:
+        server.terminate()
+        server.wait(30)

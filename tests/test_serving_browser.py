@@ -1,0 +1,262 @@
+"""The web page end to end: the service runs under uvicorn on a free loopback port, Debian's
+Chromium (driven by Playwright, never downloaded by it) types reviews, summarizes, and reads the
+highlighted summary and its evidence; also files, errors, copy and download, and that the page
+asks nothing of any other host. A failing test leaves a screenshot in $DENOISESUM_ARTIFACTS
+(default: <tmp>/denoisesum-artifacts)."""
+
+import contextlib
+import json
+import os
+import socket
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(os.environ.get("DENOISESUM_ARTIFACTS",
+                                Path(tempfile.gettempdir()) / "denoisesum-artifacts"))
+LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+pytest.importorskip("fastapi", reason="the browser test needs the serve extra: "
+                                      "pip install -e '.[serve]'")
+pytest.importorskip("uvicorn", reason="the browser test needs uvicorn (the serve extra)")
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="the browser test needs Playwright (pip install playwright; "
+                                  "never `playwright install`: it drives /usr/bin/chromium)")
+if not CHROMIUM.exists():
+    pytest.skip(f"the browser test needs Debian's Chromium at {CHROMIUM} (apt-get install "
+                "chromium)", allow_module_level=True)
+
+import torch  # noqa: E402
+import uvicorn  # noqa: E402
+
+from conftest import save_tiny_summarizer  # noqa: E402
+from denoisesum.inference.beam import DecodeConfig  # noqa: E402
+from denoisesum.inference.summarizer import Summarizer, SummarizerConfig  # noqa: E402
+from denoisesum.serving import ServiceLimits, create_app  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+SETTINGS = SummarizerConfig(max_review_tokens=12, max_reviews=4,
+                            decode=DecodeConfig(beam_size=3, min_length=4, max_length=10))
+REVIEWS = ["The pizza was great and the staff was friendly. We will come back.",
+           "The soup was cold and the waiter was rude.",
+           "Great pizza, friendly staff."]
+OTHER = ["The sushi was fresh and the owner was friendly.", "Fresh sushi, we will come back."]
+
+
+@pytest.fixture(scope="module")
+def summarizer(tmp_path_factory) -> Summarizer:
+    """The tiny random model, nudged to write a few content words (left alone, it writes
+    "Was the was the.", which has no evidence to show)."""
+    summarizer = Summarizer.from_pretrained(
+        save_tiny_summarizer(tmp_path_factory.mktemp("models") / "tiny", SETTINGS))
+    words = [summarizer.vocab.id(w) for w in
+             ("pizza", "great", "staff", "friendly", "sushi", "fresh", "cold", ".")]
+    with torch.no_grad():
+        for branch in (summarizer.model.seg, summarizer.model.doc):
+            branch.decoder.out.bias[words] += 4.0
+    return summarizer
+
+
+@pytest.fixture(scope="module")
+def server(summarizer):
+    """The app under uvicorn in a thread, on a loopback port the OS picked; its base URL."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    app = create_app(summarizer, ServiceLimits(max_reviews=10, max_review_chars=300))
+    service = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=service.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    for _ in range(200):
+        if service.started:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("uvicorn did not start within 10 s")
+    yield f"http://127.0.0.1:{port}"
+    service.should_exit = True
+    thread.join(10)
+    sock.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, server, request):
+    """A fresh page on the service that records every request and browser-side error; a
+    screenshot is saved when the test fails."""
+    context = browser.new_context(accept_downloads=True)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    page.requests, page.problems = [], []
+    page.on("request", lambda r: page.requests.append(r.url))
+    page.on("pageerror", lambda e: page.problems.append(f"page error: {e}"))
+    page.on("console", lambda m: m.type == "error" and page.problems.append(
+        f"console: {m.text}"))
+    failed_before = request.session.testsfailed
+    page.goto(server + "/")
+    yield page
+    if request.session.testsfailed > failed_before:  # this test's call has failed
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shot = ARTIFACTS / f"{request.node.name}.png"
+        with contextlib.suppress(Exception):
+            page.screenshot(path=str(shot), full_page=True)
+            print(f"screenshot: {shot}")
+    context.close()
+
+
+def level(score: float, threshold: float) -> str:  # the page's rule (app.js)
+    return "high" if score >= threshold else "mid" if score >= threshold / 2 else "low"
+
+
+def expected(summarizer: Summarizer, reviews: list[str]):
+    return summarizer.explain(reviews)
+
+
+def check_summary(page, explanation) -> None:
+    page.locator("#summary .sent").first.wait_for()
+    assert page.locator("#summary").inner_text() == explanation.summary
+    sentences = page.locator("#summary .sent")
+    assert sentences.count() == len(explanation.sentences)
+    for i, sentence in enumerate(explanation.sentences):
+        span = sentences.nth(i)
+        assert span.inner_text() == sentence.text
+        assert f"level-{level(sentence.score, explanation.threshold)}" in span.get_attribute(
+            "class")
+    count = sum(s.supported for s in explanation.sentences)
+    assert page.locator("#share").inner_text().startswith(
+        f"{count} of {len(explanation.sentences)} sentence")
+
+
+def test_type_summarize_and_see_the_evidence(page, server, summarizer):
+    box = page.locator("#reviews")
+    box.click()
+    box.press_sequentially(OTHER[0])  # typed, key by key
+    box.press("Enter")
+    box.fill(box.input_value() + "\n".join(OTHER[1:]))
+    assert page.locator("#review-count").inner_text() == "2 reviews"
+    page.get_by_role("button", name="Summarize").click()
+    explanation = expected(summarizer, OTHER)
+    check_summary(page, explanation)
+    assert page.locator("#model-name").inner_text() == "model: tiny"
+    levels = {level(s.score, explanation.threshold) for s in explanation.sentences}
+    assert levels == {"high", "mid", "low"}, explanation  # every colour is on the page
+
+    # an unsupported sentence names the words no review has
+    low = next(s for s in explanation.sentences if s.score == 0.0)
+    assert low.missing
+    page.locator("#summary .sent").nth(explanation.sentences.index(low)).hover()
+    assert f"In no review: {', '.join(low.missing)}" in page.locator("#evidence").inner_text()
+    assert "not supported" in page.locator("#evidence h3").inner_text()
+
+    # hovering a sentence shows the reviews supporting it, their shared words marked
+    evidence = page.locator("#evidence")
+    index = next((i for i, s in enumerate(explanation.sentences) if s.reviews), None)
+    assert index is not None, f"no sentence has supporting reviews: {explanation}"
+    sentence = explanation.sentences[index]
+    page.locator("#summary .sent").nth(index).hover()
+    items = evidence.locator("li.support-review")
+    assert items.count() == len(sentence.reviews)
+    for item, support in zip(items.all(), sentence.reviews, strict=True):
+        assert item.locator(".review-head").inner_text().startswith(
+            f"Review {support.index + 1} · score {support.score:.2f}")
+        assert OTHER[support.index] == item.locator(".review-text").inner_text()
+        marked = {m.lower() for m in item.locator("mark").all_inner_texts()}
+        assert marked and marked <= {w.lower() for w in support.matched} | {
+            w.lower() + "s" for w in support.matched}
+    assert sentence.text in evidence.locator("h3").inner_text()
+
+    # a click pins it: leaving the summary keeps it shown; a second click unpins
+    page.locator("#summary .sent").nth(index).click()
+    page.locator("h1").hover()
+    assert items.count() == len(sentence.reviews)
+    assert "pinned" in page.locator("#summary .sent").nth(index).get_attribute("class")
+    page.locator("#summary .sent").nth(index).click()
+    page.locator("h1").hover()
+    assert "Hover over or click" in evidence.inner_text()
+
+    # nothing was asked of another host, and the browser saw no error (a CSP breach logs one)
+    assert all(url.startswith(server + "/") for url in page.requests), page.requests
+    assert page.problems == []
+
+
+def test_blank_line_blocks_and_copy_and_download(page, summarizer):
+    multi = ["The pizza was great.\nThe staff was friendly.", "The soup was cold."]
+    page.get_by_label("separated by blank lines").check()
+    page.locator("#reviews").fill("\n\n".join(multi))
+    assert page.locator("#review-count").inner_text() == "2 reviews"
+    page.locator("#summarize").click()
+    explanation = expected(summarizer, multi)
+    check_summary(page, explanation)
+    page.locator("#copy").click()
+    page.get_by_text("Summary copied.").wait_for()
+    with page.expect_download() as info:
+        page.locator("#download-text").click()
+    assert Path(info.value.path()).read_text() == explanation.summary + "\n"
+    with page.expect_download() as info:
+        page.locator("#download-json").click()
+    record = json.loads(Path(info.value.path()).read_text())
+    assert record["summary"] == explanation.summary and record["reviews"] == multi
+    assert record["support"]["supported_share"] == explanation.supported_share
+    assert page.problems == []
+
+
+def test_csv_and_jsonl_files(page, summarizer, tmp_path):
+    csv_file = tmp_path / "reviews.csv"
+    csv_file.write_text('entity_id,rating,text\npizzeria,5,"' + REVIEWS[0] + '"\n'
+                        'sushi,5,' + OTHER[0] + '\npizzeria,1,"' + REVIEWS[1] + '"\n'
+                        'sushi,4,"' + OTHER[1].replace(",", "") + '"\n')
+    page.locator("#file").set_input_files(str(csv_file))
+    select = page.locator("#set-select")
+    select.wait_for()
+    assert select.locator("option").all_inner_texts() == ["pizzeria (2 reviews)",
+                                                          "sushi (2 reviews)"]
+    assert page.locator("#reviews").input_value() == "\n".join(REVIEWS[:2])
+    select.select_option(label="sushi (2 reviews)")
+    sushi = [OTHER[0], OTHER[1].replace(",", "")]
+    assert page.locator("#reviews").input_value() == "\n".join(sushi)
+    page.locator("#summarize").click()
+    check_summary(page, expected(summarizer, sushi))
+
+    jsonl = tmp_path / "sets.jsonl"
+    jsonl.write_text(json.dumps({"entity_id": "one", "reviews": OTHER}) + "\n")
+    page.locator("#file").set_input_files(str(jsonl))
+    page.get_by_text("sets.jsonl: 2 reviews").wait_for()
+    assert page.locator("#set-choice").is_hidden()
+    assert page.locator("#reviews").input_value() == "\n".join(OTHER)
+
+    per_review = tmp_path / "reviews.jsonl"
+    per_review.write_text("".join(json.dumps({"text": t}) + "\n" for t in REVIEWS))
+    page.locator("#file").set_input_files(str(per_review))
+    page.get_by_text("reviews.jsonl: 3 reviews").wait_for()
+    assert page.locator("#reviews").input_value() == "\n".join(REVIEWS)
+
+    bad = tmp_path / "bad.csv"
+    bad.write_text("business,body\na,good\n")
+    page.locator("#file").set_input_files(str(bad))
+    page.get_by_text('no "text" column (columns: business, body)').wait_for()
+    assert page.problems == []
+
+
+def test_errors_are_shown(page):
+    page.locator("#summarize").click()
+    page.get_by_text("Paste some reviews first").wait_for()
+    page.locator("#reviews").fill("good pizza\n" + "very long review " * 30)
+    page.locator("#summarize").click()
+    message = page.locator("#message")
+    message.get_by_text("Error 422").wait_for()
+    assert "reviews[1]: String should have at most 300 characters" in message.inner_text()
+    assert '(review 2: "very long review' in message.inner_text()
+    assert "error" in message.get_attribute("class")
