@@ -165,6 +165,27 @@ def test_head_first_nucleus_equals_the_full_distribution_nucleus():
     assert in_head_only and with_tail  # both the head-only and the full path were needed
 
 
+def test_head_first_nucleus_expands_only_the_clusters_that_can_enter():
+    """Where the head words close the nucleus but a cluster's mass exceeds the cut, only the
+    clusters above the cut are computed, and the samples stay inside the exact nucleus."""
+    torch.manual_seed(5)
+    head = torch.nn.AdaptiveLogSoftmaxWithLoss(16, 3000, cutoffs=[100, 1000], div_value=2.0)
+    contexts = torch.randn(300, 16) * torch.linspace(0.5, 12.0, 300).unsqueeze(1)
+    computed = [0, 0]
+    hooks = [tail.register_forward_hook(lambda m, inp, out, i=i: computed.__setitem__(
+        i, computed[i] + len(inp[0]))) for i, tail in enumerate(head.tail)]
+    samples = lm_nucleus_sample(head, contexts, 0.9, 200, torch.Generator().manual_seed(6))
+    for hook in hooks:
+        hook.remove()
+    with torch.no_grad():
+        full = head.log_prob(contexts).exp().double().numpy()
+    for j in range(len(contexts)):
+        assert set(samples[:, j].tolist()) <= set(reference_nucleus(full[j], 0.9)), j
+    # some rows needed a tail, and not every such row needed both clusters
+    assert min(computed) > 0 and computed[0] != computed[1]
+    assert max(computed) < len(contexts)
+
+
 def test_replacement_rate_is_p_r_times_probability_of_a_different_word(workspace):
     from denoisesum.training.lm import load_bilm
 

@@ -7,7 +7,8 @@ all N noisy copies are drawn from the same distributions.
 Speed: the LM's output layer is an adaptive softmax, and building its full 30k-word distribution
 costs seven times more than its head (the 2,000 most frequent words plus one entry per tail
 cluster). `lm_nucleus_sample` computes the head first and needs the tail words only at positions
-where they could enter the nucleus; the result is exactly the full-distribution nucleus.
+where they could enter the nucleus, and there only the tail clusters that could; the result is
+exactly the full-distribution nucleus.
 """
 
 from __future__ import annotations
@@ -33,6 +34,17 @@ def nucleus_sample(log_probs: torch.Tensor, top_p: float, n: int,
     probs = log_probs.exp()
     probs[:, : len(SPECIALS)] = 0.0
     probs = probs / probs.sum(-1, keepdim=True)  # [L, V]
+    return _staged_nucleus(probs, top_p, n, generator)
+
+
+def _staged_nucleus(probs: torch.Tensor, top_p: float, n: int, generator: torch.Generator,
+                    exact: bool = False) -> torch.Tensor:
+    """probs [R, W] -> [n, R] column indices sampled from each row's top-p nucleus.
+
+    Rows are served by the smallest top-k stage whose mass reaches top_p; the rest by rejection
+    sampling, or (exact=True: rows of a partial distribution known to close within W columns)
+    by a full sort, which also absorbs rounding that leaves a row's sum a hair below top_p.
+    """
     out = torch.empty(n, probs.shape[0], dtype=torch.long)
     rows = torch.arange(probs.shape[0])  # rows not sampled yet
     for k in _TOPK_STAGES:
@@ -44,7 +56,10 @@ def nucleus_sample(log_probs: torch.Tensor, top_p: float, n: int,
             out[:, rows[covered]] = _sample_prefix(top[covered], index[covered], top_p, n,
                                                    generator)
         rows = rows[~covered]
-    if len(rows):
+    if len(rows) and exact:
+        top, index = probs[rows].sort(-1, descending=True)
+        out[:, rows] = _sample_prefix(top, index, top_p, n, generator)
+    elif len(rows):
         out[:, rows] = _sample_by_rejection(probs[rows], top_p, n, generator)
     return out
 
@@ -115,11 +130,38 @@ def lm_nucleus_sample(head: nn.AdaptiveLogSoftmaxWithLoss, contexts: torch.Tenso
         # rows that close but not exactly need the tails; only the others try a wider k
         rows, full = rows[~closes], rows[closes & ~exact]
         if len(full):
-            out[:, full] = nucleus_sample(head.log_prob(contexts[full]), top_p, n, generator)
+            out[:, full] = _tail_nucleus(head, contexts[full], words[full], clusters[full],
+                                         mass[full], cut[closes & ~exact], top_p, n, generator)
         if len(rows) == 0 or k == shortlist:
             break
     if len(rows):
         out[:, rows] = nucleus_sample(head.log_prob(contexts[rows]), top_p, n, generator)
+    return out
+
+
+def _tail_nucleus(head: nn.AdaptiveLogSoftmaxWithLoss, contexts: torch.Tensor,
+                  words: torch.Tensor, clusters: torch.Tensor, mass: torch.Tensor,
+                  cut: torch.Tensor, top_p: float, n: int,
+                  generator: torch.Generator) -> torch.Tensor:
+    """Rows whose head words reach top_p, closing on a word of probability `cut` [R] that some
+    cluster entry exceeds -> [n, R] exact nucleus samples, expanding only those clusters.
+
+    Adding words above `cut` can only make the nucleus close earlier, on a word at least as
+    likely as `cut`; so a word below `cut` is never in it, and a cluster whose total mass is
+    below `cut` holds no nucleus word. Its words are never computed (they still count in `mass`).
+    words [R, shortlist] (specials zeroed), clusters [R, C]: unnormalised head probabilities.
+    """
+    need = clusters >= cut.unsqueeze(1)  # [R, C] clusters that may hold nucleus words
+    out = torch.empty(n, len(contexts), dtype=torch.long)
+    for pattern in need.unique(dim=0):
+        sel = (need == pattern).all(1)  # [R] rows needing exactly these clusters
+        parts, index = [words[sel]], [torch.arange(head.shortlist_size)]
+        for i in pattern.nonzero().flatten().tolist():
+            within = head.tail[i](contexts[sel]).softmax(-1)  # [r, cluster size]
+            parts.append(within * clusters[sel, i:i + 1])
+            index.append(torch.arange(head.cutoffs[i], head.cutoffs[i + 1]))
+        probs = torch.cat(parts, 1) / mass[sel].unsqueeze(1)  # full-distribution probabilities
+        out[:, sel] = torch.cat(index)[_staged_nucleus(probs, top_p, n, generator, exact=True)]
     return out
 
 
