@@ -1,0 +1,88 @@
+"""Choose the beam-search length settings of a trained model on the DEV set (never test).
+
+ROUGE is sensitive to summary length (Yelp references have about 58 words), and the decoder's
+length is set by min_length and the length penalty. This decodes the dev review sets with each
+combination, scores them with rouge-score, prints a table, and with --write saves the best
+setting (mean of R1/R2/RL F1) into the model's config.json ("summarize.decode"), where
+`Summarizer.from_pretrained` and `denoisesum summarize` pick it up.
+
+    python scripts/tune_decoding.py runs/yelp/model ../shared/data/yelp/meansum_dev.jsonl \
+        --min-lengths 10,30,45 --penalties 1.0,1.5 --write --markdown docs/results/decoding-dev.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from denoisesum.data.reviewsets import read_review_sets
+from denoisesum.evaluation.rouge import ROUGE_TYPES, rouge_f1
+from denoisesum.inference.summarizer import Summarizer
+from denoisesum.io import atomic_write
+
+
+def score(summarizer: Summarizer, sets: list) -> dict[str, float]:
+    start = time.perf_counter()
+    summaries = summarizer.summarize_tokens_batch([s.reviews for s in sets])
+    per_entity = [rouge_f1(" ".join(tokens), s.summaries)
+                  for tokens, s in zip(summaries, sets, strict=True)]
+    out = {t: 100 * float(np.mean([x[t] for x in per_entity])) for t in ROUGE_TYPES}
+    out["mean"] = float(np.mean([out[t] for t in ROUGE_TYPES]))
+    out["words"] = float(np.mean([len(t) for t in summaries]))
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", type=Path)
+    parser.add_argument("dev", type=Path, help="review-set file with reference summaries")
+    parser.add_argument("--min-lengths", default="10,30,45")
+    parser.add_argument("--penalties", default="1.0")
+    parser.add_argument("--limit", type=int, default=0, help="first N dev entities (0: all)")
+    parser.add_argument("--write", action="store_true", help="save the best into config.json")
+    parser.add_argument("--markdown", type=Path, help="also write the table here")
+    args = parser.parse_args()
+    sets = list(read_review_sets(args.dev))[: args.limit or None]
+    summarizer = Summarizer.from_pretrained(args.model)
+    base = summarizer.config.decode
+    rows = []
+    for min_length in (int(x) for x in args.min_lengths.split(",")):
+        for penalty in (float(x) for x in args.penalties.split(",")):
+            summarizer.config.decode = dataclasses.replace(base, min_length=min_length,
+                                                           length_penalty=penalty)
+            result = score(summarizer, sets)
+            rows.append({"min_length": min_length, "length_penalty": penalty, **result})
+            print(json.dumps(rows[-1]), flush=True)
+    best = max(rows, key=lambda r: r["mean"])
+    lines = [f"Dev-set decoding search for `{args.model}` on {len(sets)} entities of "
+             f"`{args.dev.name}` (rouge-score F1, beam {base.beam_size}).", "",
+             "| min_length | length penalty | R1 | R2 | RL | mean | words | seconds |",
+             "|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    lines += [f"| {r['min_length']} | {r['length_penalty']} | {r['rouge1']:.2f} | "
+              f"{r['rouge2']:.2f} | {r['rougeL']:.2f} | {r['mean']:.2f} | {r['words']:.1f} | "
+              f"{r['seconds']:.0f} |" for r in rows]
+    lines += ["", f"Chosen: min_length {best['min_length']}, length penalty "
+                  f"{best['length_penalty']}."]
+    table = "\n".join(lines) + "\n"
+    print(table)
+    if args.markdown:
+        with atomic_write(args.markdown) as handle:
+            handle.write(table)
+    if args.write:
+        config_path = args.model / "config.json"
+        config = json.loads(config_path.read_text())
+        decode = config.setdefault("summarize", {}).setdefault("decode", {})
+        decode.update(min_length=best["min_length"], length_penalty=best["length_penalty"])
+        with atomic_write(config_path) as handle:
+            handle.write(json.dumps(config, indent=2) + "\n")
+        print(f"saved into {config_path}")
+
+
+if __name__ == "__main__":
+    main()
