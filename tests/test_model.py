@@ -8,6 +8,7 @@ import torch
 
 from denoisesum.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from denoisesum.errors import ConfigError
+from denoisesum.models.bilm import length_mask
 from denoisesum.models.denoisesum import (
     BOTH,
     DOCUMENT,
@@ -68,6 +69,15 @@ def greedy(model: DenoiseSum, batch: SummaryBatch, max_len: int = 12) -> list[li
             if not done[b]:
                 out[b].append(tok)
     return out
+
+
+def with_coverage(weight: float = 0.7) -> DenoiseSum:
+    """A coverage model whose w_c is not 0, so coverage changes the attention."""
+    model = tiny(coverage=True)
+    with torch.no_grad():
+        for branch in model.branches().values():
+            branch.decoder.coverage.fill_(weight)
+    return model
 
 
 def teacher_forced_log_probs(model: DenoiseSum, batch: SummaryBatch) -> torch.Tensor:
@@ -228,8 +238,9 @@ def test_mixture_sums_to_one_at_every_step(copy):
         prev = torch.randint(4, V, (3,))
 
 
-def test_decode_state_reorders_like_beams():
-    model = tiny()
+@pytest.mark.parametrize("coverage", [False, True])
+def test_decode_state_reorders_like_beams(coverage):
+    model = with_coverage() if coverage else tiny()
     state = model.encode(random_batch())
     _, state = model.decode_step(state, torch.full((3,), BOS_ID))
     index = torch.tensor([2, 2, 0, 1, 0])
@@ -389,3 +400,44 @@ def test_training_needs_topics_when_the_discriminator_is_on():
     with pytest.raises(ValueError, match="topics"):
         tiny()(batch)
     assert math.isfinite(tiny(discriminator=False)(batch)["loss"].item())
+
+
+# ---- 9. coverage (the second training phase) -----------------------------------------------
+
+
+def test_coverage_forward_equals_step_by_step_decoding_and_its_loss():
+    model = with_coverage()
+    batch = random_batch()
+    out = model(batch)
+    log_probs = teacher_forced_log_probs(model, batch)  # [B, S, V]
+    target = torch.cat([batch.summary, torch.zeros(batch.n_pairs, 1, dtype=torch.long)], 1)
+    target.scatter_(1, batch.summary_lengths.unsqueeze(1), EOS_ID)
+    mask = length_mask(batch.summary_lengths + 1, target.shape[1])
+    gathered = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    assert torch.allclose(out["token_nll"][mask], gathered[mask], atol=1e-5)
+    # the coverage loss of the attention decode_step used: sum_t sum_k min(a_t, sum_{s<t} a_s)
+    state = model.encode(batch)
+    prev = torch.cat([torch.full((batch.n_pairs, 1), BOS_ID), batch.summary], 1)
+    expected = torch.zeros(target.shape)
+    past = {"attn_c": 0.0, "attn_d": 0.0}
+    for t in range(target.shape[1]):
+        res, state = model.step_probs(state, prev[:, t])
+        for key in past:
+            expected[:, t] += torch.minimum(res[key], torch.as_tensor(past[key])).sum(-1)
+            past[key] = past[key] + res[key]
+    assert out["coverage"].item() > 0
+    assert math.isclose(out["coverage"].item(), (expected * mask).sum().item() / out["n_tokens"],
+                        rel_tol=1e-5)
+    assert torch.allclose(out["loss"], out["nll"] + out["kl"] + out["coverage"])
+
+
+def test_coverage_starts_from_the_model_without_it():
+    plain, covered = tiny(), tiny(coverage=True)
+    missing = covered.load_state_dict(plain.state_dict(), strict=False).missing_keys
+    assert sorted(missing) == ["doc.decoder.coverage", "seg.decoder.coverage"]
+    batch = random_batch()
+    assert torch.allclose(plain(batch)["token_nll"], covered(batch)["token_nll"], atol=1e-6)
+    assert plain(batch)["coverage"].item() == 0
+    out = covered.train()(batch)
+    out["loss"].backward()
+    assert covered.doc.decoder.coverage.grad.abs().item() > 0

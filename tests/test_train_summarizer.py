@@ -454,3 +454,27 @@ def test_init_from_a_bilm_copies_matching_weights_by_word(pairs_dir, tmp_path):
     # specials and pizza/the are shared; 'zebra' is not in the pairs' vocabulary
     assert report["embedding_rows"] == len([w for w in run.vocab.tokens if w in lm_vocab.index])
     assert json.loads((tmp_path / "run" / "lm-init.json").read_text())["copied"] == report["copied"]
+
+
+def test_second_phase_with_coverage_starts_from_the_first(pairs_dir, tmp_path):
+    trainer(pairs_dir, tmp_path / "one", tiny_config(max_steps=4)).fit()
+    weights, _, vocab = read_model_dir(tmp_path / "one")
+    cfg = tiny_config(max_steps=4, init_model=str(tmp_path / "one"))
+    cfg.model.coverage = True
+    second = trainer(pairs_dir, tmp_path / "two", cfg)
+    assert second.vocab.tokens == vocab.tokens
+    state = second.model.state_dict()
+    assert all(torch.equal(state[name], value) for name, value in weights.items())
+    assert second.model.doc.decoder.coverage.item() == 0
+    second.fit()
+    assert second.model.doc.decoder.coverage.item() != 0
+    logged = [json.loads(line) for line in
+              (tmp_path / "two" / "metrics.jsonl").read_text().splitlines()]
+    assert any(record.get("coverage", 0) > 0 for record in logged)
+    bad = tiny_config(init_model=str(tmp_path / "one"))
+    bad.model.hidden_dim = 8
+    with pytest.raises(DenoiseSumError, match="does not fit this model"):
+        trainer(pairs_dir, tmp_path / "three", bad)
+    both = tiny_config(init_model=str(tmp_path / "one"), init_lm=str(tmp_path / "one"))
+    with pytest.raises(DenoiseSumError, match="exclude each other"):
+        trainer(pairs_dir, tmp_path / "four", both)

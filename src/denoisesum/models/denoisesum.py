@@ -82,6 +82,7 @@ class DenoiseSumConfig:
     explicit_denoising: bool = True  # off: d̂_j = d_j
     copy: bool = True  # partial copy in decoder d
     discriminator: bool = True  # off: no topic MLP, kl = 0
+    coverage: bool = False  # See et al. (2017) coverage in both decoders' attention (phase 2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,6 +233,7 @@ class BranchState:
     mask: torch.Tensor  # [B*, M] True on real tokens
     ids: torch.Tensor  # [B*, M] word ids of those tokens (the copy source)
     present: torch.Tensor  # [B*] bool: the pair has at least one review of this kind
+    coverage: torch.Tensor | None = None  # [B*, M] attention summed over past steps (coverage)
 
 
 @dataclass
@@ -258,6 +260,7 @@ class DecoderOut:
     logits: torch.Tensor  # [B, S, V] generation logits
     attn: torch.Tensor  # [B, S, M] attention over the branch's tokens (zeros if none)
     p_gen: torch.Tensor | None  # [B, S] probability of generating rather than copying
+    coverage_loss: torch.Tensor | None = None  # [B, S] sum_k min(attn, coverage) (coverage on)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -275,6 +278,9 @@ class Decoder(nn.Module):
         self.combine = nn.Linear(2 * d, d)
         self.out = nn.Linear(d, c.vocab_size)
         self.copy_gate = nn.Linear(2 * d + c.embed_dim, 1) if copy else None
+        # w_c: how much past attention on a token shifts its score; 0 at first, so a second
+        # training phase with coverage starts from exactly the model of the first
+        self.coverage = nn.Parameter(torch.zeros(())) if c.coverage else None
         self.drop = nn.Dropout(c.dropout)
 
     def forward(self, emb: torch.Tensor, st: BranchState) -> tuple[DecoderOut, BranchState]:
@@ -282,15 +288,32 @@ class Decoder(nn.Module):
         states, (h, c) = self.lstm(emb, (st.h.unsqueeze(0).contiguous(),
                                          st.c.unsqueeze(0).contiguous()))  # [B, S, D]
         scores = torch.bmm(states, st.keys.transpose(1, 2))  # [B, S, M]
-        attn = masked_softmax(scores, st.mask.unsqueeze(1), dim=-1)  # [B, S, M]
+        coverage, coverage_loss = st.coverage, None
+        if self.coverage is None:
+            attn = masked_softmax(scores, st.mask.unsqueeze(1), dim=-1)  # [B, S, M]
+        else:
+            attn, coverage_loss, coverage = self._attend_with_coverage(scores, st)
         ctx = torch.bmm(attn, st.memory)  # [B, S, D]
         both = torch.cat([states, ctx], dim=-1)  # [B, S, 2D]
         logits = self.out(self.drop(torch.tanh(self.combine(both))))  # [B, S, V]
         p_gen = None
         if self.copy_gate is not None:
             p_gen = torch.sigmoid(self.copy_gate(torch.cat([both, emb], -1))).squeeze(-1)
-        new = BranchState(h[0], c[0], st.memory, st.keys, st.mask, st.ids, st.present)
-        return DecoderOut(states, logits, attn, p_gen), new
+        new = BranchState(h[0], c[0], st.memory, st.keys, st.mask, st.ids, st.present, coverage)
+        return DecoderOut(states, logits, attn, p_gen, coverage_loss), new
+
+    def _attend_with_coverage(self, scores: torch.Tensor, st: BranchState):
+        """Step by step, since each step's attention depends on the earlier ones: score + w_c c_t
+        with c_t the attention summed over steps < t; loss_t = sum_k min(a_t, c_t).
+        scores [B, S, M] -> attn [B, S, M], coverage loss [B, S], coverage after S steps [B, M]."""
+        coverage = st.coverage  # [B, M]
+        attn, loss = [], []
+        for t in range(scores.shape[1]):
+            a = masked_softmax(scores[:, t] + self.coverage * coverage, st.mask, dim=-1)  # [B, M]
+            loss.append(torch.minimum(a, coverage).sum(-1))
+            attn.append(a)
+            coverage = coverage + a
+        return torch.stack(attn, 1), torch.stack(loss, 1), coverage
 
 
 class Branch(nn.Module):
@@ -372,8 +395,9 @@ class DenoiseSum(nn.Module):
         tok_pair = batch.review_pair.unsqueeze(1).expand_as(tok)[tok]  # [n_tokens]
         memory, mask = group_by_pair(self.drop(h[tok]), tok_pair, batch.n_pairs)  # [B, M, D]
         ids, _ = group_by_pair(batch.reviews[tok], tok_pair, batch.n_pairs)  # [B, M]
+        coverage = memory.new_zeros(mask.shape) if self.config.coverage else None  # [B, M]
         return BranchState(s0, torch.zeros_like(s0), memory, branch.decoder.attn(memory), mask,
-                           ids, mask.any(1))
+                           ids, mask.any(1), coverage)
 
     def _encode(self, batch: SummaryBatch) -> tuple[DecodeState, dict[str, Fused]]:
         batch = self._active_reviews(batch)
@@ -481,8 +505,9 @@ class DenoiseSum(nn.Module):
         return mix(p_c, p_d, parts["lam"])
 
     def forward(self, batch: SummaryBatch) -> dict:
-        """Teacher-forced losses: loss = nll + kl; nll is the mean over real target tokens
-        (the words and </s>); token_nll [B, S] has -log p per target (0 on padding)."""
+        """Teacher-forced losses: loss = nll + kl + coverage; nll (and coverage, the decoders'
+        coverage losses summed, 0 without coverage) are means over real target tokens (the
+        words and </s>); token_nll [B, S] has -log p per target (0 on padding)."""
         if batch.summary is None or batch.summary_lengths is None:
             raise ValueError("training needs batch.summary and batch.summary_lengths")
         state, fused = self._encode(batch)
@@ -495,8 +520,10 @@ class DenoiseSum(nn.Module):
         n_tokens = int(mask.sum())
         nll = token_nll.sum() / n_tokens
         kl = self._kl(fused, batch.topics) if self.discriminator is not None else nll.new_zeros(())
-        return {"loss": nll + kl, "nll": nll, "kl": kl, "n_tokens": n_tokens,
-                "token_nll": token_nll}
+        coverage = sum(((o.coverage_loss * mask).sum() for o in parts["out"].values()
+                        if o.coverage_loss is not None), nll.new_zeros(())) / n_tokens
+        return {"loss": nll + kl + coverage, "nll": nll, "kl": kl, "coverage": coverage,
+                "n_tokens": n_tokens, "token_nll": token_nll}
 
     def topic_log_probs(self, fused: dict[str, Fused]) -> torch.Tensor:
         """log q(z) [B, K] from the fused states [s_c; s_d]."""

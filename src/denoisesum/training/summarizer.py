@@ -1,6 +1,9 @@
 """Training the DenoiseSum summarizer on synthetic pairs (`denoisesum train`).
 
 Loss = generation NLL (mean over summary tokens) + kl_weight * KL(p(z) || q(z)) (paper §3.3),
+plus coverage_weight * the coverage loss (mean over summary tokens) when model.coverage is on:
+the paper's second phase for Yelp, started from the first phase's model with train.init_model.
+Selection and validation use NLL + KL only.
 Adam (lr 1e-3), gradient norm clipped at 3, batches of 8 pairs (paper §4). The model is evaluated
 on held-out pairs every `eval_every` steps; the best one by validation loss is exported to the run
 directory, and training stops early after `patience` evaluations without improvement.
@@ -80,6 +83,10 @@ class SummarizerTrainConfig:
     precision: str = "auto"  # auto: bf16 autocast on CUDA (fp16 where unsupported), fp32 on CPU
     keep_checkpoints: int = 2
     init_lm: str = ""  # BiLM directory whose matching weights start the model (lm_init.py)
+    # a trained summarizer directory to start from: the second phase, with model.coverage on
+    # (its vocabulary is used; every weight must fit, the coverage weights start at 0)
+    init_model: str = ""
+    coverage_weight: float = 1.0  # the coverage loss's weight (See et al. 2017: 1)
 
 
 @dataclass
@@ -92,6 +99,9 @@ class SummarizerRunConfig:
 
 def check_config(cfg: SummarizerRunConfig) -> None:
     t = cfg.train
+    if t.init_lm and t.init_model:
+        raise ConfigError("train.init_lm and train.init_model exclude each other: start from an "
+                          "LM (first phase) or from a trained summarizer (second phase)")
     if t.select_on not in SELECT_ON:
         raise ConfigError(f"train.select_on must be one of {', '.join(SELECT_ON)}, "
                           f"got {t.select_on!r}")
@@ -161,6 +171,8 @@ class SummarizerTrainer(ResumableTrainer):
                     raise DenoiseSumError(f"--resume: the pairs in {pairs_dir} are not those "
                                           "this run was trained on")
             else:
+                if t.init_model and vocab is None:
+                    init_weights, _, vocab = read_model_dir(t.init_model)
                 self.vocab = vocab or self.corpus.build_vocab(cfg.vocab.max_size,
                                                               cfg.vocab.min_count)
                 cfg.model.vocab_size = len(self.vocab)
@@ -189,6 +201,8 @@ class SummarizerTrainer(ResumableTrainer):
             self.init_report = init_from_lm_dir(self.model, self.vocab, t.init_lm)
             if self.dist.is_main:
                 write_json(self.out / "lm-init.json", self.init_report)
+        elif t.init_model:
+            self._start_from(init_weights if vocab is None else read_model_dir(t.init_model)[0])
         # what training calls: DistributedDataParallel under torchrun, else the model itself
         self.train_model = self.dist.wrap(self.model)
         self.logger = StepLogger(self.out / "metrics.jsonl", self.state["step"],
@@ -196,6 +210,21 @@ class SummarizerTrainer(ResumableTrainer):
         self.dev_sets = self._dev_sets()
 
     # ---- setup ------------------------------------------------------------------------------
+
+    def _start_from(self, weights: dict[str, torch.Tensor]) -> None:
+        """Load a trained summarizer's weights (train.init_model); only the coverage weights,
+        which that model may lack, may be missing."""
+        where = self.cfg.train.init_model
+        try:
+            result = self.model.load_state_dict(weights, strict=False)
+        except RuntimeError as exc:  # wrong shapes
+            raise ConfigError(f"train.init_model={where!r} does not fit this model: "
+                              f"{str(exc).splitlines()[-1].strip()}") from None
+        missing = [k for k in result.missing_keys if not k.endswith("decoder.coverage")]
+        if missing or result.unexpected_keys:
+            raise ConfigError(f"train.init_model={where!r} does not fit this model (missing "
+                              f"{missing[:3]}, unexpected {result.unexpected_keys[:3]}): the "
+                              "[model] settings must be that model's, coverage aside")
 
     def _topics(self, resumed: bool) -> np.ndarray | None:
         m, d = self.cfg.model, self.cfg.data
@@ -315,15 +344,18 @@ class SummarizerTrainer(ResumableTrainer):
         bar.set_postfix(loss=f"{value:.3f}", pairs_s=f"{len(pairs) / seconds:.1f}")
         self._last_loss = value
         if s["step"] % self.cfg.train.log_every == 0:
-            nll, kl = (out[k].item() if torch.is_tensor(out[k]) else out[k] for k in ("nll", "kl"))
+            nll, kl, cov = (out[k].item() if torch.is_tensor(out[k]) else out[k]
+                            for k in ("nll", "kl", "coverage"))
             self.logger.log(step=s["step"], loss=value, nll=nll, kl=kl,
+                            **({"coverage": cov} if self.cfg.model.coverage else {}),
                             pairs_per_s=len(pairs) / seconds,
                             epoch=s["epoch"], pairs=s["pairs"])
 
     def _forward(self, batch, model: torch.nn.Module | None = None) -> dict[str, Any]:
         with self._autocast():
             out = (self.model if model is None else model)(batch)
-        out["loss"] = out["nll"] + self.cfg.train.kl_weight * out["kl"]
+        t = self.cfg.train
+        out["loss"] = out["nll"] + t.coverage_weight * out["coverage"] + t.kl_weight * out["kl"]
         return out
 
     def _global_loss(self, out: dict[str, Any], pairs: int, global_pairs: int) -> dict[str, Any]:
@@ -333,16 +365,20 @@ class SummarizerTrainer(ResumableTrainer):
         times the world size W: DDP's gradient average over the ranks is then the gradient of
         the single-process loss. `nll`, `kl`, `n_tokens` and `value` become the whole batch's.
         """
+        t = self.cfg.train
         tokens = out["n_tokens"] if pairs else 0
-        nll, kl = out["nll"], out["kl"]
-        n_tokens, nll_sum, kl_sum = self.dist.sum(
-            tokens, float(nll.detach()) * tokens, float(kl.detach()) * pairs)
+        nll, kl, cov = out["nll"], out["kl"], out["coverage"]
+        n_tokens, nll_sum, kl_sum, cov_sum = self.dist.sum(
+            tokens, float(nll.detach()) * tokens, float(kl.detach()) * pairs,
+            float(cov.detach()) * tokens)
         w = self.dist.world_size
-        out["loss"] = w * (nll * (tokens / n_tokens)
-                           + self.cfg.train.kl_weight * kl * (pairs / global_pairs))
+        # the coverage loss is a mean over target tokens, like the NLL
+        out["loss"] = w * ((nll + t.coverage_weight * cov) * (tokens / n_tokens)
+                           + t.kl_weight * kl * (pairs / global_pairs))
         out["nll"], out["kl"] = nll_sum / n_tokens, kl_sum / global_pairs
+        out["coverage"] = cov_sum / n_tokens
         out["n_tokens"] = int(n_tokens)
-        out["value"] = out["nll"] + self.cfg.train.kl_weight * out["kl"]
+        out["value"] = out["nll"] + t.coverage_weight * out["coverage"] + t.kl_weight * out["kl"]
         return out
 
     @torch.no_grad()
