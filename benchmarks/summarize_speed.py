@@ -1,8 +1,13 @@
-"""Decoding speed of the summarizer at the paper's sizes, on random weights.
+"""Decoding speed of the summarizer: a trained model on real review sets, or random weights.
 
+    python benchmarks/summarize_speed.py --model models/denoisesum-yelp \
+        --review-sets ../shared/data/yelp/meansum_dev.jsonl [--shortlist 5000] [--bf16]
     nice -n 15 python benchmarks/summarize_speed.py [--entities 20] [--threads 2]
 
-A randomly initialised DenoiseSum with DenoiseSumConfig's defaults (embeddings 300, hidden 256)
+With --model and --review-sets, the model summarizes the first --entities review sets with its
+own settings (min/max length as tuned), through the whole `Summarizer` path. Without them:
+
+a randomly initialised DenoiseSum with DenoiseSumConfig's defaults (embeddings 300, hidden 256)
 and a 30,000-word vocabulary summarizes synthetic entities of 8 reviews of about 100 words each,
 through the whole `Summarizer` path (tokenize, encode, beam search, detokenize), beam 5:
 latency per entity one at a time (p50/p95) and throughput in batches of 8.
@@ -15,6 +20,7 @@ after about 60-70 words; `--max-length 70` approximates it. Prints JSON.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import random
@@ -23,6 +29,7 @@ import time
 
 import torch
 
+from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.vocab import SPECIALS, Vocab
 from denoisesum.inference.beam import DecodeConfig
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
@@ -55,17 +62,28 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all)")
     parser.add_argument("--bf16", action="store_true", help="SummarizerConfig.bf16")
+    parser.add_argument("--shortlist", type=int, default=0, help="SummarizerConfig.shortlist")
+    parser.add_argument("--model", help="a trained model directory (default: random weights)")
+    parser.add_argument("--review-sets", help="review-set file to summarize (with --model)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    vocab = Vocab([*SPECIALS, *(f"w{i}" for i in range(VOCAB_SIZE - len(SPECIALS)))])
-    model = DenoiseSum(DenoiseSumConfig(vocab_size=VOCAB_SIZE))
-    config = SummarizerConfig(bf16=args.bf16, decode=DecodeConfig(beam_size=args.beam,
-                                                                  max_length=args.max_length))
-    summarizer = Summarizer(model, vocab, config)
-    entities = make_entities(vocab, args.entities, args.reviews, args.words, seed=1)
-    summarizer.summarize_batch(entities[:2], batch_size=2)  # warm-up
+    if args.model:
+        summarizer = Summarizer.from_pretrained(args.model)
+        summarizer.config.decode.beam_size = args.beam
+        sets = list(read_review_sets(args.review_sets))[: args.entities + 2]
+        entities = [s.reviews for s in sets]
+    else:
+        torch.manual_seed(0)
+        vocab = Vocab([*SPECIALS, *(f"w{i}" for i in range(VOCAB_SIZE - len(SPECIALS)))])
+        model = DenoiseSum(DenoiseSumConfig(vocab_size=VOCAB_SIZE))
+        summarizer = Summarizer(model, vocab, SummarizerConfig(
+            decode=DecodeConfig(beam_size=args.beam, max_length=args.max_length)))
+        entities = make_entities(vocab, args.entities + 2, args.reviews, args.words, seed=1)
+    summarizer.config.bf16, summarizer.config.shortlist = args.bf16, args.shortlist
+    model = summarizer.model
+    warmup, entities = entities[:2], entities[2:]
+    summarizer.summarize_batch(warmup, batch_size=2)
 
     latencies, lengths = [], []
     for reviews in entities:
@@ -78,17 +96,20 @@ def main() -> None:
     batched = time.perf_counter() - start
 
     print(json.dumps({
-        "model": {"vocab_size": VOCAB_SIZE, "embed_dim": model.config.embed_dim,
+        "model": {"path": args.model or "random weights",
+                  "vocab_size": model.config.vocab_size, "embed_dim": model.config.embed_dim,
                   "hidden_dim": model.config.hidden_dim,
                   "parameters": sum(p.numel() for p in model.parameters())},
-        "input": {"entities": args.entities, "reviews_per_entity": args.reviews,
-                  "mean_words_per_review": args.words},
-        "decode": {"beam_size": args.beam, "max_length": args.max_length, "bf16": args.bf16,
-                   "mean_summary_words": statistics.mean(lengths)},
+        "input": {"entities": len(entities), "source": args.review_sets or "random words",
+                  "mean_reviews_per_entity": statistics.mean(len(e) for e in entities),
+                  "mean_words_per_review": statistics.mean(
+                      len(r.split()) for e in entities for r in e)},
+        "decode": {**dataclasses.asdict(summarizer.config.decode), "bf16": args.bf16,
+                   "shortlist": args.shortlist, "mean_summary_words": statistics.mean(lengths)},
         "latency_ms_batch_1": {"p50": 1000 * statistics.median(latencies),
                                "p95": 1000 * percentile(latencies, 0.95),
                                "mean": 1000 * statistics.mean(latencies)},
-        "throughput_entities_per_s": {f"batch_{args.batch_size}": args.entities / batched,
+        "throughput_entities_per_s": {f"batch_{args.batch_size}": len(entities) / batched,
                                       "batch_1": len(latencies) / sum(latencies)},
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,

@@ -255,6 +255,14 @@ class Fused:
 
 
 @dataclass
+class OutLayer:
+    """Some rows of a decoder's output layer (a vocabulary shortlist, inference/shortlist.py)."""
+
+    weight: torch.Tensor  # [V', D]
+    bias: torch.Tensor  # [V']
+
+
+@dataclass
 class DecoderOut:
     states: torch.Tensor  # [B, S, D] LSTM hidden states s_t
     logits: torch.Tensor  # [B, S, V] generation logits
@@ -283,8 +291,10 @@ class Decoder(nn.Module):
         self.coverage = nn.Parameter(torch.zeros(())) if c.coverage else None
         self.drop = nn.Dropout(c.dropout)
 
-    def forward(self, emb: torch.Tensor, st: BranchState) -> tuple[DecoderOut, BranchState]:
-        """emb [B, S, E] embeddings of w_{t-1} -> per-step outputs and the state after S steps."""
+    def forward(self, emb: torch.Tensor, st: BranchState,
+                out_layer: OutLayer | None = None) -> tuple[DecoderOut, BranchState]:
+        """emb [B, S, E] embeddings of w_{t-1} -> per-step outputs and the state after S steps.
+        out_layer: rows of the output layer to score instead of the whole vocabulary (V' words)."""
         states, (h, c) = self.lstm(emb, (st.h.unsqueeze(0).contiguous(),
                                          st.c.unsqueeze(0).contiguous()))  # [B, S, D]
         scores = torch.bmm(states, st.keys.transpose(1, 2))  # [B, S, M]
@@ -295,7 +305,11 @@ class Decoder(nn.Module):
             attn, coverage_loss, coverage = self._attend_with_coverage(scores, st)
         ctx = torch.bmm(attn, st.memory)  # [B, S, D]
         both = torch.cat([states, ctx], dim=-1)  # [B, S, 2D]
-        logits = self.out(self.drop(torch.tanh(self.combine(both))))  # [B, S, V]
+        hidden = self.drop(torch.tanh(self.combine(both)))  # [B, S, D]
+        if out_layer is None:
+            logits = self.out(hidden)  # [B, S, V]
+        else:
+            logits = nn.functional.linear(hidden, out_layer.weight, out_layer.bias)  # [B, S, V']
         p_gen = None
         if self.copy_gate is not None:
             p_gen = torch.sigmoid(self.copy_gate(torch.cat([both, emb], -1))).squeeze(-1)
@@ -431,12 +445,14 @@ class DenoiseSum(nn.Module):
 
     # ---- decoder ----------------------------------------------------------------------------
 
-    def _decode(self, state: DecodeState, prev: torch.Tensor) -> tuple[dict, DecodeState]:
+    def _decode(self, state: DecodeState, prev: torch.Tensor,
+                out_layers: dict[str, OutLayer] | None = None) -> tuple[dict, DecodeState]:
         """prev [B*, S] previous words -> per-step pieces of the distribution, and new state."""
         emb = self.drop(self.embed(prev))  # [B*, S, E]
         out, new = {}, {}
         for name, branch in self.branches().items():
-            out[name], new[name] = branch.decoder(emb, getattr(state, name))
+            layer = None if out_layers is None else out_layers[name]
+            out[name], new[name] = branch.decoder(emb, getattr(state, name), layer)
         lam = None
         if self.gate is not None:
             gate_in = torch.cat([emb, out["seg"].states, out["doc"].states], dim=-1)
@@ -452,15 +468,20 @@ class DenoiseSum(nn.Module):
         """p_d = p_gen p_vocab + (1 - p_gen) p_copy (just p_vocab without copy)."""
         return p_vocab if p_gen is None else p_gen * p_vocab + (1 - p_gen) * copy
 
-    def step_probs(self, state: DecodeState,
-                   prev_tokens: torch.Tensor) -> tuple[dict, DecodeState]:
+    def step_probs(self, state: DecodeState, prev_tokens: torch.Tensor,
+                   out_layers: dict[str, OutLayer] | None = None) -> tuple[dict, DecodeState]:
         """One step, all pieces of the distribution (for decode_step and for inspection).
 
         prev_tokens [B*] -> dict with p [B*, V] (the mixture), p_c, p_d, p_copy [B*, V] (None when
         the branch or copy is off), attn_c, attn_d [B*, M], p_gen, lam [B*] (None when absent).
+        With out_layers (one per branch, V' rows each), V is V': the distribution over those
+        words only, and state.doc.ids must hold positions among them (a shortlist does this).
         """
-        parts, new = self._decode(state, prev_tokens.unsqueeze(1))
-        out, v = parts["out"], self.config.vocab_size
+        parts, new = self._decode(state, prev_tokens.unsqueeze(1), out_layers)
+        out = parts["out"]
+        v = self.config.vocab_size
+        if out_layers is not None:
+            v = len(next(iter(out_layers.values())).bias)
         res = {"lam": None if parts["lam"] is None else parts["lam"][:, 0], "p_c": None,
                "p_d": None, "p_copy": None, "attn_c": None, "attn_d": None, "p_gen": None}
         if "seg" in out:
@@ -480,10 +501,11 @@ class DenoiseSum(nn.Module):
         return res, new
 
     @torch.no_grad()
-    def decode_step(self, state: DecodeState,
-                    prev_tokens: torch.Tensor) -> tuple[torch.Tensor, DecodeState]:
+    def decode_step(self, state: DecodeState, prev_tokens: torch.Tensor,
+                    out_layers: dict[str, OutLayer] | None = None
+                    ) -> tuple[torch.Tensor, DecodeState]:
         """prev_tokens [B*] (BOS_ID first) -> log p(w_t) [B*, V] and the next state."""
-        res, new = self.step_probs(state, prev_tokens)
+        res, new = self.step_probs(state, prev_tokens, out_layers)
         return torch.log(res["p"] + EPS), new
 
     # ---- training ---------------------------------------------------------------------------

@@ -1,0 +1,75 @@
+"""Decoding over a vocabulary shortlist: the most frequent words plus the input's own words.
+
+Beam search spends most of its time in the two decoders' output layers (beams x hidden x V
+multiply-adds per step, for V = 30,000 or 50,000 words). A summary of some reviews uses common
+words and words of those reviews, so scoring only those (Jean et al. 2015; L'Hostis et al. 2016,
+"vocabulary selection") makes each step several times cheaper. The softmax is then normalised
+over the shortlist, which changes probabilities by the mass of the words left out (small for a
+frequency-ordered vocabulary): summaries can differ from full-vocabulary decoding, so this is a
+setting (`SummarizerConfig.shortlist`, `denoisesum summarize --shortlist N`), off by default,
+whose effect on ROUGE is measured on the dev set (docs/results/yelp.md).
+
+    model = ShortlistModel(denoisesum_model, shortlist_rows(batch.reviews, 5000, vocab_size))
+    hyps = beam_search(model, batch, config, model.positions(banned_ids))
+    words = model.vocab_ids(hyps[0][0].tokens)
+
+The shortlist's positions stand in for word ids during the search: the special tokens come first
+(so <pad>, <unk>, <s>, </s> keep their ids), and n-gram blocking works on positions exactly as on
+ids, since the map is one-to-one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import torch
+
+from denoisesum.data.vocab import SPECIALS
+from denoisesum.models.denoisesum import DecodeState, DenoiseSum, OutLayer, SummaryBatch
+
+
+def shortlist_rows(reviews: torch.Tensor, top: int, vocab_size: int) -> torch.Tensor:
+    """The vocabulary ids to decode over: specials, the `top` most frequent words (vocabularies
+    are ordered by frequency) and every word of `reviews` [R, T]; sorted, so specials first."""
+    common = torch.arange(min(len(SPECIALS) + top, vocab_size), device=reviews.device)
+    return torch.unique(torch.cat([common, reviews.flatten()]))
+
+
+class ShortlistModel:
+    """A DenoiseSum that decodes over `rows` (vocabulary ids) only: the beam-search protocol
+    (encode, decode_step) with word positions in `rows` in place of word ids."""
+
+    def __init__(self, model: DenoiseSum, rows: torch.Tensor) -> None:
+        if len(rows) < len(SPECIALS) or not torch.equal(rows[: len(SPECIALS)].cpu(),
+                                                         torch.arange(len(SPECIALS))):
+            raise ValueError("a shortlist must start with the special tokens")
+        self.model, self.rows = model, rows
+        self.position = torch.full((model.config.vocab_size,), -1, dtype=torch.long,
+                                   device=rows.device)
+        self.position[rows] = torch.arange(len(rows), device=rows.device)
+        self.layers = {name: OutLayer(branch.decoder.out.weight[rows],
+                                      branch.decoder.out.bias[rows])
+                       for name, branch in model.branches().items()}
+
+    def encode(self, batch: SummaryBatch) -> DecodeState:
+        if bool((self.position[batch.reviews] < 0).any()):
+            raise ValueError("the shortlist must hold every word of the input reviews")
+        state = self.model.encode(batch)
+        if state.doc is not None:  # copy ids become positions (padding is <pad>: position 0)
+            state.doc = dataclasses.replace(state.doc, ids=self.position[state.doc.ids])
+        return state
+
+    def decode_step(self, state: DecodeState,
+                    prev_positions: torch.Tensor) -> tuple[torch.Tensor, DecodeState]:
+        """prev_positions [B*] -> log p [B*, V'] over the shortlist, and the next state."""
+        return self.model.decode_step(state, self.rows[prev_positions], self.layers)
+
+    def positions(self, ids: Sequence[int]) -> list[int]:
+        """Vocabulary ids -> shortlist positions, leaving out words not in the shortlist."""
+        found = self.position[torch.tensor(list(ids), dtype=torch.long, device=self.rows.device)]
+        return found[found >= 0].tolist()
+
+    def vocab_ids(self, positions: Sequence[int]) -> list[int]:
+        return self.rows[torch.tensor(list(positions), dtype=torch.long,
+                                      device=self.rows.device)].tolist()
