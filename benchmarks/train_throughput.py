@@ -92,7 +92,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
-    amp = autocast_dtype("auto", device)
+    amp = autocast_dtype(cfg.train.precision, device)
     lengths = yelp_lengths
     if args.pairs:
         table = real_lengths(args.pairs)

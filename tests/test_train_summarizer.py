@@ -283,6 +283,18 @@ def test_each_ablation_switch_trains(pairs_dir, topics_dir, tmp_path, switch):
     assert not any(n.startswith(removed) for n in names)
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU precision rules")
+def test_bf16_autocast_on_cpu_trains(pairs_dir, topics_dir, tmp_path):
+    losses = []
+    cfg = tiny_config(topics_dir, max_steps=40, eval_every=20, precision="bf16")
+    run = trainer(pairs_dir, tmp_path / "run", cfg, on_step=lambda s, x: losses.append(x))
+    assert run.amp == torch.bfloat16 and run.scaler is None
+    run.fit()
+    assert np.isfinite(losses).all() and np.mean(losses[-5:]) < np.mean(losses[:5]), losses
+    with pytest.raises(DenoiseSumError, match=r"fp16.*needs CUDA"):
+        trainer(pairs_dir, tmp_path / "fp16", tiny_config(precision="fp16"))
+
+
 def test_early_stopping_and_errors(pairs_dir, topics_dir, tmp_path):
     # lr 0: the validation loss never improves after the first evaluation
     cfg = tiny_config(topics_dir, lr=0.0, max_steps=100, eval_every=1, patience=2)

@@ -80,7 +80,8 @@ class SummarizerTrainConfig:
     seed: int = 1
     threads: int = 0  # torch CPU threads; 0 = all cores
     device: str = "auto"  # auto (CUDA when available), cpu, cuda
-    precision: str = "auto"  # auto: bf16 autocast on CUDA (fp16 where unsupported), fp32 on CPU
+    precision: str = "auto"  # auto: bf16 autocast on CUDA (fp16 where unsupported), fp32 on CPU;
+    # "bf16" on CPU too (autocast), "fp32" anywhere
     keep_checkpoints: int = 2
     init_lm: str = ""  # BiLM directory whose matching weights start the model (lm_init.py)
     # a trained summarizer directory to start from: the second phase, with model.coverage on
@@ -130,11 +131,13 @@ def pick_device(name: str) -> torch.device:
 
 
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    """Mixed precision on CUDA only; None means plain fp32."""
+    """The autocast dtype; None means plain fp32. On CUDA, 'auto' is bf16 (fp16 where
+    unsupported); on CPU, 'auto' is fp32 and 'bf16' is asked for explicitly (it pays on CPUs
+    with AVX512-BF16 or AMX: benchmarks/train_throughput.py measures it)."""
     if device.type != "cuda":
-        if precision in ("bf16", "fp16"):
-            raise ConfigError(f"train.precision={precision!r} needs CUDA; use 'auto' or 'fp32'")
-        return None
+        if precision == "fp16":
+            raise ConfigError("train.precision='fp16' needs CUDA; on CPU use 'bf16' or 'fp32'")
+        return torch.bfloat16 if precision == "bf16" else None
     if precision == "auto":
         precision = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]

@@ -1,0 +1,46 @@
+"""The shipped Yelp model (models/denoisesum-yelp): it loads with no arguments, fits the size
+budget, and summarizes the bundled examples from Python and from the command line."""
+
+import json
+from pathlib import Path
+
+from safetensors import safe_open
+from typer.testing import CliRunner
+
+from denoisesum.cli import app
+from denoisesum.data.reviewsets import read_review_sets
+from denoisesum.inference.summarizer import DEFAULT_MODEL_DIR, Summarizer
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "review_sets.jsonl"
+
+
+def test_the_default_model_is_shipped_within_budget():
+    files = {p.name: p.stat().st_size for p in DEFAULT_MODEL_DIR.iterdir()}
+    assert {"model.safetensors", "config.json", "vocab.json"} <= set(files)
+    assert sum(files.values()) <= 60 * 2**20
+    with safe_open(str(DEFAULT_MODEL_DIR / "model.safetensors"), "pt") as weights:
+        assert weights.get_tensor("embed.weight").dtype.itemsize == 2  # stored in fp16
+
+
+def test_from_pretrained_without_arguments_summarizes_a_review_set():
+    summarizer = Summarizer.from_pretrained()
+    review_set = next(iter(read_review_sets(EXAMPLES)))
+    summary = summarizer.summarize(review_set.reviews)
+    words = summary.split()
+    assert len(words) >= summarizer.config.decode.min_length
+    assert "<unk>" not in summary and summary[0].isupper()
+    # it read the reviews: a ramen shop's summary talks about food
+    vocabulary = {w.strip(".,!").lower() for w in words}
+    assert vocabulary & {"food", "ramen", "noodles", "broth", "place", "service", "staff"}
+
+
+def test_summarize_command_uses_the_default_model(tmp_path):
+    small = tmp_path / "sets.jsonl"
+    small.write_text(EXAMPLES.read_text().splitlines()[1] + "\n")
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(app, ["summarize", str(small), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["entity_id"] == json.loads(small.read_text())["entity_id"]
+    assert len(record["summary"].split()) >= 10
