@@ -637,8 +637,8 @@ def summarize_command(
             "--bf16", help="Compute in bfloat16: ~2x faster on CPUs with AVX512-BF16/AMX "
                            "(maybe slower without); beams may differ slightly.")] = False,
         shortlist: Annotated[int | None, typer.Option(
-            min=0, help="Decode over the N most frequent words plus the input's words: several "
-                        "times faster, may change summaries (0: all words; default: the "
+            min=0, help="Decode over the N most frequent words plus the input's words: cheaper "
+                        "output layers, may change summaries (0: all words; default: the "
                         "model's setting, else 0).")] = None,
         raw: Annotated[bool, typer.Option(
             "--raw", help="Write the tokenized form ('i ca n't'), not readable text.")] = False,

@@ -3,11 +3,13 @@
 Beam search spends most of its time in the two decoders' output layers (beams x hidden x V
 multiply-adds per step, for V = 30,000 or 50,000 words). A summary of some reviews uses common
 words and words of those reviews, so scoring only those (Jean et al. 2015; L'Hostis et al. 2016,
-"vocabulary selection") makes each step several times cheaper. The softmax is then normalised
+"vocabulary selection") makes that part of each step cheaper. The softmax is then normalised
 over the shortlist, which changes probabilities by the mass of the words left out (small for a
 frequency-ordered vocabulary): summaries can differ from full-vocabulary decoding, so this is a
-setting (`SummarizerConfig.shortlist`, `denoisesum summarize --shortlist N`), off by default,
-whose effect on ROUGE is measured on the dev set (docs/results/yelp.md).
+setting (`SummarizerConfig.shortlist`, `denoisesum summarize --shortlist N`), off by default.
+Its speed and its effect on dev ROUGE are not measured yet (benchmarks/summarize_speed.py
+--shortlist, scripts/tune_decoding.py); a profile of full decoding put 65% of the time in the
+output layers.
 
     model = ShortlistModel(denoisesum_model, shortlist_rows(batch.reviews, 5000, vocab_size))
     hyps = beam_search(model, batch, config, model.positions(banned_ids))

@@ -56,7 +56,7 @@ class SummarizerConfig:
     # without; log-probabilities change in the third digit, so a close beam may go another way
     bf16: bool = False
     # decode over the `shortlist` most frequent words plus the input's words (0: the whole
-    # vocabulary): several times faster, normalised over fewer words (inference/shortlist.py)
+    # vocabulary): cheaper output layers, normalised over fewer words (inference/shortlist.py)
     shortlist: int = 0
     decode: DecodeConfig = field(default_factory=DecodeConfig)
 
