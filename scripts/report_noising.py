@@ -51,13 +51,12 @@ def profile_section(prof: dict, previous: dict | None) -> list[str]:
         f"{prof['head_first_nucleus_seconds'] / n * 1000:.0f} ms |", "",
         "Head-first nucleus: a tail-cluster word is never more likely than its cluster's entry "
         "in the head, so where the nucleus of the head's words closes on a word at least as "
-        "likely as both cluster entries, it is exactly the nucleus of the full distribution and "
+        "likely as every cluster entry, it is exactly the nucleus of the full distribution and "
         "the 28,000 tail words are never computed. On these candidates "
-        f"{prof['closes_in_head']:.0%} of positions close inside the head but this bound "
-        f"certifies only {prof['certified_by_cluster_bound']:.0%} (cluster mass is spread over "
-        "thousands of words); the rest still build the full distribution. Next step: expand "
-        "only the cluster whose bound is above the cut, and stop as soon as no unexpanded "
-        "cluster can enter.",
+        f"{prof['closes_in_head']:.0%} of positions close inside the head and the bound "
+        f"certifies {prof['certified_by_cluster_bound']:.0%} at once; at the other positions "
+        "only the tail clusters whose total mass reaches the nucleus' cut are expanded (a "
+        "cluster below the cut cannot hold a nucleus word), which is still exact.",
     ]
     if previous:
         run = previous["this_run"]
@@ -76,6 +75,7 @@ def main() -> None:
     parser.add_argument("--note", default="")
     parser.add_argument("--profile", type=Path, help="JSON from benchmarks/noising_profile.py")
     parser.add_argument("--previous", type=Path, help="manifest.json of an earlier run to compare")
+    parser.add_argument("--cache", default="runs/encoded", help="the run's --cache directory")
     args = parser.parse_args()
     manifest = json.loads((args.run / "manifest.json").read_text())
     run, filt, s = manifest["this_run"], manifest["candidate_filter"], manifest["settings"]
@@ -89,12 +89,12 @@ def main() -> None:
         "# Synthetic pairs by noising, on the Yelp corpus", "",
         "```bash",
         'denoisesum synthesize "../shared/data/yelp/corpus/part-*.jsonl.xz" \\',
-        f"    --lm models/bilm-yelp -o {args.run} --cache runs/bilm-yelp/encoded \\",
+        f"    --lm models/bilm-yelp -o {args.run} --cache {args.cache} \\",
         f"    --config configs/synth-yelp.toml --pairs {pairs} --workers 2",
-        f"python benchmarks/noising_profile.py {args.run} runs/bilm-yelp/encoded "
+        f"python benchmarks/noising_profile.py {args.run} {args.cache} "
         "models/bilm-yelp > runs/noising-profile.json",
         f"python scripts/report_noising.py {args.run} --wall-seconds {args.wall_seconds:.0f} \\",
-        "    --profile runs/noising-profile.json [--previous OLD/manifest.json] --note '...' \\",
+        f"    --cache {args.cache} --profile runs/noising-profile.json --note '...' \\",
         "    > docs/results/noising.md",
         "```", "",
         f"Machine: {os.cpu_count()} CPU cores, no GPU; a local Dask cluster of 2 workers, one "
@@ -123,7 +123,9 @@ def main() -> None:
         "pairs) |",
         f"| projected time for {PAPER_PAIRS:,} pairs at this rate | {full_minutes:.0f} min "
         f"(target: {TARGET_MINUTES} min) |", "",
-        "Worker CPU time by stage:", "",
+        "Worker CPU time by stage (`segment_noise` includes the LM's nucleus sampling, i.e. its "
+        "output layer, as well as the token and chunk alterations; `lm` is only the BiLM's "
+        "LSTMs; `parse` is spaCy's chunking; `retrieval` the document-noise search):", "",
         "| stage | seconds | share | per pair |", "|---|---|---|---|",
     ]
     out += [f"| {name} | {sec:.0f} | {sec / worker_total:.0%} | {sec / pairs * 1000:.0f} ms |"
