@@ -1,11 +1,12 @@
 """Decoding speed of the summarizer: a trained model on real review sets, or random weights.
 
     python benchmarks/summarize_speed.py --model models/denoisesum-yelp \
-        --review-sets ../shared/data/yelp/meansum_dev.jsonl [--shortlist 5000] [--bf16]
+        --review-sets ../shared/data/yelp/meansum_dev.jsonl [--shortlist N] [--bf16]
     nice -n 15 python benchmarks/summarize_speed.py [--entities 20] [--threads 2]
 
 With --model and --review-sets, the model summarizes the first --entities review sets with its
-own settings (min/max length as tuned), through the whole `Summarizer` path. Without them:
+own settings (min/max length as tuned, shortlist unless --shortlist is given: 0 is the whole
+vocabulary), through the whole `Summarizer` path. Without them:
 
 a randomly initialised DenoiseSum with DenoiseSumConfig's defaults (embeddings 300, hidden 256)
 and a 30,000-word vocabulary summarizes synthetic entities of 8 reviews of about 100 words each,
@@ -62,7 +63,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all)")
     parser.add_argument("--bf16", action="store_true", help="SummarizerConfig.bf16")
-    parser.add_argument("--shortlist", type=int, default=0, help="SummarizerConfig.shortlist")
+    parser.add_argument("--shortlist", type=int, default=None,
+                        help="SummarizerConfig.shortlist (default: the model's setting)")
     parser.add_argument("--model", help="a trained model directory (default: random weights)")
     parser.add_argument("--review-sets", help="review-set file to summarize (with --model)")
     args = parser.parse_args()
@@ -80,7 +82,9 @@ def main() -> None:
         summarizer = Summarizer(model, vocab, SummarizerConfig(
             decode=DecodeConfig(beam_size=args.beam, max_length=args.max_length)))
         entities = make_entities(vocab, args.entities + 2, args.reviews, args.words, seed=1)
-    summarizer.config.bf16, summarizer.config.shortlist = args.bf16, args.shortlist
+    summarizer.config.bf16 = args.bf16
+    if args.shortlist is not None:
+        summarizer.config.shortlist = args.shortlist
     model = summarizer.model
     warmup, entities = entities[:2], entities[2:]
     summarizer.summarize_batch(warmup, batch_size=2)
@@ -105,7 +109,8 @@ def main() -> None:
                   "mean_words_per_review": statistics.mean(
                       len(r.split()) for e in entities for r in e)},
         "decode": {**dataclasses.asdict(summarizer.config.decode), "bf16": args.bf16,
-                   "shortlist": args.shortlist, "mean_summary_words": statistics.mean(lengths)},
+                   "shortlist": summarizer.config.shortlist,
+                   "mean_summary_words": statistics.mean(lengths)},
         "latency_ms_batch_1": {"p50": 1000 * statistics.median(latencies),
                                "p95": 1000 * percentile(latencies, 0.95),
                                "mean": 1000 * statistics.mean(latencies)},
