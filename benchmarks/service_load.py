@@ -201,7 +201,7 @@ def measure(args, sets: list[list[str]], base: str, server: subprocess.Popen,
                      "endpoint": "/v1/summarize/batch" if args.batch else "/v1/summarize",
                      "sets_per_request": per_request, "max_batch": args.max_batch,
                      "server_threads": args.threads, "timeout_s": args.timeout,
-                     "review_sets": str(args.sets), "distinct_sets": len(sets),
+                     "review_sets": shown_path(args.sets), "distinct_sets": len(sets),
                      "mean_reviews_per_set": round(statistics.mean(map(len, sets)), 1)},
         "model": {"id": model["id"], "path": model["path"], "parameters": model["parameters"],
                   "vocab_size": model["vocab_size"],
@@ -223,13 +223,31 @@ def measure(args, sets: list[list[str]], base: str, server: subprocess.Popen,
         "rss_mib": {"loaded": round(loaded_rss, 1) if loaded_rss else None,
                     "start": round(rss[0], 1) if rss else None,
                     "end": round(end_rss or rss[-1], 1) if rss else None,
-                    "max": round(max(rss), 1) if rss else None, "samples": len(rss)},
+                    "max": round(max(rss), 1) if rss else None, "samples": len(rss),
+                    "max_by_quarter": quarter_peaks(sampler.samples)},
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "system": f"{platform.processor() or platform.machine()}, "
                               f"{platform.system()}",
                     "load_average_1m_at_end": round(os.getloadavg()[0], 2)},
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
+
+
+def quarter_peaks(samples: list[tuple[float, float]]) -> list[float]:
+    """The largest RSS in each quarter of the sampled time: flat memory shows as equal peaks."""
+    if not samples:
+        return []
+    span = samples[-1][0] or 1.0
+    peaks = [0.0] * 4
+    for t, value in samples:
+        quarter = min(3, int(4 * t / span))
+        peaks[quarter] = max(peaks[quarter], value)
+    return [round(v, 1) for v in peaks]
+
+
+def shown_path(path: Path) -> str:
+    """The path as a reader can reproduce it: relative to the repository root."""
+    return os.path.relpath(path.resolve(), ROOT)
 
 
 def markdown(result: dict, command: str) -> str:
@@ -256,7 +274,8 @@ def markdown(result: dict, command: str) -> str:
                      f"{result['sets_per_batch']} review sets each on average"),
         ("server memory (VmRSS)", f"{rss['loaded']} MiB loaded; {rss['start']} at the start "
                                   f"of the load, {rss['end']} at its end, {rss['max']} at most "
-                                  f"({rss['samples']} samples)"),
+                                  f"({rss['samples']} samples); largest in each quarter of "
+                                  f"the run: {' / '.join(map(str, rss['max_by_quarter']))}"),
         ("machine", f"{result['machine']['cpus']} CPUs ({result['machine']['system']}), "
                     f"load average {result['machine']['load_average_1m_at_end']} at the end"),
     ]
