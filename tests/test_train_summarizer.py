@@ -258,12 +258,13 @@ def test_ctrl_c_finishes_the_step_then_saves(pairs_dir, tmp_path):
         if step == 4:  # a real SIGINT, as the terminal sends it
             os.kill(os.getpid(), signal.SIGINT)
 
+    before = signal.getsignal(signal.SIGINT)  # SIG_IGN when pytest runs as a background job
     run = trainer(pairs_dir, tmp_path / "run", tiny_config(), on_step=ctrl_c_at_4)
     with pytest.raises(KeyboardInterrupt):
         run.fit()
     assert run.state["step"] == 4
     assert (tmp_path / "run" / "checkpoints" / "LATEST").read_text().strip() == "step-000000004"
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+    assert signal.getsignal(signal.SIGINT) is before  # the caller's handler is restored
 
 
 @pytest.mark.parametrize("switch", ["segment_noise", "document_noise", "explicit_denoising",
