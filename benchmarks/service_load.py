@@ -250,6 +250,21 @@ def shown_path(path: Path) -> str:
     return os.path.relpath(path.resolve(), ROOT)
 
 
+def verdict(result: dict) -> str:
+    """The two things the run is for: no server errors, and memory that does not grow."""
+    peaks = result["rss_mib"]["max_by_quarter"]
+    errors = result["server_errors_5xx"] + result["transport_errors"]
+    lines = [f"- Server errors (5xx or dropped connections): **{errors}** of "
+             f"{result['requests']:,} requests."]
+    if len(peaks) == 4:
+        growth = peaks[3] - peaks[0]
+        shape = "flat: no growth" if growth <= 0.1 * peaks[0] else "GROWING"
+        lines.append(f"- Memory, last quarter's peak minus the first quarter's: {growth:+.1f} MiB "
+                     f"({shape}). The rise from the idle server to the first peak is the "
+                     f"working set of decoding batches, reached in the first quarter.")
+    return "\n".join(lines) + "\n"
+
+
 def markdown(result: dict, command: str) -> str:
     s, m, lat, rss = result["settings"], result["model"], result["latency_ms"], result["rss_mib"]
     lat = lat or {k: float("nan") for k in ("p50", "p90", "p99", "mean", "max")}
@@ -282,7 +297,7 @@ def markdown(result: dict, command: str) -> str:
     table = "\n".join(f"| {k} | {v} |" for k, v in rows)
     return (f"# HTTP service under load\n\n`denoisesum serve` with concurrent clients posting "
             f"review sets (benchmarks/service_load.py), {result['date']}.\n\n"
-            f"```bash\n{command}\n```\n\n| | |\n|---|---|\n{table}\n")
+            f"```bash\n{command}\n```\n\n{verdict(result)}\n| | |\n|---|---|\n{table}\n")
 
 
 def main() -> None:
