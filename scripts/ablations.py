@@ -11,9 +11,18 @@ OUT/ROW (model selection on synthetic validation loss, so the dev set is only us
 final scores), then `denoisesum summarize` of the dev review sets with the same decoding for
 every row (--min-length), scored with rouge-score F1. The budget is a number of training steps
 (--steps), so every row sees the same number of pairs whatever else runs on the machine;
---jobs runs rows side by side, each with cores/jobs torch threads. A row whose
-OUT/ROW/dev-scores.json exists is not run again, and an interrupted row resumes from its
-checkpoint: run the command again after a crash.
+--jobs runs rows side by side, each with cores/jobs torch threads. A row whose training
+finished (OUT/ROW/results.json) is not trained again and its dev predictions are reused, and an
+interrupted row resumes from its checkpoint: run the command again after a crash.
+--extra LABEL=RUN scores another finished run the same way, e.g. the full row trained in fp32
+when the others used bf16:
+
+    python scripts/ablations.py ... --set 'train.precision="bf16"' \
+        --extra "full, fp32=runs/ablations-fp32/full"
+
+Every row is compared with the full one entity by entity (paired bootstrap interval of the R1
+difference and an approximate randomization p-value), because on 100 dev entities a difference
+under about one R1 point is within noise.
 """
 
 from __future__ import annotations
@@ -66,39 +75,66 @@ def train(row: str, args: argparse.Namespace) -> Path:
     return run
 
 
+def decode(run: Path, args: argparse.Namespace) -> Path:
+    predictions = run / "dev-predictions.jsonl"
+    if not predictions.exists():
+        subprocess.run([sys.executable, "-m", "denoisesum.cli", "summarize", str(args.dev),
+                        "--model", str(run), "-o", str(predictions), "--raw",
+                        "--min-length", str(args.min_length),
+                        "--shortlist", str(args.shortlist)],
+                       check=True, env={**os.environ, "OMP_NUM_THREADS": str(threads(args))})
+    return predictions
+
+
 def score(run: Path, args: argparse.Namespace) -> dict:
+    """Mean and per-entity rouge-score F1 of a run's dev predictions (entities in gold order,
+    so that rows can be compared entity by entity)."""
     from denoisesum.data.reviewsets import read_review_sets
     from denoisesum.evaluation.rouge import ROUGE_TYPES, rouge_f1
 
-    predictions = run / "dev-predictions.jsonl"
-    subprocess.run([sys.executable, "-m", "denoisesum.cli", "summarize", str(args.dev),
-                    "--model", str(run), "-o", str(predictions), "--raw",
-                    "--min-length", str(args.min_length), "--shortlist", str(args.shortlist)],
-                   check=True,
-                   env={**os.environ, "OMP_NUM_THREADS": str(threads(args))})
     gold = {s.entity_id: s.summaries for s in read_review_sets(args.dev)}
-    records = [json.loads(line) for line in predictions.read_text().splitlines()]
-    per_entity = [rouge_f1(r["summary"], gold[r["entity_id"]]) for r in records]
+    records = [json.loads(line) for line in decode(run, args).read_text().splitlines()]
+    summaries = {r["entity_id"]: r["summary"] for r in records}
+    ids = [i for i in gold if i in summaries]
+    per_entity = [rouge_f1(summaries[i], gold[i]) for i in ids]
     results = json.loads((run / "results.json").read_text())
-    n = len(records)
+    n = len(ids)
     return {**{t: 100 * sum(x[t] for x in per_entity) / n for t in ROUGE_TYPES},
-            "entities": n, "words": sum(len(r["summary"].split()) for r in records) / n,
+            "per_entity": {t: [100 * x[t] for x in per_entity] for t in ROUGE_TYPES},
+            "entities": n, "words": sum(len(summaries[i].split()) for i in ids) / n,
             "steps": results["steps"], "epochs": results["epochs"],
-            "train_pairs": results["train_pairs"], "best_val_loss": results["best_val_loss"]}
+            "train_pairs": results["train_pairs"], "best_val_loss": results["best_val_loss"],
+            "pairs_per_second": results["pairs_per_second"]}
+
+
+def versus(row: dict, base: dict) -> str:
+    """R1 difference to the base row with its paired 95% bootstrap interval and p-value."""
+    from denoisesum.evaluation.stats import paired_test
+
+    if row is base:
+        return "– | –"
+    test = paired_test(row["per_entity"]["rouge1"], base["per_entity"]["rouge1"])
+    return (f"{test.difference:+.2f} ({test.ci_low:+.2f} to {test.ci_high:+.2f}) | "
+            f"{test.p_value:.2f}")
 
 
 def table(scores: dict[str, dict], args: argparse.Namespace) -> str:
     first = next(iter(scores.values()))
+    base = scores.get("full", first)
     lines = [f"Ablations on {first['entities']} entities of `{args.dev.name}` (rouge-score F1), "
              f"each row trained for {args.steps:,} steps on `{args.pairs}` with `{args.config}` "
              f"and decoded with min_length {args.min_length} and shortlist {args.shortlist}; "
+             "ΔR1 is the row minus the full model, entity by entity, with a paired bootstrap "
+             "95% interval and an approximate randomization p-value; "
              "command: `python scripts/ablations.py` (see its docstring).", "",
-             "| model | R1 | R2 | RL | words | steps | epochs | training pairs | best val loss |",
-             "|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             "| model | R1 | R2 | RL | ΔR1 vs full (95% CI) | p | words | steps | epochs | "
+             "training pairs | best val loss | pairs/s |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     lines += [f"| {row} | {s['rouge1']:.2f} | {s['rouge2']:.2f} | {s['rougeL']:.2f} | "
-              f"{s['words']:.1f} | "
+              f"{versus(s, base)} | {s['words']:.1f} | "
               f"{s['steps']:,} | {s['epochs']:.2f} | {s['train_pairs']:,} | "
-              f"{s['best_val_loss']:.3f} |" for row, s in scores.items()]
+              f"{s['best_val_loss']:.3f} | {s['pairs_per_second']:.1f} |"
+              for row, s in scores.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -119,6 +155,9 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], help="override for every row")
     parser.add_argument("--out", type=Path, default=Path("runs/ablations"))
     parser.add_argument("--markdown", type=Path)
+    parser.add_argument("--extra", action="append", default=[], metavar="LABEL=RUN",
+                        help="an already trained run to score and compare with the rest "
+                             "(for example a full row trained in fp32)")
     args = parser.parse_args()
     from denoisesum.io import atomic_write, write_json
 
@@ -128,14 +167,19 @@ def main() -> None:
             parser.error(f"unknown row {row!r}; rows: {', '.join(ROWS)}")
 
     def run_row(row: str) -> dict:
-        done = args.out / slug(row) / "dev-scores.json"
-        if not done.exists():
-            write_json(done, score(train(row, args), args))
-        print(f"{row}: {done.read_text()}", flush=True)
+        run = args.out / slug(row)
+        done = run / "dev-scores.json"
+        if not (run / "results.json").exists():  # results.json: training finished
+            train(row, args)
+        if not done.exists() or "per_entity" not in json.loads(done.read_text()):
+            write_json(done, score(run, args))
         return json.loads(done.read_text())
 
     with ThreadPoolExecutor(args.jobs) as pool:
         scores = dict(zip(rows, pool.map(run_row, rows), strict=True))
+    for extra in args.extra:
+        label, _, run = extra.partition("=")
+        scores[label] = score(Path(run), args)
     text = table(scores, args)
     print(text)
     if args.markdown:
