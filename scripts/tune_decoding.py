@@ -1,9 +1,10 @@
 """Choose the beam-search length settings of a trained model on the DEV set (never test).
 
-ROUGE is sensitive to summary length (Yelp references have about 58 words), and the decoder's
-length is set by min_length and the length penalty. This decodes the dev review sets with each
-combination, scores them with rouge-score, prints a table, and with --write saves the best
-setting (mean of R1/R2/RL F1) into the model's config.json ("summarize.decode"), where
+ROUGE is sensitive to summary length (Yelp references have about 58 words) and to repetition;
+the decoder's length is set by min_length and the length penalty, its repetition by n-gram
+blocking. This decodes the dev review sets with each combination, scores them with rouge-score,
+prints a table, and with --write saves the best setting (mean of R1/R2/RL F1) into the model's
+config.json ("summarize.decode"), where
 `Summarizer.from_pretrained` and `denoisesum summarize` pick it up.
 
     python scripts/tune_decoding.py runs/yelp/model ../shared/data/yelp/meansum_dev.jsonl \
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import time
 from pathlib import Path
@@ -44,6 +46,8 @@ def main() -> None:
     parser.add_argument("dev", type=Path, help="review-set file with reference summaries")
     parser.add_argument("--min-lengths", default="10,30,45")
     parser.add_argument("--penalties", default="1.0")
+    parser.add_argument("--no-repeat-ngrams", default="",
+                        help="n-gram blocking sizes to try (default: the model's setting)")
     parser.add_argument("--limit", type=int, default=0, help="first N dev entities (0: all)")
     parser.add_argument("--write", action="store_true", help="save the best into config.json")
     parser.add_argument("--markdown", type=Path, help="also write the table here")
@@ -52,23 +56,29 @@ def main() -> None:
     summarizer = Summarizer.from_pretrained(args.model)
     base = summarizer.config.decode
     rows = []
-    for min_length in (int(x) for x in args.min_lengths.split(",")):
-        for penalty in (float(x) for x in args.penalties.split(",")):
-            summarizer.config.decode = dataclasses.replace(base, min_length=min_length,
-                                                           length_penalty=penalty)
-            result = score(summarizer, sets)
-            rows.append({"min_length": min_length, "length_penalty": penalty, **result})
-            print(json.dumps(rows[-1]), flush=True)
+    grid = itertools.product([int(x) for x in args.min_lengths.split(",")],
+                             [float(x) for x in args.penalties.split(",")],
+                             [int(x) for x in args.no_repeat_ngrams.split(",") if x]
+                             or [base.no_repeat_ngram])
+    for min_length, penalty, ngram in grid:
+        summarizer.config.decode = dataclasses.replace(
+            base, min_length=min_length, length_penalty=penalty, no_repeat_ngram=ngram)
+        result = score(summarizer, sets)
+        rows.append({"min_length": min_length, "length_penalty": penalty,
+                     "no_repeat_ngram": ngram, **result})
+        print(json.dumps(rows[-1]), flush=True)
     best = max(rows, key=lambda r: r["mean"])
     lines = [f"Dev-set decoding search for `{args.model}` on {len(sets)} entities of "
              f"`{args.dev.name}` (rouge-score F1, beam {base.beam_size}).", "",
-             "| min_length | length penalty | R1 | R2 | RL | mean | words | seconds |",
-             "|--:|--:|--:|--:|--:|--:|--:|--:|"]
-    lines += [f"| {r['min_length']} | {r['length_penalty']} | {r['rouge1']:.2f} | "
+             "| min_length | length penalty | n-gram blocking | R1 | R2 | RL | mean | words "
+             "| seconds |",
+             "|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    lines += [f"| {r['min_length']} | {r['length_penalty']} | {r['no_repeat_ngram']} | "
+              f"{r['rouge1']:.2f} | "
               f"{r['rouge2']:.2f} | {r['rougeL']:.2f} | {r['mean']:.2f} | {r['words']:.1f} | "
               f"{r['seconds']:.0f} |" for r in rows]
     lines += ["", f"Chosen: min_length {best['min_length']}, length penalty "
-                  f"{best['length_penalty']}."]
+                  f"{best['length_penalty']}, n-gram blocking {best['no_repeat_ngram']}."]
     table = "\n".join(lines) + "\n"
     print(table)
     if args.markdown:
@@ -78,7 +88,8 @@ def main() -> None:
         config_path = args.model / "config.json"
         config = json.loads(config_path.read_text())
         decode = config.setdefault("summarize", {}).setdefault("decode", {})
-        decode.update(min_length=best["min_length"], length_penalty=best["length_penalty"])
+        decode.update(min_length=best["min_length"], length_penalty=best["length_penalty"],
+                      no_repeat_ngram=best["no_repeat_ngram"])
         with atomic_write(config_path) as handle:
             handle.write(json.dumps(config, indent=2) + "\n")
         print(f"saved into {config_path}")
