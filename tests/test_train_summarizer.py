@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -170,7 +171,8 @@ def test_loss_falls_and_best_model_is_exported(pairs_dir, topics_dir, tmp_path):
     model = DenoiseSum(DenoiseSumConfig(**config["model"]))
     model.load_state_dict(weights)
     assert summary["best_val_loss"] is not None and summary["pairs_per_second"] > 0
-    assert config["summarize"] == {"max_review_tokens": 150}
+    assert config["summarize"]["max_review_tokens"] == 150  # reviews cut as in training
+    assert config["summarize"]["decode"]["no_repeat_ngram"] == 3  # the default decoding
     metrics = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text()
                .splitlines()]
     assert [m["step"] for m in metrics if "val_loss" in m] == [20, 40, 60]
@@ -440,6 +442,35 @@ def test_select_on_dev_rouge_exports_the_best_decoded_model(pairs_dir, tmp_path)
     assert summary["best_dev_rouge"] == pytest.approx(best["dev_mean"])
     assert summary["best_val_loss"] is None and summary["select_on"] == "dev-rouge"
     assert all("val_loss" in m and 0 <= m["dev_rouge1"] <= 100 for m in logged)
+
+
+def test_dev_rouge_decodes_with_the_run_settings_and_exports_them(pairs_dir, tmp_path):
+    from denoisesum.inference.beam import DecodeConfig
+    from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
+
+    dev = tmp_path / "dev.jsonl"
+    sets = [{"entity_id": f"e{i}", "reviews": p["document_noise"], "summaries": [p["summary"]]}
+            for i, p in enumerate(make_pairs(3, 3, seed=9))]
+    dev.write_text("".join(json.dumps(s) + "\n" for s in sets))
+    cfg = tiny_config(select_on="dev-rouge", dev_set=str(dev), max_steps=2, eval_every=2)
+    cfg.summarize = SummarizerConfig(shortlist=7, decode=DecodeConfig(
+        min_length=4, max_length=6, no_repeat_ngram=2))
+    run = trainer(pairs_dir, tmp_path / "run", cfg)
+    seen = []
+    real = Summarizer.summarize_tokens_batch
+
+    def spy(self, review_sets):
+        seen.append(self.config)
+        return real(self, review_sets)
+
+    with mock.patch.object(Summarizer, "summarize_tokens_batch", spy):
+        run.fit()
+    assert seen and all(c.decode.no_repeat_ngram == 2 and c.decode.max_length == 6
+                        and c.shortlist == 7 for c in seen)
+    # max_review_tokens follows the data's cut, whatever [summarize] says
+    assert seen[0].max_review_tokens == cfg.data.max_review_tokens
+    loaded = Summarizer.from_pretrained(tmp_path / "run")
+    assert loaded.config == seen[0]
 
 
 def test_init_from_a_bilm_copies_matching_weights_by_word(pairs_dir, tmp_path):

@@ -6,7 +6,10 @@ the paper's second phase for Yelp, started from the first phase's model with tra
 Selection and validation use NLL + KL only.
 Adam (lr 1e-3), gradient norm clipped at 3, batches of 8 pairs (paper §4). The model is evaluated
 on held-out pairs every `eval_every` steps; the best one by validation loss is exported to the run
-directory, and training stops early after `patience` evaluations without improvement.
+directory, and training stops early after `patience` evaluations without improvement. With
+select_on = "dev-rouge" the model is chosen by the ROUGE of its beam-search summaries of a dev
+set, decoded with the run's [summarize] settings (length, n-gram blocking, shortlist), which the
+exported config.json keeps, so the model is used as it was selected.
 
 Crash safety as in the LM trainer: checkpoints every `save_every` steps and on Ctrl-C;
 `resume=True` restarts from the latest checkpoint with the same weights, optimizer, RNG and
@@ -45,6 +48,7 @@ from denoisesum.config import config_from_dict
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.vocab import Vocab
 from denoisesum.errors import ConfigError, DenoiseSumError, InputError
+from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.io import write_json
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
 from denoisesum.training import distributed
@@ -96,6 +100,9 @@ class SummarizerRunConfig:
     vocab: PairVocabConfig = field(default_factory=PairVocabConfig)
     data: PairDataConfig = field(default_factory=PairDataConfig)
     train: SummarizerTrainConfig = field(default_factory=SummarizerTrainConfig)
+    # decoding of the dev-ROUGE evaluations, saved into the exported config.json: the model is
+    # then selected with the decoding it will be used with (max_review_tokens: data's)
+    summarize: SummarizerConfig = field(default_factory=SummarizerConfig)
 
 
 def check_config(cfg: SummarizerRunConfig) -> None:
@@ -279,9 +286,13 @@ class SummarizerTrainer(ResumableTrainer):
         """config.json of the exported model: what the Summarizer loader reads ("kind", "model"),
         plus the settings it was trained with."""
         run = dataclasses.asdict(self.cfg)
-        # "summarize": the inference loader then cuts reviews as they were cut in training
         return {"kind": "denoisesum", "model": run.pop("model"), "train": run.pop("train"), **run,
-                "summarize": {"max_review_tokens": self.cfg.data.max_review_tokens}}
+                "summarize": dataclasses.asdict(self.summarize_config())}
+
+    def summarize_config(self) -> SummarizerConfig:
+        # reviews are cut at inference as they were cut in training
+        return dataclasses.replace(self.cfg.summarize,
+                                   max_review_tokens=self.cfg.data.max_review_tokens)
 
     def _checkpoint_state(self) -> dict[str, Any]:
         return {"optimizer": self.optimizer.state_dict(),
@@ -411,10 +422,9 @@ class SummarizerTrainer(ResumableTrainer):
     def dev_rouge(self) -> dict[str, float]:
         """rouge-score F1 (0-100) of the current model's beam-search summaries of the dev sets."""
         from denoisesum.evaluation.rouge import ROUGE_TYPES, rouge_f1
-        from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 
         was_training = self.model.training
-        settings = SummarizerConfig(max_review_tokens=self.cfg.data.max_review_tokens)
+        settings = self.summarize_config()
         world = self.dist.world_size
         mine = self.dev_sets[self.dist.rank::world]  # distributed: each rank decodes a share
         summaries = Summarizer(self.model, self.vocab, settings, self.device) \
