@@ -56,7 +56,7 @@ stage train denoisesum train "$ROOT/pairs" -o "$ROOT/model" --config "$CONFIG" \
   --max-minutes "$TRAIN_MINUTES" \
   $(resume_flag "$ROOT/model")
 stage tune-decoding python scripts/tune_decoding.py "$ROOT/model" "$DATA/yelp/meansum_dev.jsonl" \
-  --limit 50 --min-lengths 10,30,45 --write --markdown "$ROOT/decoding-dev.md"
+  --min-lengths 45,55,65,75 --no-repeat-ngrams 2,3 --write --markdown "$ROOT/decoding-dev.md"
 stage summarize-test denoisesum summarize "$DATA/yelp/meansum_test.jsonl" --model "$ROOT/model" \
   -o "$ROOT/test.denoisesum.jsonl"
 stage leaderboard denoisesum leaderboard "$DATA/yelp/meansum_test.jsonl" \

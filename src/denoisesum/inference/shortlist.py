@@ -8,7 +8,7 @@ over the shortlist, which changes probabilities by the mass of the words left ou
 frequency-ordered vocabulary): summaries can differ from full-vocabulary decoding, so this is a
 setting (`SummarizerConfig.shortlist`, `denoisesum summarize --shortlist N`), off unless a
 model's config sets it. Measured with the shipped Yelp model (docs/results/summarize.md): 5,000
-words decode 3.5x faster than the whole 30k vocabulary with the same dev ROUGE, so its config
+words decode 3.5-3.8x faster than the whole 30k vocabulary with the same dev ROUGE, so its config
 sets 5000.
 
     model = ShortlistModel(denoisesum_model, shortlist_rows(batch.reviews, 5000, vocab_size))
