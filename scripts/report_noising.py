@@ -32,7 +32,7 @@ def show_pair(pair: dict) -> list[str]:
     return [*out, "", "</details>", ""]
 
 
-def profile_section(prof: dict, previous: dict | None) -> list[str]:
+def profile_section(prof: dict, previous: dict | None, label: str = "") -> list[str]:
     n = prof["candidates"]
     plain = prof["full_vocab_log_prob_seconds"] + prof["nucleus_seconds"]
     out = [
@@ -62,7 +62,7 @@ def profile_section(prof: dict, previous: dict | None) -> list[str]:
         run = previous["this_run"]
         rate = previous["pairs"] / (run["wall_seconds"] - run["prepare_seconds"])
         peak = max(v for k, v in run["peak_rss_mb"].items() if k != "driver")
-        out += ["", f"Before the head-first nucleus, the same run made {rate:.1f} pairs/s with "
+        out += ["", f"{label}, the same run made {rate:.1f} pairs/s with "
                 f"{peak:,.0f} MB per worker (worker CPU seconds: " + ", ".join(
                     f"{k} {v:.0f}" for k, v in run["worker_cpu_seconds_by_stage"].items()) + ")."]
     return out
@@ -75,6 +75,8 @@ def main() -> None:
     parser.add_argument("--note", default="")
     parser.add_argument("--profile", type=Path, help="JSON from benchmarks/noising_profile.py")
     parser.add_argument("--previous", type=Path, help="manifest.json of an earlier run to compare")
+    parser.add_argument("--previous-label", default="Before the head-first nucleus",
+                        help="what was different in the --previous run")
     parser.add_argument("--cache", default="runs/encoded", help="the run's --cache directory")
     args = parser.parse_args()
     manifest = json.loads((args.run / "manifest.json").read_text())
@@ -95,6 +97,8 @@ def main() -> None:
         "models/bilm-yelp > runs/noising-profile.json",
         f"python scripts/report_noising.py {args.run} --wall-seconds {args.wall_seconds:.0f} \\",
         f"    --cache {args.cache} --profile runs/noising-profile.json --note '...' \\",
+        *([f"    --previous {args.previous} --previous-label '{args.previous_label}' \\"]
+          if args.previous else []),
         "    > docs/results/noising.md",
         "```", "",
         f"Machine: {os.cpu_count()} CPU cores, no GPU; a local Dask cluster of 2 workers, one "
@@ -132,7 +136,8 @@ def main() -> None:
             for name, sec in sorted(stages.items(), key=lambda kv: -kv[1])]
     if args.profile:
         previous = json.loads(args.previous.read_text()) if args.previous else None
-        out += profile_section(json.loads(args.profile.read_text()), previous)
+        out += profile_section(json.loads(args.profile.read_text()), previous,
+                               args.previous_label)
     out += ["", "## Examples", "",
             "The first pairs of shard 0, in full (texts are the tokenized, lower-cased form the "
             "summarizer is trained on).", ""]

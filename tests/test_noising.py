@@ -358,3 +358,13 @@ def test_synthesize_command(workspace, tmp_path):
     assert not {p["entity_id"] for p in pairs} & {"e0", "e1"}
     result = CliRunner().invoke(app, [*args[:9], "nope", *args[10:]])
     assert result.exit_code != 0 and "unknown candidate preset 'nope'" in str(result.exception)
+
+
+def test_workers_keep_freed_memory_on_glibc():
+    import platform
+
+    from denoisesum.noising.pipeline import keep_freed_memory
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("mallopt settings are glibc's")
+    assert keep_freed_memory() is True
