@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from denoisesum.data.reviewsets import read_review_sets
-from denoisesum.evaluation.rouge import ROUGE_TYPES, rouge_f1
+from denoisesum.evaluation.rouge import rouge_f1_per_entity
 from denoisesum.inference.summarizer import Summarizer
 
 
@@ -43,9 +43,9 @@ def run_variant(summarizer: Summarizer, sets: list, variant: str) -> dict:
     start = time.perf_counter()
     summaries = summarizer.summarize_tokens_batch([s.reviews for s in sets])
     seconds = time.perf_counter() - start
-    per_entity = [rouge_f1(" ".join(tokens), s.summaries)
-                  for tokens, s in zip(summaries, sets, strict=True)]
-    scores = {t: 100 * float(np.mean([x[t] for x in per_entity])) for t in ROUGE_TYPES}
+    per_entity = rouge_f1_per_entity([" ".join(t) for t in summaries],
+                                     [s.summaries for s in sets])
+    scores = {t: float(np.mean(values)) for t, values in per_entity.items()}
     return {"variant": variant, **scores, "words": float(np.mean([len(t) for t in summaries])),
             "seconds": seconds, "summaries": [" ".join(t) for t in summaries]}
 

@@ -90,17 +90,17 @@ def score(run: Path, args: argparse.Namespace) -> dict:
     """Mean and per-entity rouge-score F1 of a run's dev predictions (entities in gold order,
     so that rows can be compared entity by entity)."""
     from denoisesum.data.reviewsets import read_review_sets
-    from denoisesum.evaluation.rouge import ROUGE_TYPES, rouge_f1
+    from denoisesum.evaluation.rouge import rouge_f1_per_entity
 
     gold = {s.entity_id: s.summaries for s in read_review_sets(args.dev)}
     records = [json.loads(line) for line in decode(run, args).read_text().splitlines()]
     summaries = {r["entity_id"]: r["summary"] for r in records}
     ids = [i for i in gold if i in summaries]
-    per_entity = [rouge_f1(summaries[i], gold[i]) for i in ids]
+    per_entity = rouge_f1_per_entity([summaries[i] for i in ids], [gold[i] for i in ids])
     results = json.loads((run / "results.json").read_text())
     n = len(ids)
-    return {**{t: 100 * sum(x[t] for x in per_entity) / n for t in ROUGE_TYPES},
-            "per_entity": {t: [100 * x[t] for x in per_entity] for t in ROUGE_TYPES},
+    return {**{t: sum(values) / n for t, values in per_entity.items()},
+            "per_entity": per_entity,
             "entities": n, "words": sum(len(summaries[i].split()) for i in ids) / n,
             "steps": results["steps"], "epochs": results["epochs"],
             "train_pairs": results["train_pairs"], "best_val_loss": results["best_val_loss"],

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from denoisesum.data.reviewsets import read_review_sets
-from denoisesum.evaluation.rouge import ROUGE_TYPES, rouge_f1
+from denoisesum.evaluation.rouge import ROUGE_TYPES, rouge_f1_per_entity
 from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import atomic_write
 
@@ -31,9 +31,9 @@ from denoisesum.io import atomic_write
 def score(summarizer: Summarizer, sets: list) -> dict[str, float]:
     start = time.perf_counter()
     summaries = summarizer.summarize_tokens_batch([s.reviews for s in sets])
-    per_entity = [rouge_f1(" ".join(tokens), s.summaries)
-                  for tokens, s in zip(summaries, sets, strict=True)]
-    out = {t: 100 * float(np.mean([x[t] for x in per_entity])) for t in ROUGE_TYPES}
+    per_entity = rouge_f1_per_entity([" ".join(t) for t in summaries],
+                                     [s.summaries for s in sets])
+    out = {t: float(np.mean(scores)) for t, scores in per_entity.items()}
     out["mean"] = float(np.mean([out[t] for t in ROUGE_TYPES]))
     out["words"] = float(np.mean([len(t) for t in summaries]))
     out["seconds"] = time.perf_counter() - start

@@ -56,10 +56,9 @@ Scorer = Callable[[list[str], list[list[str]]], tuple[dict[str, list[float]], di
 
 
 def _rouge(hyps: list[str], refs: list[list[str]]):
-    from denoisesum.evaluation.rouge import ROUGE_TYPES, rouge_f1
+    from denoisesum.evaluation.rouge import rouge_f1_per_entity
 
-    per_entity = [rouge_f1(h, r) for h, r in zip(hyps, refs, strict=True)]
-    return {t: [100 * s[t] for s in per_entity] for t in ROUGE_TYPES}, {}
+    return rouge_f1_per_entity(hyps, refs), {}
 
 
 def _pooled(hyps: list[str], refs: list[list[str]]):
