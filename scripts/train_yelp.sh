@@ -5,7 +5,7 @@
 #   2. synthetic pairs: segment + document noise      (denoisesum synthesize)
 #   3. the LDA topic model of the discriminator       (denoisesum topics)
 #   4. the summarizer, started from the LM's embeddings, selected on dev ROUGE (denoisesum train)
-#   5. decoding length chosen on the dev set (scripts/tune_decoding.py), then test-set
+#   5. decoding length and n-gram blocking chosen on the dev set (scripts/tune_decoding.py), then test-set
 #      evaluation next to the released systems (denoisesum leaderboard)
 #   6. the fp16 export that ships in models/denoisesum-yelp (scripts/export_model.py)
 # Every stage resumes: run the script again after a crash and finished work is kept.
