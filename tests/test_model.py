@@ -131,6 +131,26 @@ def test_forward_nll_equals_step_by_step_decoding():
     assert torch.allclose(out["loss"], out["nll"] + out["kl"])
 
 
+def test_encoder_dim_decouples_the_encoder_from_the_decoder():
+    """encoder_dim sets each encoder direction's size; a bridge maps s_0 to the decoder's size,
+    and training and step-by-step decoding still agree."""
+    model = tiny(encoder_dim=10)  # H = 20 encoder states, D = 12 decoder
+    assert model.enc_fwd.hidden_size == 10 and model.seg.decoder.lstm.hidden_size == 12
+    assert model.seg.bridge is not None and tiny().seg.bridge is None
+    batch = random_batch()
+    out = model(batch)
+    h, d = model.encode_reviews(batch.reviews, batch.review_lengths)
+    assert h.shape[-1] == d.shape[-1] == 20
+    log_probs = teacher_forced_log_probs(model, batch)
+    target = torch.cat([batch.summary, torch.zeros(batch.n_pairs, 1, dtype=torch.long)], 1)
+    target.scatter_(1, batch.summary_lengths.unsqueeze(1), EOS_ID)
+    gathered = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    mask = out["token_nll"] != 0
+    assert torch.allclose(out["token_nll"][mask], gathered[mask], atol=1e-5)
+    with pytest.raises(ConfigError, match="encoder_dim"):
+        tiny(encoder_dim=-1)
+
+
 # ---- 2. padding -----------------------------------------------------------------------------
 
 

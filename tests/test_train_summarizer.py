@@ -500,6 +500,28 @@ def test_init_from_a_bilm_copies_matching_weights_by_word(pairs_dir, tmp_path):
     assert json.loads((tmp_path / "run" / "lm-init.json").read_text())["copied"] == report["copied"]
 
 
+def test_an_lm_of_the_summarizers_sizes_starts_every_lstm(pairs_dir, tmp_path):
+    """encoder_dim = hidden_dim = the LM's hidden_dim: the encoder's two directions and both
+    decoders start from the LM (the paper pretrains all of them)."""
+    from denoisesum.data.vocab import Vocab
+    from denoisesum.models.bilm import BiLM, BiLMConfig
+    from denoisesum.training.checkpoint import save_model_dir
+
+    lm_vocab = Vocab.from_counts({"pizza": 9, "the": 8})
+    torch.manual_seed(4)
+    lm = BiLM(BiLMConfig(vocab_size=len(lm_vocab), embed_dim=16, hidden_dim=16, proj_dim=8,
+                         cutoffs=[4], div_value=2.0))
+    save_model_dir(tmp_path / "lm", lm, {"kind": "bilm", "model": vars(lm.config)}, lm_vocab)
+    cfg = tiny_config(max_steps=1, init_lm=str(tmp_path / "lm"))
+    cfg.model.encoder_dim = 16
+    run = trainer(pairs_dir, tmp_path / "run", cfg)
+    assert run.init_report["copied"] == ["encoder forward LSTM", "encoder backward LSTM",
+                                         "decoder seg LSTM", "decoder doc LSTM"]
+    assert run.init_report["skipped"] == []
+    assert torch.equal(run.model.doc.decoder.lstm.weight_hh_l0, lm.fwd.weight_hh_l0)
+    assert torch.equal(run.model.enc_bwd.weight_hh_l0, lm.bwd.weight_hh_l0)
+
+
 def test_second_phase_with_coverage_starts_from_the_first(pairs_dir, tmp_path):
     trainer(pairs_dir, tmp_path / "one", tiny_config(max_steps=4)).fit()
     weights, _, vocab = read_model_dir(tmp_path / "one")

@@ -25,8 +25,12 @@ as both X_c and X_d), which `inference_batch` does by giving each review the kin
 encoded once and its states serve both branches.
 
 Design decisions (not fixed by the paper):
-- hidden_dim is the size of h_k and d_j (both directions together, hidden_dim/2 each, as in the
-  released code), so the fused s_0 is literally the decoder LSTM's initial hidden state (cell 0).
+- hidden_dim is the decoder's size. By default the encoder's two directions get hidden_dim/2
+  each (as in the released code), so h_k and d_j have hidden_dim values and the fused s_0 is
+  literally the decoder LSTM's initial hidden state (cell 0). `encoder_dim` sets each direction's
+  size instead, so that one language model with LSTMs of hidden_dim units can start both the
+  encoder and the decoders (the paper pretrains all of them); s_0 then passes through a learned
+  bridge (tanh of a linear map) to the decoder's size.
 - Attention is bilinear (s_t^T W_a h_k, Luong et al. 2015) and the decoders do not feed the
   attention context back into the LSTM, so teacher forcing runs each LSTM over the whole summary
   at once and scores all steps with one batched matmul. Additive attention would need a
@@ -47,7 +51,7 @@ Design decisions (not fixed by the paper):
 
 Shapes: B pairs (B* = pairs x beams while decoding), R reviews, T review length, N reviews of one
 kind in a pair (max), M tokens of one kind in a pair (max), S summary steps (L + 1), E embed,
-D hidden_dim, V vocab, K topics.
+D hidden_dim (decoder), H encoder states (2 x encoder_dim; D by default), V vocab, K topics.
 """
 
 from __future__ import annotations
@@ -74,7 +78,8 @@ class DenoiseSumConfig:
 
     vocab_size: int = 30000  # set from the vocabulary actually built
     embed_dim: int = 300
-    hidden_dim: int = 256  # size of h_k, d_j, s_t (each encoder direction gets half)
+    hidden_dim: int = 256  # size of s_t (decoder); also of h_k, d_j unless encoder_dim is set
+    encoder_dim: int = 0  # units per encoder direction; 0: hidden_dim / 2 (the released code)
     dropout: float = 0.1
     n_topics: int = 100  # discriminator output size: 100 LDA topics for Yelp, 50 for RT
     segment_noise: bool = True  # branch c: denoise + fuse + attention decoder, and the gate
@@ -209,6 +214,11 @@ def mix(p_c: torch.Tensor | None, p_d: torch.Tensor | None,
     return lam * p_c + (1 - lam) * p_d
 
 
+def encoder_size(c: DenoiseSumConfig) -> int:
+    """H: the size of the encoder's token states h_k and review vectors d_j (both directions)."""
+    return 2 * c.encoder_dim if c.encoder_dim else c.hidden_dim
+
+
 def _select(obj, index: torch.Tensor):
     """index_select along dim 0 on every tensor of a (nested) dataclass."""
     if obj is None:
@@ -228,7 +238,7 @@ class BranchState:
 
     h: torch.Tensor  # [B*, D] decoder hidden s_t (starts at the fused s_0)
     c: torch.Tensor  # [B*, D] decoder cell (starts at 0)
-    memory: torch.Tensor  # [B*, M, D] token states h_k of this kind's reviews of the pair
+    memory: torch.Tensor  # [B*, M, H] token states h_k of this kind's reviews of the pair
     keys: torch.Tensor  # [B*, M, D] W_a h_k, computed once per input
     mask: torch.Tensor  # [B*, M] True on real tokens
     ids: torch.Tensor  # [B*, M] word ids of those tokens (the copy source)
@@ -249,9 +259,10 @@ class DecodeState:
 
 @dataclass
 class Fused:
-    d_hat: torch.Tensor  # [B, N, D] denoised review vectors, grouped by pair (zeros past count)
+    d_hat: torch.Tensor  # [B, N, H] denoised review vectors, grouped by pair (zeros past count)
     mask: torch.Tensor  # [B, N] True on real reviews
-    s0: torch.Tensor  # [B, D] fused state (zeros for a pair with no review of this kind)
+    s0: torch.Tensor  # [B, D] fused state, bridged to the decoder's size when H != D (zeros for a
+    # pair with no review of this kind and no bridge)
 
 
 @dataclass
@@ -280,12 +291,12 @@ class Decoder(nn.Module):
 
     def __init__(self, c: DenoiseSumConfig, copy: bool) -> None:
         super().__init__()
-        d = c.hidden_dim
+        d, h = c.hidden_dim, encoder_size(c)
         self.lstm = nn.LSTM(c.embed_dim, d, batch_first=True)
-        self.attn = nn.Linear(d, d, bias=False)
-        self.combine = nn.Linear(2 * d, d)
+        self.attn = nn.Linear(h, d, bias=False)
+        self.combine = nn.Linear(d + h, d)
         self.out = nn.Linear(d, c.vocab_size)
-        self.copy_gate = nn.Linear(2 * d + c.embed_dim, 1) if copy else None
+        self.copy_gate = nn.Linear(d + h + c.embed_dim, 1) if copy else None
         # w_c: how much past attention on a token shifts its score; 0 at first, so a second
         # training phase with coverage starts from exactly the model of the first
         self.coverage = nn.Parameter(torch.zeros(())) if c.coverage else None
@@ -303,8 +314,8 @@ class Decoder(nn.Module):
             attn = masked_softmax(scores, st.mask.unsqueeze(1), dim=-1)  # [B, S, M]
         else:
             attn, coverage_loss, coverage = self._attend_with_coverage(scores, st)
-        ctx = torch.bmm(attn, st.memory)  # [B, S, D]
-        both = torch.cat([states, ctx], dim=-1)  # [B, S, 2D]
+        ctx = torch.bmm(attn, st.memory)  # [B, S, H]
+        both = torch.cat([states, ctx], dim=-1)  # [B, S, D+H]
         hidden = self.drop(torch.tanh(self.combine(both)))  # [B, S, D]
         if out_layer is None:
             logits = self.out(hidden)  # [B, S, V]
@@ -335,22 +346,27 @@ class Branch(nn.Module):
 
     def __init__(self, c: DenoiseSumConfig, copy: bool) -> None:
         super().__init__()
-        d = c.hidden_dim
-        self.denoise = nn.Linear(2 * d, d) if c.explicit_denoising else None
-        self.fuse = nn.Linear(d, d)
+        h = encoder_size(c)
+        self.denoise = nn.Linear(2 * h, h) if c.explicit_denoising else None
+        self.fuse = nn.Linear(h, h)
+        # only when the encoder's states differ in size from the decoder's (encoder_dim set)
+        self.bridge = nn.Linear(h, c.hidden_dim) if h != c.hidden_dim else None
         self.decoder = Decoder(c, copy)
 
     def forward(self, d: torch.Tensor, mask: torch.Tensor) -> Fused:
-        """d [B, N, D] review vectors of this kind grouped by pair, mask [B, N] -> Fused."""
+        """d [B, N, H] review vectors of this kind grouped by pair, mask [B, N] -> Fused."""
         m = mask.unsqueeze(-1)  # [B, N, 1]
         d_hat = d
         if self.denoise is not None:
             # q: the mean over this pair's reviews of this kind only, divided by their true count
-            q = (d * m).sum(1) / m.sum(1).clamp_min(1)  # [B, D]
+            q = (d * m).sum(1) / m.sum(1).clamp_min(1)  # [B, H]
             correction = torch.tanh(self.denoise(torch.cat([d, q.unsqueeze(1).expand_as(d)], -1)))
-            d_hat = d + correction  # [B, N, D]
-        alpha = masked_softmax(self.fuse(d_hat), m, dim=1)  # [B, N, D] a gate per dimension
-        return Fused(d_hat, mask, (alpha * d_hat).sum(1))
+            d_hat = d + correction  # [B, N, H]
+        alpha = masked_softmax(self.fuse(d_hat), m, dim=1)  # [B, N, H] a gate per dimension
+        s0 = (alpha * d_hat).sum(1)  # [B, H]
+        if self.bridge is not None:
+            s0 = torch.tanh(self.bridge(s0))  # [B, D]
+        return Fused(d_hat, mask, s0)
 
 
 class DenoiseSum(nn.Module):
@@ -359,12 +375,15 @@ class DenoiseSum(nn.Module):
         c = self.config = config
         if not (c.segment_noise or c.document_noise):
             raise ConfigError("model: at least one of segment_noise and document_noise must be on")
-        if c.hidden_dim % 2:
-            raise ConfigError(f"model.hidden_dim={c.hidden_dim} must be even (two directions)")
+        if c.hidden_dim % 2 and not c.encoder_dim:
+            raise ConfigError(f"model.hidden_dim={c.hidden_dim} must be even (two directions) "
+                              "unless model.encoder_dim is set")
+        if c.encoder_dim < 0:
+            raise ConfigError(f"model.encoder_dim={c.encoder_dim} must be >= 0")
         self.embed = nn.Embedding(c.vocab_size, c.embed_dim, padding_idx=PAD_ID)
         # two unidirectional LSTMs (like bilm.py), so the BiLM's pretrained directions can be loaded
-        self.enc_fwd = nn.LSTM(c.embed_dim, c.hidden_dim // 2, batch_first=True)
-        self.enc_bwd = nn.LSTM(c.embed_dim, c.hidden_dim // 2, batch_first=True)
+        self.enc_fwd = nn.LSTM(c.embed_dim, encoder_size(c) // 2, batch_first=True)
+        self.enc_bwd = nn.LSTM(c.embed_dim, encoder_size(c) // 2, batch_first=True)
         self.drop = nn.Dropout(c.dropout)
         self.seg = Branch(c, copy=False) if c.segment_noise else None
         self.doc = Branch(c, copy=c.copy) if c.document_noise else None
@@ -382,23 +401,23 @@ class DenoiseSum(nn.Module):
 
     def encode_reviews(self, ids: torch.Tensor,
                        lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """ids [R, T], lengths [R] -> token states h [R, T, D], review vectors d [R, D]."""
+        """ids [R, T], lengths [R] -> token states h [R, T, H], review vectors d [R, H]."""
         x = self.drop(self.embed(ids))  # [R, T, E]
-        fwd, _ = self.enc_fwd(x)  # [R, T, D/2]; right padding never reaches a real position
+        fwd, _ = self.enc_fwd(x)  # [R, T, H/2]; right padding never reaches a real position
         # reversing within each length keeps the padding at the end for the backward pass too
         bwd, _ = self.enc_bwd(reverse_within_length(x, lengths))
-        bwd = reverse_within_length(bwd, lengths)  # [R, T, D/2]; bwd[:, t] has read ids[:, t:]
+        bwd = reverse_within_length(bwd, lengths)  # [R, T, H/2]; bwd[:, t] has read ids[:, t:]
         rows = torch.arange(len(ids), device=ids.device)
-        d = torch.cat([fwd[rows, lengths - 1], bwd[:, 0]], dim=-1)  # [R, D]
+        d = torch.cat([fwd[rows, lengths - 1], bwd[:, 0]], dim=-1)  # [R, H]
         return torch.cat([fwd, bwd], dim=-1), d
 
     def fuse_reviews(self, d: torch.Tensor, pair: torch.Tensor, kind: torch.Tensor,
                      n_pairs: int) -> dict[str, Fused]:
-        """Review vectors d [R, D] -> explicit denoising and fusion, per noise kind."""
+        """Review vectors d [R, H] -> explicit denoising and fusion, per noise kind."""
         out = {}
         for name, branch in self.branches().items():
             sel = of_kind(kind, name)  # [R]
-            grouped, mask = group_by_pair(d[sel], pair[sel], n_pairs)  # [B, N, D], [B, N]
+            grouped, mask = group_by_pair(d[sel], pair[sel], n_pairs)  # [B, N, H], [B, N]
             out[name] = branch(grouped, mask)
         return out
 
@@ -407,7 +426,7 @@ class DenoiseSum(nn.Module):
         """The tokens of the selected reviews [R] grouped by pair: the branch's attention source."""
         tok = length_mask(batch.review_lengths, h.shape[1]) & sel.unsqueeze(1)  # [R, T]
         tok_pair = batch.review_pair.unsqueeze(1).expand_as(tok)[tok]  # [n_tokens]
-        memory, mask = group_by_pair(self.drop(h[tok]), tok_pair, batch.n_pairs)  # [B, M, D]
+        memory, mask = group_by_pair(self.drop(h[tok]), tok_pair, batch.n_pairs)  # [B, M, H]
         ids, _ = group_by_pair(batch.reviews[tok], tok_pair, batch.n_pairs)  # [B, M]
         coverage = memory.new_zeros(mask.shape) if self.config.coverage else None  # [B, M]
         return BranchState(s0, torch.zeros_like(s0), memory, branch.decoder.attn(memory), mask,
@@ -415,7 +434,7 @@ class DenoiseSum(nn.Module):
 
     def _encode(self, batch: SummaryBatch) -> tuple[DecodeState, dict[str, Fused]]:
         batch = self._active_reviews(batch)
-        h, d = self.encode_reviews(batch.reviews, batch.review_lengths)  # [R, T, D], [R, D]
+        h, d = self.encode_reviews(batch.reviews, batch.review_lengths)  # [R, T, H], [R, H]
         fused = self.fuse_reviews(d, batch.review_pair, batch.review_kind, batch.n_pairs)
         states = {name: self._memory(b, fused[name].s0, h, batch,
                                      of_kind(batch.review_kind, name))

@@ -6,9 +6,13 @@ unidirectional LSTMs, one reading left to right and one right to left. Whatever 
 
 - embeddings: row by row, by word, so the summarizer may use its own vocabulary; a word the LM does
   not know keeps its random row. Needs the same embed_dim.
-- encoder LSTMs: when embed_dim and hidden_dim / 2 equal the LM's embed_dim and hidden_dim.
+- encoder LSTMs: when embed_dim and the units per encoder direction (model.encoder_dim, by
+  default hidden_dim / 2) equal the LM's embed_dim and hidden_dim.
 - decoder LSTMs (one per branch): from the LM's forward LSTM when hidden_dim equals its hidden_dim
   (a decoder is a left-to-right LM conditioned on the input).
+
+So one LM starts every LSTM when model.encoder_dim = model.hidden_dim = the LM's hidden_dim and
+the embedding sizes agree (configs/denoisesum-yelp-lm256.toml with models/bilm-yelp-256).
 
 Anything whose shape differs is left as initialised and listed in the report, never silently
 reshaped.
