@@ -34,7 +34,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
@@ -229,7 +229,7 @@ def measure(args, sets: list[list[str]], base: str, server: subprocess.Popen,
                     "system": f"{platform.processor() or platform.machine()}, "
                               f"{platform.system()}",
                     "load_average_1m_at_end": round(os.getloadavg()[0], 2)},
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
 
 

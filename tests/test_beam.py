@@ -11,7 +11,14 @@ import torch
 
 from denoisesum.data.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID
 from denoisesum.errors import ConfigError
-from denoisesum.inference.beam import DecodeConfig, banned_words, beam_search, constraint_mask
+from denoisesum.inference.beam import (
+    DecodeConfig,
+    WordLists,
+    WordMasks,
+    banned_words,
+    beam_search,
+    constraint_mask,
+)
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig, inference_batch
 
 A, B, C, D, E = range(4, 9)  # word ids after the 4 specials
@@ -199,7 +206,46 @@ def test_constraint_mask_bans_what_would_repeat_a_trigram():
     ban = constraint_mask(history, torch.zeros(V, dtype=torch.bool), cfg)
     assert ban[0].nonzero().flatten().tolist() == [C]  # "a b" was followed by c
     assert ban[1].nonzero().flatten().tolist() == [B]  # "b a" was followed by b
-    assert not ban[2].any()
+    assert not ban[2, len(SPECIALS):].any()  # specials are always banned
+
+
+DOT = E  # the sentence end in the tests below
+
+
+def masks(content=(A, B, C), ends=(DOT,)) -> WordMasks:
+    return WordMasks.build(WordLists((), content, ends), V, "cpu")
+
+
+def test_a_content_word_comes_back_only_in_a_later_sentence():
+    cfg = DecodeConfig(min_length=0, no_immediate_repeat=False, no_repeat_ngram=0,
+                       no_repeat_in_sentence=True)
+    history = torch.tensor([[A, D, B], [A, DOT, B], [D, D, D]])
+    ban = constraint_mask(history, masks(), cfg)
+    assert ban[0, [A, B]].all() and not ban[0, [C, D]].any()  # D is no content word
+    assert ban[1, B] and not ban[1, A]  # A was in the finished sentence
+    assert not ban[2, len(SPECIALS):].any()  # specials are always banned
+
+
+def test_max_word_repeats_counts_the_whole_summary():
+    cfg = DecodeConfig(min_length=0, no_immediate_repeat=False, no_repeat_ngram=0,
+                       max_word_repeats=2)
+    ban = constraint_mask(torch.tensor([[A, DOT, A, B, DOT, D, D]]), masks(), cfg)
+    # D is used twice too, but it is no content word
+    assert ban[0, len(SPECIALS):].nonzero().flatten().tolist() == [A - len(SPECIALS)]
+
+
+def test_sentence_blocking_changes_the_decoded_words():
+    # the likeliest path says "a b a ." ; with the rule, A cannot come back before the "."
+    t = table({BOS_ID: {A: 0.9}, A: {B: 0.9}, B: {A: 0.8, C: 0.1}, C: {DOT: 0.9},
+               DOT: {EOS_ID: 0.9}}, floor=1e-4)
+    t[A, EOS_ID] = 0.5
+    cfg = DecodeConfig(min_length=3, max_length=4, no_repeat_ngram=0, length_penalty=0.0)
+    words = WordLists((), [A, B, C], [DOT])
+    loose = beam_search(Markov(t[None]), fake_batch(), cfg, words=words)[0][0].tokens
+    assert loose == [A, B, A]
+    cfg.no_repeat_in_sentence = True
+    strict = beam_search(Markov(t[None]), fake_batch(), cfg, words=words)[0][0].tokens
+    assert strict == [A, B, C, DOT]
 
 
 def test_first_person_blocking():
@@ -220,7 +266,9 @@ def test_first_person_blocking():
 def test_bad_settings_are_named():
     for bad, key in [({"beam_size": 0}, "beam_size"), ({"min_length": 9, "max_length": 5},
                                                         "min_length"),
-                     ({"length_penalty": -1.0}, "length_penalty")]:
+                     ({"length_penalty": -1.0}, "length_penalty"),
+                     ({"max_word_repeats": -1}, "max_word_repeats"),
+                     ({"subsets": 2}, "subsets"), ({"rerank_ngrams": 0}, "rerank_ngrams")]:
         with pytest.raises(ConfigError, match=f"decode.{key}="):
             beam_search(Markov(torch.ones(1, V, V)), fake_batch(), DecodeConfig(**bad))
 

@@ -8,12 +8,12 @@ Unknown keys and wrongly typed values are errors that name the key, never silent
 from __future__ import annotations
 
 import dataclasses
+import tomllib
 import typing
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import tomllib
 from pydantic import TypeAdapter, ValidationError
 
 from denoisesum.errors import ConfigError

@@ -23,6 +23,13 @@ special tokens other than `</s>` never appear (so no `<unk>`: the model can copy
 source); no `</s>` before min_length words; no word right after itself; no repeated n-gram (a
 word that would complete an n-gram already in the hypothesis is banned; n = 3, trigram blocking);
 and optionally any word the caller lists (`banned_ids`, e.g. first-person pronouns).
+
+Two more, beyond the released code, against the repetition n-gram blocking lets through ("the
+pool was clean and clean"): they apply to the words the caller lists as content words
+(`WordLists.content`; the Summarizer passes alphabetic non-stopwords). `no_repeat_in_sentence`
+bans a content word already used in the current sentence (since the last of
+`WordLists.sentence_ends`); `max_word_repeats` = k bans a content word once the hypothesis holds
+it k times.
 """
 
 from __future__ import annotations
@@ -50,6 +57,13 @@ class DecodeConfig:
     no_immediate_repeat: bool = True  # ban w_t == w_{t-1}
     block_first_person: bool = False  # ban the `first_person` words (rt-style summaries)
     first_person: tuple[str, ...] = FIRST_PERSON
+    no_repeat_in_sentence: bool = False  # ban a content word already in the current sentence
+    max_word_repeats: int = 0  # a content word appears at most this often; 0: no limit
+    # input-aware choice (inference/rerank.py): among the beam's finished hypotheses, plus those
+    # decoded from `subsets` subsets of the reviews, keep the one closest to the input reviews
+    rerank: bool = False
+    subsets: int = 0  # extra decodes per entity, each leaving out some reviews (needs rerank)
+    rerank_ngrams: int = 2  # closeness: mean ROUGE-1..n F1 against each input review
 
     def validate(self) -> None:
         checks = [("beam_size", self.beam_size >= 1, "must be at least 1"),
@@ -57,7 +71,12 @@ class DecodeConfig:
                   ("min_length", 0 <= self.min_length <= self.max_length,
                    f"must be between 0 and max_length ({self.max_length})"),
                   ("length_penalty", self.length_penalty >= 0, "must be >= 0"),
-                  ("no_repeat_ngram", self.no_repeat_ngram >= 0, "must be >= 0 (0: off)")]
+                  ("no_repeat_ngram", self.no_repeat_ngram >= 0, "must be >= 0 (0: off)"),
+                  ("max_word_repeats", self.max_word_repeats >= 0, "must be >= 0 (0: off)"),
+                  ("subsets", self.subsets >= 0, "must be >= 0"),
+                  ("subsets", self.rerank or not self.subsets,
+                   "needs rerank = true (the candidates of the subsets must be chosen among)"),
+                  ("rerank_ngrams", self.rerank_ngrams >= 1, "must be at least 1")]
         for name, ok, why in checks:
             if not ok:
                 raise ConfigError(f"decode.{name}={getattr(self, name)!r} {why}")
@@ -69,6 +88,36 @@ class Hypothesis:
     score: float  # length-normalised: log_prob / (len(tokens) + 1) ** alpha
     log_prob: float  # sum of the log-probabilities of the words and </s>
     finished: bool = True  # False only for the fallback when no hypothesis could end
+
+
+@dataclass
+class WordLists:
+    """Word ids (in the model's output space) that the constraints treat specially."""
+
+    banned: Sequence[int] = ()  # never produced (e.g. first-person pronouns)
+    content: Sequence[int] = ()  # subject to no_repeat_in_sentence and max_word_repeats
+    sentence_ends: Sequence[int] = ()  # a sentence ends after one of these (. ! ?)
+
+
+@dataclass
+class WordMasks:
+    """WordLists as [V] bool masks, built once the vocabulary size is known."""
+
+    always: torch.Tensor  # banned at every step: specials but </s>, and WordLists.banned
+    content: torch.Tensor
+    ends: torch.Tensor
+
+    @classmethod
+    def build(cls, words: WordLists, vocab_size: int, device) -> WordMasks:
+        def mask(ids: Sequence[int]) -> torch.Tensor:
+            out = torch.zeros(vocab_size, dtype=torch.bool, device=device)
+            out[torch.tensor(list(ids), dtype=torch.long, device=device)] = True
+            return out
+
+        always = mask(words.banned)
+        always[: len(SPECIALS)] = True
+        always[EOS_ID] = False
+        return cls(always, mask(words.content), mask(words.sentence_ends))
 
 
 class DecodeStateLike(Protocol):
@@ -89,12 +138,36 @@ def banned_words(config: DecodeConfig, index: dict[str, int]) -> list[int]:
     return sorted({index[w] for w in config.first_person if w in index})
 
 
-def constraint_mask(history: torch.Tensor, always: torch.Tensor,
-                    config: DecodeConfig) -> torch.Tensor:
-    """True where a next word is banned. history [N, t] words so far, always [V] bool ->
-    [N, V] bool."""
+def _mark(ban: torch.Tensor, ids: torch.Tensor, hit: torch.Tensor) -> None:
+    """ban[i, ids[i, j]] = True wherever hit[i, j]; ids, hit [N, W]. scatter_add, not scatter:
+    the same word may be both hit and not hit at two places."""
+    counts = torch.zeros_like(ban, dtype=torch.long).scatter_add_(1, ids, hit.long())
+    ban |= counts > 0
+
+
+def _content_repeats(ban: torch.Tensor, history: torch.Tensor, masks: WordMasks,
+                     config: DecodeConfig) -> None:
+    """Ban content words used in the current sentence, or max_word_repeats times already."""
+    if not (config.no_repeat_in_sentence or config.max_word_repeats):
+        return
     n, t = history.shape
-    ban = always.expand(n, -1).clone()  # [N, V]
+    content = masks.content[history]  # [N, t]
+    if config.no_repeat_in_sentence:
+        pos = torch.arange(t, device=history.device).expand(n, t)
+        last_end = torch.where(masks.ends[history], pos, -1).max(1).values  # [N]
+        _mark(ban, history, content & (pos > last_end.unsqueeze(1)))
+    if config.max_word_repeats:
+        uses = torch.zeros_like(ban, dtype=torch.long).scatter_add_(1, history, content.long())
+        ban |= uses >= config.max_word_repeats
+
+
+def constraint_mask(history: torch.Tensor, always: torch.Tensor | WordMasks,
+                    config: DecodeConfig) -> torch.Tensor:
+    """True where a next word is banned. history [N, t] words so far, always [V] bool (or the
+    WordMasks of every word list) -> [N, V] bool."""
+    masks = always if isinstance(always, WordMasks) else None
+    n, t = history.shape
+    ban = (masks.always if masks else always).expand(n, -1).clone()  # [N, V]
     if t < config.min_length:
         ban[:, EOS_ID] = True
     if t >= config.max_length:  # only </s> is left
@@ -108,22 +181,25 @@ def constraint_mask(history: torch.Tensor, always: torch.Tensor,
         windows = history.unfold(1, size, 1)  # [N, W, size], every n-gram so far
         prefix = history[:, t - size + 1:]  # [N, size-1], what the next word would extend
         match = (windows[:, :, :-1] == prefix.unsqueeze(1)).all(-1)  # [N, W]
-        # scatter_add, not scatter: the same word may be both allowed and banned by two windows
-        hits = torch.zeros_like(ban, dtype=torch.long).scatter_add_(1, windows[:, :, -1],
-                                                                    match.long())
-        ban |= hits > 0
+        _mark(ban, windows[:, :, -1], match)
+    if masks is not None and t > 0:
+        _content_repeats(ban, history, masks, config)
     return ban
 
 
 def beam_search(model: DecodingModel, batch, config: DecodeConfig | None = None,
-                banned_ids: Sequence[int] = ()) -> list[list[Hypothesis]]:
-    """Decode every entity of `batch` (a SummaryBatch from `inference_batch`).
+                banned_ids: Sequence[int] = (), words: WordLists | None = None
+                ) -> list[list[Hypothesis]]:
+    """Decode every entity of `batch` (a SummaryBatch from `inference_batch`). banned_ids:
+    words never produced (joined to words.banned).
 
     Returns, per entity in batch order, up to beam_size hypotheses, best first.
     """
     config = config or DecodeConfig()
     config.validate()
-    search = _Search(model, batch, config, banned_ids)
+    words = words or WordLists()
+    words = dataclasses.replace(words, banned=[*words.banned, *banned_ids])
+    search = _Search(model, batch, config, words)
     return search.run()
 
 
@@ -180,7 +256,7 @@ class _Search:
     t = words generated so far."""
 
     def __init__(self, model: DecodingModel, batch, config: DecodeConfig,
-                 banned_ids: Sequence[int]) -> None:
+                 words: WordLists) -> None:
         self.model, self.config = model, config
         self.k = k = config.beam_size
         n = batch.n_pairs
@@ -196,28 +272,24 @@ class _Search:
         self.scores[:, 0] = 0.0
         self.prev = torch.full((n * k,), BOS_ID, dtype=torch.long, device=device)  # [A*K]
         self.finished: list[list[Hypothesis]] = [[] for _ in range(n)]
-        self.always: torch.Tensor | None = None  # [V] bool, built at the first step
-        self.banned_ids = list(banned_ids)
+        self.masks: WordMasks | None = None  # built at the first step
+        self.words = words
 
     def run(self) -> list[list[Hypothesis]]:
         while len(self.entity):
             self.step()
         return [sorted(hyps, key=lambda h: -h.score)[: self.k] for hyps in self.finished]
 
-    def _always_banned(self, vocab_size: int) -> torch.Tensor:
-        if self.always is None:
-            always = torch.zeros(vocab_size, dtype=torch.bool, device=self.device)
-            always[: len(SPECIALS)] = True
-            always[EOS_ID] = False
-            always[torch.tensor(self.banned_ids, dtype=torch.long, device=self.device)] = True
-            self.always = always
-        return self.always
+    def _word_masks(self, vocab_size: int) -> WordMasks:
+        if self.masks is None:
+            self.masks = WordMasks.build(self.words, vocab_size, self.device)
+        return self.masks
 
     def step(self) -> None:
         a, k, t = self.tokens.shape
         log_probs, state = self.model.decode_step(self.state, self.prev)  # [A*K, V]
         v = log_probs.shape[1]
-        ban = constraint_mask(self.tokens.view(a * k, t), self._always_banned(v), self.config)
+        ban = constraint_mask(self.tokens.view(a * k, t), self._word_masks(v), self.config)
         log_probs = log_probs.masked_fill(ban, -torch.inf)
         cand = (self.scores.unsqueeze(-1) + log_probs.view(a, k, v)).view(a, k * v)
         top, idx = cand.topk(min(2 * k, k * v), dim=1)  # [A, 2K], best first

@@ -34,11 +34,12 @@ import torch
 from pydantic import TypeAdapter, ValidationError
 
 from denoisesum.data.tokenizer import detokenize
-from denoisesum.data.vocab import Vocab
+from denoisesum.data.vocab import SPECIALS, Vocab
 from denoisesum.errors import DenoiseSumError, InputError
-from denoisesum.inference.beam import DecodeConfig, banned_words, beam_search
+from denoisesum.inference.beam import DecodeConfig, WordLists, banned_words, beam_search
+from denoisesum.inference.rerank import choose, review_subsets
 from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
-from denoisesum.inference.support import Explanation, SupportConfig
+from denoisesum.inference.support import STOPWORDS, Explanation, SupportConfig
 from denoisesum.inference.support import explain as explain_support
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig, inference_batch
 
@@ -123,6 +124,7 @@ class Summarizer:
         self.vocab = vocab
         self.config = config or SummarizerConfig()
         self.path: Path | None = None  # the model directory, when loaded from one
+        self._classes: tuple[list[int], list[int], set[int]] | None = None  # _word_classes
 
     @classmethod
     def from_pretrained(cls, path: str | Path | None = None,
@@ -179,19 +181,58 @@ class Summarizer:
         """The summary of one entity's reviews as tokens."""
         return self._decode([self.encode_reviews(reviews)], 1)[0]
 
+    def _word_classes(self) -> tuple[list[int], list[int], set[int]]:
+        """(content words, sentence ends, ids the input-overlap score ignores) of the
+        vocabulary: content words are alphabetic non-stopwords; ignored are the specials and
+        tokens with no letter or digit."""
+        if self._classes is None:
+            tokens = self.vocab.tokens
+            content = [i for i, w in enumerate(tokens)
+                       if i >= len(SPECIALS) and w.isalpha() and w not in STOPWORDS]
+            ends = [self.vocab.index[w] for w in (".", "!", "?") if w in self.vocab.index]
+            ignore = {i for i, w in enumerate(tokens)
+                      if i < len(SPECIALS) or not any(ch.isalnum() for ch in w)}
+            self._classes = content, ends, ignore
+        return self._classes
+
     def _decode(self, encoded: list[list[list[int]]], batch_size: int) -> list[list[str]]:
-        banned = banned_words(self.config.decode, self.vocab.index)
-        out: list[list[str]] = []
-        for start in range(0, len(encoded), batch_size):
-            batch = inference_batch(encoded[start: start + batch_size]).to(self.device)
-            model, ban, ids = self.model, banned, list
+        """Per entity, the best hypothesis; with decode.rerank, the candidate (n-best and
+        review-subset hypotheses) closest to its reviews (inference/rerank.py)."""
+        cfg = self.config.decode
+        sources, owner = list(encoded), list(range(len(encoded)))
+        if cfg.rerank:
+            for e, reviews in enumerate(encoded):
+                for keep in review_subsets(len(reviews), cfg.subsets):
+                    sources.append([reviews[i] for i in keep])
+                    owner.append(e)
+        candidates: list[list[list[int]]] = [[] for _ in encoded]
+        for e, hyps in zip(owner, self._search(sources, batch_size), strict=True):
+            candidates[e].extend(hyps)  # the full set's hypotheses first, best first
+        ignore = self._word_classes()[2]
+        out = []
+        for reviews, cands in zip(encoded, candidates, strict=True):
+            best = choose(cands, reviews, ignore, cfg.rerank_ngrams) if cfg.rerank and cands \
+                else 0
+            out.append(self.vocab.decode(cands[best]) if cands else [])
+        return out
+
+    def _search(self, sources: list[list[list[int]]], batch_size: int) -> list[list[list[int]]]:
+        """Beam search over each review set: its hypotheses' word ids, best first."""
+        content, ends, _ = self._word_classes()
+        lists = WordLists(banned_words(self.config.decode, self.vocab.index), content, ends)
+        out: list[list[list[int]]] = []
+        for start in range(0, len(sources), batch_size):
+            batch = inference_batch(sources[start: start + batch_size]).to(self.device)
+            model, words, ids = self.model, lists, list
             if self.config.shortlist:
                 rows = shortlist_rows(batch.reviews, self.config.shortlist, len(self.vocab))
                 model = ShortlistModel(self.model, rows)
-                ban, ids = model.positions(banned), model.vocab_ids
+                words = WordLists(*(model.positions(x) for x in (
+                    lists.banned, lists.content, lists.sentence_ends)))
+                ids = model.vocab_ids
             with torch.autocast(self.device.type, torch.bfloat16, enabled=self.config.bf16):
-                found = beam_search(model, batch, self.config.decode, ban)
-            out.extend(self.vocab.decode(ids(hyps[0].tokens)) if hyps else [] for hyps in found)
+                found = beam_search(model, batch, self.config.decode, words=words)
+            out.extend([ids(h.tokens) for h in hyps] for hyps in found)
         return out
 
     def summarize_batch(self, review_sets: Sequence[Sequence[str]],

@@ -1,0 +1,132 @@
+"""Decoding levers of issue 14 on the DEV set, each against the model's own decoding (paired).
+
+    python scripts/decoding_levers.py models/denoisesum-yelp ../shared/data/yelp/meansum_dev.jsonl \
+        [--variants "rerank:rerank=true;sentence:no_repeat_in_sentence=true"] \
+        [--json runs/levers/dev.json] [--markdown docs/results/decoding-levers.md]
+
+A variant is `name:key=value,key=value` over DecodeConfig fields (values are TOML: true, 3,
+0.5); `base` (no change) is always run first and is the reference. For every variant: ROUGE-1/2/L
+by rouge-score and by the pooled py-rouge-style scorer, the paired difference in R1 against
+`base` with its 95% interval and p-value (approximate randomization), summary length, decoding
+seconds and their ratio to `base` (the same run, same machine), and the style measures of
+`evaluation.style` (repeated words in a sentence, restated sentences, first person). Results are
+kept in the JSON file as they come, so a cut-off run resumes (`--force` recomputes). Dev only:
+this chooses settings, so never run it on test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import tomllib
+from pathlib import Path
+
+from denoisesum.data.reviewsets import read_review_sets
+from denoisesum.evaluation.decoded import decode_and_score
+from denoisesum.evaluation.stats import paired_test
+from denoisesum.evaluation.style import style_report
+from denoisesum.inference.summarizer import Summarizer
+from denoisesum.io import atomic_write, write_json
+
+DEFAULT_VARIANTS = ";".join([
+    "rerank-r1:rerank=true,rerank_ngrams=1",
+    "rerank:rerank=true",
+    "rerank-beam10:rerank=true,beam_size=10",
+    "rerank-subsets3:rerank=true,subsets=3",
+    "sentence-block:no_repeat_in_sentence=true",
+    "word-limit-2:max_word_repeats=2",
+    "word-limit-1:max_word_repeats=1",
+    "third-person:block_first_person=true",
+])
+
+
+def parse_variants(text: str) -> dict[str, dict]:
+    out: dict[str, dict] = {"base": {}}
+    for item in filter(None, (v.strip() for v in text.split(";"))):
+        name, _, settings = item.partition(":")
+        pairs = [kv.split("=", 1) for kv in settings.split(",") if kv]
+        out[name] = {k.strip(): tomllib.loads(f"v = {v.strip()}")["v"] for k, v in pairs}
+    return out
+
+
+def run_variant(summarizer: Summarizer, base, sets: list, changes: dict) -> dict:
+    summarizer.config.decode = dataclasses.replace(base, **changes)
+    run = decode_and_score(summarizer, sets, "rouge,pooled")
+    words = sum(len(s.split()) for s in run.summaries) / len(run.summaries)
+    return {"changes": changes, "scores": run.means(), "seconds": run.seconds, "words": words,
+            "style": style_report(run.summaries).to_dict(), "summaries": run.summaries,
+            "per_entity": run.report.scores}
+
+
+def table(rows: dict[str, dict], model: Path, dev: Path, n: int) -> str:
+    base = rows["base"]
+    lines = [f"Decoding levers for `{model}` on {n} businesses of `{dev.name}` (dev). "
+             "R1/R2/RL: rouge-score F1; pooled: py-rouge style. ΔR1: paired difference against "
+             "`base` (the model's own decoding) with 95% interval and p; time: decoding seconds "
+             "as a ratio to `base` in the same run. Repeat: share of summaries with a content "
+             "word repeated in a sentence; restate: share with a sentence restating an earlier "
+             "one; 1st person: share in the first person singular.", "",
+             "| variant | settings | R1 | R2 | RL | pooled R1/R2/RL | ΔR1 [95% CI] | p | words "
+             "| time | repeat | restate | 1st person |",
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for name, r in rows.items():
+        s, st = r["scores"], r["style"]
+        test = r.get("vs_base", {})
+        delta = (f"{test['difference']:+.2f} [{test['ci_low']:+.2f}, {test['ci_high']:+.2f}]"
+                 if test else "–")
+        p = f"{test['p_value']:.3f}" if test else "–"
+        settings = ", ".join(f"{k}={v}" for k, v in r["changes"].items()) or "model's own"
+        lines.append(
+            f"| {name} | {settings} | {s['rouge1']:.2f} | {s['rouge2']:.2f} | {s['rougeL']:.2f} "
+            f"| {s['pooled_rouge1']:.2f}/{s['pooled_rouge2']:.2f}/{s['pooled_rougeL']:.2f} "
+            f"| {delta} | {p} | {r['words']:.1f} | {r['seconds'] / base['seconds']:.2f}x "
+            f"({r['seconds']:.0f} s) | {st['with_repeated_words']:.0%} "
+            f"| {st['with_restated_sentence']:.0%} | {st['first_person']:.0%} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", type=Path)
+    parser.add_argument("dev", type=Path, help="review-set file with reference summaries")
+    parser.add_argument("--variants", default=DEFAULT_VARIANTS)
+    parser.add_argument("--limit", type=int, default=0, help="first N dev entities (0: all)")
+    parser.add_argument("--json", type=Path, default=Path("runs/levers/dev.json"))
+    parser.add_argument("--markdown", type=Path, help="also write the table here")
+    parser.add_argument("--force", action="store_true", help="recompute stored variants")
+    args = parser.parse_args()
+    sets = list(read_review_sets(args.dev))[: args.limit or None]
+    summarizer = Summarizer.from_pretrained(args.model)
+    base = summarizer.config.decode
+    rows = {} if args.force or not args.json.exists() else json.loads(args.json.read_text())
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    for name, changes in parse_variants(args.variants).items():
+        if name in rows and rows[name]["changes"] == changes:
+            continue
+        rows[name] = run_variant(summarizer, base, sets, changes)
+        write_json(args.json, rows)
+        print(name, json.dumps(rows[name]["scores"]), f"{rows[name]['seconds']:.0f} s",
+              flush=True)
+    paired_tests(rows)
+    write_json(args.json, rows)
+    text = table(rows, args.model, args.dev, len(sets))
+    print(text)
+    if args.markdown:
+        with atomic_write(args.markdown) as handle:
+            handle.write(text)
+
+
+def paired_tests(rows: dict[str, dict]) -> None:
+    """vs_base: the paired R1 (rouge-score) and pooled R1 tests of every variant against base."""
+    base = rows["base"]["per_entity"]
+    for name, row in rows.items():
+        if name == "base":
+            continue
+        row["vs_base"] = paired_test(row["per_entity"]["rouge1"], base["rouge1"]).to_dict()
+        row["vs_base_pooled"] = paired_test(row["per_entity"]["pooled_rouge1"],
+                                            base["pooled_rouge1"]).to_dict()
+
+
+if __name__ == "__main__":
+    main()
