@@ -1,0 +1,140 @@
+"""The route handlers: the JSON API (/v1/summarize, /v1/summarize/batch, /v1/models,
+/healthz), the web page and its files (/, /static), and the API docs (/docs)."""
+
+# no `from __future__ import annotations`: FastAPI reads the endpoints' annotations at run time,
+# and their request models are made here, per app (with the limits in their schema)
+
+import asyncio
+from dataclasses import asdict
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+from denoisesum.errors import DenoiseSumError
+from denoisesum.inference.summarizer import Summarizer
+from denoisesum.serving.schemas import (
+    ERROR_RESPONSES,
+    BatchResponse,
+    ServiceError,
+    SummarizeResponse,
+    request_models,
+)
+from denoisesum.serving.worker import InferenceQueue, QueueFull
+
+if TYPE_CHECKING:  # app.py imports this module
+    from denoisesum.serving.app import ServiceLimits
+
+STATIC = Path(str(resources.files("denoisesum.serving") / "static"))
+
+
+# ---- the API --------------------------------------------------------------------------------
+
+
+def add_summarize_routes(app: FastAPI, queue: InferenceQueue, limits: "ServiceLimits",
+                         model_id: str) -> None:
+    SummarizeRequest, BatchRequest = request_models(limits)
+
+    @app.post("/v1/summarize", response_model=SummarizeResponse, tags=["summarize"],
+              summary="Summarize one entity's reviews", responses=ERROR_RESPONSES)
+    async def summarize(body: SummarizeRequest) -> dict:  # type: ignore[valid-type]
+        [(summary, support_)] = await run(queue, [body.reviews], limits.timeout_s)
+        return {"summary": summary, "support": support_, "model": model_id}
+
+    @app.post("/v1/summarize/batch", response_model=BatchResponse, tags=["summarize"],
+              summary="Summarize several review sets in one request",
+              responses=ERROR_RESPONSES)
+    async def summarize_batch(body: BatchRequest) -> dict:  # type: ignore[valid-type]
+        results = await run(queue, [s.reviews for s in body.sets], limits.timeout_s)
+        return {"results": [{"id": s.id, "summary": summary, "support": support_}
+                            for s, (summary, support_) in zip(body.sets, results, strict=True)],
+                "model": model_id}
+
+
+async def run(queue: InferenceQueue, sets: list[list[str]],
+              timeout_s: float) -> list[tuple[str, dict]]:
+    """(summary, support) per set, from the worker; a full queue, a timeout or a shutdown as
+    503/504, and a set the model cannot read as 422."""
+    try:
+        future = queue.submit(sets)
+    except QueueFull as exc:
+        raise ServiceError(503, str(exc), headers={"Retry-After": "1"}) from None
+    wrapped = asyncio.wrap_future(future)
+    done, _ = await asyncio.wait({wrapped}, timeout=timeout_s)
+    if not done:
+        if future.cancel():  # still queued: it never reached the model
+            raise ServiceError(503, f"the service is busy: the request waited "
+                                    f"{timeout_s:g} s for the model",
+                               headers={"Retry-After": "1"})
+        if not future.done():  # being decoded: it cannot be interrupted; its result is lost
+            wrapped.cancel()
+            raise ServiceError(504, f"summarizing took longer than {timeout_s:g} s")
+    if future.cancelled():  # the queue was closed: the server is stopping
+        raise ServiceError(503, "the service is shutting down")
+    try:
+        return future.result()
+    except DenoiseSumError as exc:
+        raise ServiceError(422, str(exc), "reviews") from None
+
+
+def add_service_routes(app: FastAPI, summarizer: Summarizer, queue: InferenceQueue,
+                       limits: "ServiceLimits", model_id: str) -> None:
+    info = model_info(summarizer, model_id)
+
+    @app.get("/v1/models", tags=["service"], summary="The loaded model")
+    async def models() -> dict:
+        return {"models": [info], "limits": asdict(limits) | {"body_limit": limits.body_limit()}}
+
+    @app.get("/healthz", tags=["service"], summary="Liveness and queue state")
+    async def healthz() -> dict:
+        return {"status": "ok", "model": model_id, "pending_sets": queue.pending_sets,
+                "batches": queue.batches}
+
+
+def model_info(summarizer: Summarizer, model_id: str) -> dict:
+    settings = asdict(summarizer.config)
+    return {"id": model_id, "path": str(summarizer.path) if summarizer.path else None,
+            "kind": "denoisesum", "vocab_size": len(summarizer.vocab),
+            "parameters": sum(p.numel() for p in summarizer.model.parameters()),
+            "device": str(summarizer.device), "settings": settings}
+
+
+# ---- the page and the docs ------------------------------------------------------------------
+
+
+def add_page_routes(app: FastAPI) -> None:
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html", media_type="text/html")
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+
+def add_docs_routes(app: FastAPI) -> None:
+    """/docs: Swagger UI from the swagger-ui-bundle package when installed (so it works
+    offline), else FastAPI's default, from a CDN."""
+    assets = _swagger_assets()
+    if assets is not None:
+        app.mount("/docs-assets", StaticFiles(directory=assets), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs():
+        if assets is None:
+            return get_swagger_ui_html(openapi_url=app.openapi_url, title="denoisesum API")
+        return get_swagger_ui_html(openapi_url=app.openapi_url, title="denoisesum API",
+                                   swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+                                   swagger_css_url="/docs-assets/swagger-ui.css",
+                                   swagger_favicon_url="/docs-assets/favicon-32x32.png")
+
+
+def _swagger_assets() -> Path | None:
+    try:
+        import swagger_ui_bundle
+    except ImportError:
+        return None
+    path = Path(swagger_ui_bundle.swagger_ui_path)
+    return path if (path / "swagger-ui-bundle.js").is_file() else None

@@ -1,0 +1,188 @@
+"""The request and response bodies (pydantic models), and the error JSON: `ServiceError`, the
+`{"error": {...}}` body, and validation errors as a field path and one line per bad field."""
+
+# no `from __future__ import annotations`: the request models are made inside request_models,
+# and pydantic must see their field types as objects, not as names of that function's locals
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, StringConstraints
+
+if TYPE_CHECKING:  # app.py imports this module
+    from denoisesum.serving.app import ServiceLimits
+
+MAX_LISTED_ERRORS = 20
+
+
+# ---- request bodies -------------------------------------------------------------------------
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("review is empty (or only white space)")
+    return text
+
+
+def request_models(limits: "ServiceLimits") -> tuple[type[BaseModel], type[BaseModel]]:
+    """The request bodies, with the limits in their schema (so /docs shows them)."""
+    Review = Annotated[StrictStr, StringConstraints(max_length=limits.max_review_chars),
+                       AfterValidator(_not_blank)]
+    Reviews = Annotated[list[Review], Field(
+        min_length=1, max_length=limits.max_reviews,
+        description=f"The entity's reviews: 1 to {limits.max_reviews} non-empty texts of at "
+                    f"most {limits.max_review_chars} characters.")]
+
+    class SummarizeRequest(BaseModel):
+        model_config = ConfigDict(extra="forbid", json_schema_extra={
+            "examples": [{"reviews": ["The ramen was rich and the staff friendly.",
+                                      "Great broth, but we waited 30 minutes."]}]})
+        reviews: Reviews
+
+    class ReviewSetIn(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        id: StrictStr | None = Field(default=None, description="Echoed in the result.")
+        reviews: Reviews
+
+    class BatchRequest(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        sets: list[ReviewSetIn] = Field(
+            min_length=1, max_length=limits.max_sets,
+            description=f"1 to {limits.max_sets} review sets, summarized independently.")
+
+    return SummarizeRequest, BatchRequest
+
+
+# ---- response bodies ------------------------------------------------------------------------
+
+
+class ReviewSupportOut(BaseModel):
+    index: int = Field(description="Position of the review in the request's list.")
+    score: float = Field(description="IDF-weighted share of the sentence's content words "
+                                     "found in this review (0 to 1).")
+    matched: list[str]
+
+
+class SentenceOut(BaseModel):
+    text: str
+    start: int = Field(description="Character offset of the sentence in the summary.")
+    end: int
+    score: float = Field(description="The best review's score.")
+    supported: bool
+    reviews: list[ReviewSupportOut] = Field(description="Supporting reviews, best first.")
+    missing: list[str] = Field(description="Content words found in no review.")
+
+
+class SupportOut(BaseModel):
+    sentences: list[SentenceOut]
+    supported_share: float = Field(description="Share of supported sentences.")
+    threshold: float = Field(description="A sentence is supported when its score is at least "
+                                         "this.")
+
+
+class SummarizeResponse(BaseModel):
+    summary: str
+    support: SupportOut
+    model: str
+
+
+class BatchResult(BaseModel):
+    id: str | None
+    summary: str
+    support: SupportOut
+
+
+class BatchResponse(BaseModel):
+    results: list[BatchResult]
+    model: str
+
+
+class FieldError(BaseModel):
+    field: str = Field(description="Path into the request body, e.g. sets[1].reviews[0].")
+    message: str
+    type: str | None = None
+
+
+class ErrorBody(BaseModel):
+    status: int
+    message: str = Field(description="One line for people; names the first bad field.")
+    field: str | None = Field(description="The first bad field ('body': the whole body).")
+    errors: list[FieldError] | None = Field(
+        default=None, description="Every bad field (422 only; the first 20).")
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorResponse, "description": description} for status, description in (
+        (400, "The body is not valid JSON."),
+        (413, "The body is too large."),
+        (415, "The body is not sent as application/json."),
+        (422, "A field is missing, of the wrong type, empty, too long, too many or unknown."),
+        (503, "The queue is full, or the request waited in it past the timeout (Retry-After)."),
+        (504, "Summarizing took longer than the timeout."))}
+
+
+# ---- errors ---------------------------------------------------------------------------------
+
+
+class ServiceError(Exception):
+    def __init__(self, status: int, message: str, field: str | None = None,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.field, self.headers = status, message, field, headers
+
+
+def field_path(loc: Sequence[Any]) -> str:
+    """('body', 'sets', 1, 'reviews', 0) -> 'sets[1].reviews[0]'; the whole body: 'body'."""
+    parts = list(loc[1:] if loc and loc[0] == "body" else loc)
+    path = ""
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path or "body"
+
+
+def error_response(status: int, message: str, field: str | None = None,
+                   errors: list[dict] | None = None,
+                   headers: dict[str, str] | None = None) -> JSONResponse:
+    body: dict[str, Any] = {"status": status, "message": message, "field": field}
+    if errors is not None:
+        body["errors"] = errors
+    return JSONResponse({"error": body}, status_code=status, headers=headers)
+
+
+def validation_error(exc: RequestValidationError) -> JSONResponse:
+    """400 when the body is not JSON at all; else 422 naming every bad field (the first 20)."""
+    errors = list(exc.errors())
+    for err in errors:
+        if err.get("type") == "json_invalid":
+            return _invalid_json(err)
+    listed = [_field_error(err) for err in errors[:MAX_LISTED_ERRORS]]
+    first = listed[0] if listed else {"field": "body", "message": "invalid request"}
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return error_response(422, f"{first['field']}: {first['message']}{more}", first["field"],
+                          listed)
+
+
+def _invalid_json(err: dict) -> JSONResponse:
+    ctx = err.get("ctx") or {}
+    where = err.get("loc", ())[-1] if err.get("loc") else None
+    detail = ctx.get("error", "invalid JSON")
+    at = f" at character {where}" if isinstance(where, int) else ""
+    return error_response(400, f"the body is not valid JSON: {detail}{at}", "body")
+
+
+def _field_error(err: dict) -> dict:
+    """One pydantic error as {"field", "message", "type"}, its message in plain words."""
+    message = err.get("msg", "invalid")
+    if err.get("type") == "missing":
+        message = "required field is missing"
+    elif err.get("type") == "extra_forbidden":
+        message = "unknown field"
+    elif message.startswith("Value error, "):
+        message = message[len("Value error, "):]
+    return {"field": field_path(err.get("loc", ())), "message": message, "type": err.get("type")}

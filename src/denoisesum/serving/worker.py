@@ -1,0 +1,129 @@
+"""The request queue: one worker thread that runs the summarizer on queued review sets.
+
+The model is loaded once and one thread runs it (torch on CPU gains nothing from two decodes at
+once: they would share the same cores). Requests queue for it, and whatever is waiting when it
+is free is decoded together in one `summarize_batch` call, up to `max_batch_sets` review sets,
+so concurrent clients share forward passes. Batching does not change a summary (every entity's
+beam is its own).
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import threading
+from dataclasses import dataclass
+
+from denoisesum.inference.summarizer import Summarizer
+from denoisesum.inference.support import SupportConfig
+from denoisesum.inference.support import explain as explain_support
+
+
+class QueueFull(Exception):
+    """More review sets are waiting than ServiceLimits.max_pending_sets."""
+
+
+@dataclass
+class Job:
+    sets: list[list[str]]
+    future: concurrent.futures.Future  # -> list of (summary, support dict) per set
+
+
+class InferenceQueue:
+    """One worker thread that runs the summarizer on queued jobs, several at a time."""
+
+    def __init__(self, summarizer: Summarizer, max_batch_sets: int = 8,
+                 max_pending_sets: int = 64, support: SupportConfig | None = None) -> None:
+        self.summarizer = summarizer
+        self.max_batch_sets = max_batch_sets
+        self.max_pending_sets = max_pending_sets
+        self.support = support or SupportConfig()
+        self.pending_sets = 0
+        self.batches = 0  # summarize_batch calls made (what batching saved shows here)
+        self._jobs: collections.deque[Job] = collections.deque()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def submit(self, sets: list[list[str]]) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        with self._cond:
+            if self._closed:
+                raise QueueFull("the service is shutting down")
+            if self.pending_sets + len(sets) > self.max_pending_sets:
+                raise QueueFull(f"{self.pending_sets} review sets are waiting for the model "
+                                f"(at most {self.max_pending_sets}); try again shortly")
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="denoisesum-inference",
+                                                daemon=True)
+                self._thread.start()
+            self.pending_sets += len(sets)
+            self._jobs.append(Job(sets, future))
+            self._cond.notify()
+        return future
+
+    def close(self, timeout: float | None = 10.0) -> None:
+        """Stop after the job in progress; jobs still queued are cancelled."""
+        with self._cond:
+            self._closed = True
+            while self._jobs:
+                job = self._jobs.popleft()
+                self.pending_sets -= len(job.sets)
+                job.future.cancel()
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def _take(self) -> list[Job] | None:
+        """The next jobs: the first waiting one, and those behind it while they fit in
+        max_batch_sets (a bigger job goes alone; summarize_batch splits it)."""
+        with self._cond:
+            while not self._jobs and not self._closed:
+                self._cond.wait()
+            if self._closed:
+                return None
+            jobs = [self._jobs.popleft()]
+            size = len(jobs[0].sets)
+            while self._jobs and size + len(self._jobs[0].sets) <= self.max_batch_sets:
+                jobs.append(self._jobs.popleft())
+                size += len(jobs[-1].sets)
+            self.pending_sets -= size
+        return jobs
+
+    def _run(self) -> None:
+        while (jobs := self._take()) is not None:
+            # a job whose request timed out while it waited was cancelled: skip it
+            active = [job for job in jobs if job.future.set_running_or_notify_cancel()]
+            if not active:
+                continue
+            try:
+                self._process(active)
+            except BaseException as exc:  # never let the worker die with futures unanswered
+                for job in active:
+                    if not job.future.done():
+                        job.future.set_exception(exc)
+
+    def _process(self, jobs: list[Job]) -> None:
+        sets = [reviews for job in jobs for reviews in job.sets]
+        try:
+            summaries = self.summarizer.summarize_batch(sets, batch_size=self.max_batch_sets)
+            self.batches += 1
+        except Exception as exc:
+            if len(jobs) == 1:
+                jobs[0].future.set_exception(exc)
+                return
+            for job in jobs:  # one bad job must not fail the others: each alone
+                self._process([job])
+            return
+        start = 0
+        for job in jobs:
+            results = []
+            for reviews, summary in zip(job.sets, summaries[start: start + len(job.sets)],
+                                        strict=True):
+                support = explain_support(reviews, summary, self.summarizer.vocab.tokenizer,
+                                          self.support).to_dict()
+                del support["summary"]
+                results.append((summary, support))
+            start += len(job.sets)
+            job.future.set_result(results)
