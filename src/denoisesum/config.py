@@ -26,11 +26,47 @@ def _check_keys(cls: type, data: dict[str, Any], prefix: str = "") -> None:
     for key, value in data.items():
         if key not in hints:
             known = ", ".join(f.name for f in dataclasses.fields(cls))
-            raise ConfigError(f"unknown config key '{prefix}{key}' (known: {known})")
+            raise ConfigError(f"unknown config key '{prefix}{key}' (known: {known})",
+                              key=prefix + key, reason=f"unknown key (known: {known})")
         if dataclasses.is_dataclass(hints[key]):
             if not isinstance(value, dict):
-                raise ConfigError(f"config key '{prefix}{key}' must be a table, got {value!r}")
+                raise ConfigError(f"config key '{prefix}{key}' must be a table, got {value!r}",
+                                  key=prefix + key, reason=f"must be a table, got {value!r}")
             _check_keys(hints[key], value, f"{prefix}{key}.")
+
+
+def _run_checks(obj: Any, prefix: str = "") -> None:
+    """Each (nested) config's own `validate()`, for the checks a type cannot say (ranges,
+    one setting against another); its ConfigError.key is made absolute."""
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            _run_checks(value, f"{prefix}{f.name}.")
+    if hasattr(obj, "validate"):
+        try:
+            obj.validate()
+        except ConfigError as exc:
+            if exc.key is None:
+                raise
+            key = prefix + exc.key
+            raise ConfigError(f"config key '{key}': {exc.reason}", key=key,
+                              reason=exc.reason) from None
+
+
+def build(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
+    """Plain data (TOML, JSON) -> a `cls`: the one validation of every config. Unknown keys,
+    wrong types and failed `validate()` checks raise ConfigError naming the key (`prefix` is
+    put before it, e.g. "summarize.")."""
+    _check_keys(cls, data, prefix)
+    try:
+        out = TypeAdapter(cls).validate_python(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = prefix + ".".join(str(p) for p in first["loc"])
+        reason = f"{first['msg']} (got {first.get('input')!r})"
+        raise ConfigError(f"config key '{key}': {reason}", key=key, reason=reason) from None
+    _run_checks(out, prefix)
+    return out
 
 
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -75,14 +111,7 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: Iterabl
             raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
     for text in overrides:
         data = _merge(data, parse_override(text))
-    _check_keys(cls, data)
-    try:
-        return TypeAdapter(cls).validate_python(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"])
-        got = first.get("input")
-        raise ConfigError(f"config key '{key}': {first['msg']} (got {got!r})") from exc
+    return build(cls, data)
 
 
 def config_from_dict(cls: type[T], data: dict[str, Any]) -> T:

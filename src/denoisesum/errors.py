@@ -40,4 +40,11 @@ class CorruptFileError(InputError):
 
 
 class ConfigError(DenoiseSumError):
-    """A bad setting in a TOML config file or a command-line override."""
+    """A bad setting in a TOML config file, a command-line override or a model's config.json.
+    `key` (dotted) and `reason` are set when one key is to blame, so a caller can name its own
+    file and field."""
+
+    def __init__(self, message: str, *, key: str | None = None,
+                 reason: str | None = None) -> None:
+        self.key, self.reason = key, reason or message
+        super().__init__(message)

@@ -79,7 +79,9 @@ class DecodeConfig:
                   ("rerank_ngrams", self.rerank_ngrams >= 1, "must be at least 1")]
         for name, ok, why in checks:
             if not ok:
-                raise ConfigError(f"decode.{name}={getattr(self, name)!r} {why}")
+                value = getattr(self, name)
+                raise ConfigError(f"decode.{name}={value!r} {why}", key=name,
+                                  reason=f"{value!r} {why}")
 
 
 @dataclass
