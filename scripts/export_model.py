@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from denoisesum.training.checkpoint import CONFIG, VOCAB, WEIGHTS
+from denoisesum.models.store import CONFIG, VOCAB, WEIGHTS
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from denoisesum.inference.cloze import fill_blanks
-from denoisesum.training.lm import load_bilm
+from denoisesum.models.store import load_bilm
 
 CLOZE = [
     "the pizza was _ and the service was _ .",

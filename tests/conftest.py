@@ -51,7 +51,7 @@ def save_tiny_summarizer(directory: Path, settings) -> Path:
     from denoisesum.data.tokenizer import Tokenizer
     from denoisesum.data.vocab import Vocab
     from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
-    from denoisesum.training.checkpoint import save_model_dir
+    from denoisesum.models.store import save_model_dir
 
     tokenizer = Tokenizer()
     counts = Counter(t for r in synthetic_reviews() for t in tokenizer.tokenize(r["text"]))

@@ -9,7 +9,8 @@ from denoisesum.data.encoded import EncodedCorpus
 from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.errors import DenoiseSumError
 from denoisesum.models.bilm import BiLMConfig
-from denoisesum.training.lm import LMRunConfig, LMTrainConfig, LMTrainer, VocabConfig, load_bilm
+from denoisesum.models.store import load_bilm
+from denoisesum.training.lm import LMRunConfig, LMTrainConfig, LMTrainer, VocabConfig
 
 
 def small_config(**train) -> LMRunConfig:

@@ -187,7 +187,7 @@ def test_head_first_nucleus_expands_only_the_clusters_that_can_enter():
 
 
 def test_replacement_rate_is_p_r_times_probability_of_a_different_word(workspace):
-    from denoisesum.training.lm import load_bilm
+    from denoisesum.models.store import load_bilm
 
     model, vocab = load_bilm(workspace["lm"])
     text = " ".join(r["text"] for r in noising_reviews(2, 10, seed=5))

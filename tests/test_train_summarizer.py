@@ -20,6 +20,7 @@ from denoisesum.cli import app
 from denoisesum.data.vocab import BOS_ID, EOS_ID
 from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.models.denoisesum import DOCUMENT, SEGMENT, DenoiseSum, DenoiseSumConfig
+from denoisesum.models.store import read_model_dir
 from denoisesum.topics import (
     CategoryTopics,
     LDAConfig,
@@ -27,7 +28,6 @@ from denoisesum.topics import (
     topic_distributions,
     train_lda,
 )
-from denoisesum.training.checkpoint import read_model_dir
 from denoisesum.training.pairs import PairCorpus, PairDataConfig, PairVocabConfig, collate
 from denoisesum.training.summarizer import (
     SummarizerRunConfig,
@@ -459,9 +459,9 @@ def test_dev_rouge_decodes_with_the_run_settings_and_exports_them(pairs_dir, tmp
     seen = []
     real = Summarizer.summarize_tokens_batch
 
-    def spy(self, review_sets):
+    def spy(self, review_sets, batch_size=8):
         seen.append(self.config)
-        return real(self, review_sets)
+        return real(self, review_sets, batch_size)
 
     with mock.patch.object(Summarizer, "summarize_tokens_batch", spy):
         run.fit()
@@ -476,7 +476,7 @@ def test_dev_rouge_decodes_with_the_run_settings_and_exports_them(pairs_dir, tmp
 def test_init_from_a_bilm_copies_matching_weights_by_word(pairs_dir, tmp_path):
     from denoisesum.data.vocab import Vocab
     from denoisesum.models.bilm import BiLM, BiLMConfig
-    from denoisesum.training.checkpoint import save_model_dir
+    from denoisesum.models.store import save_model_dir
 
     lm_vocab = Vocab.from_counts({"pizza": 9, "the": 8, "zebra": 7})
     torch.manual_seed(3)
@@ -505,7 +505,7 @@ def test_an_lm_of_the_summarizers_sizes_starts_every_lstm(pairs_dir, tmp_path):
     decoders start from the LM (the paper pretrains all of them)."""
     from denoisesum.data.vocab import Vocab
     from denoisesum.models.bilm import BiLM, BiLMConfig
-    from denoisesum.training.checkpoint import save_model_dir
+    from denoisesum.models.store import save_model_dir
 
     lm_vocab = Vocab.from_counts({"pizza": 9, "the": 8})
     torch.manual_seed(4)

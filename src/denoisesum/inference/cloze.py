@@ -15,7 +15,7 @@ def fill_blanks(model: BiLM, vocab: Vocab, text: str, top: int = 5
                 ) -> list[tuple[int, list[tuple[str, float]]]]:
     """For each '_' in `text`: its position and the `top` most likely words with probabilities.
 
-    Special tokens are never proposed. `model, vocab` come from `training.lm.load_bilm`.
+    Special tokens are never proposed. `model, vocab` come from `models.store.load_bilm`.
     """
     tokens = vocab.tokenizer.tokenize(text.replace(BLANK, f" {BLANK} "))
     blanks = [i for i, t in enumerate(tokens) if t == BLANK]

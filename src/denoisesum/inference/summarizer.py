@@ -6,44 +6,37 @@
     summarizer.summarize(["The ramen was rich...", "Great broth, slow service...", ...])
     summarizer.explain(reviews)      # the summary and the reviews supporting each sentence
 
-Model directory (what the trainer saves, `training.checkpoint.save_model_dir`):
+A model directory (format and checks: models/store.py) of kind "denoisesum" may carry, beside
+"kind" and "model", the settings to summarize with:
 
-    model.safetensors   the weights (fp32 or fp16; loaded into fp32)
-    vocab.json          the vocabulary and its tokenizer settings (data/vocab.py)
-    config.json         {"kind": "denoisesum",
-                         "model": {DenoiseSumConfig fields: vocab_size, embed_dim, ...},
+    config.json         {"kind": "denoisesum", "model": {...},
                          "summarize": {"max_review_tokens": 150, "max_reviews": 50,
                                        "decode": {DecodeConfig fields}}}
 
-"kind" and "model" are required; "model" must hold only DenoiseSumConfig fields (missing ones
-take their defaults) and its vocab_size must equal the vocabulary's size. "summarize" is
-optional: it lets a model ship the decoding settings it was tuned with (e.g. a min_length for
-its domain); absent keys take the SummarizerConfig defaults. Other top-level keys (the training
-run's settings, say) are ignored.
+"summarize" is optional: it lets a model ship the decoding settings it was tuned with (e.g. a
+min_length for its domain); absent keys take the SummarizerConfig defaults. Other top-level keys
+(the training run's settings, say) are ignored.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import torch
-from pydantic import TypeAdapter, ValidationError
 
 from denoisesum.data.tokenizer import detokenize
 from denoisesum.data.vocab import SPECIALS, Vocab
-from denoisesum.errors import DenoiseSumError, InputError
+from denoisesum.errors import DenoiseSumError
 from denoisesum.inference.beam import DecodeConfig, WordLists, banned_words, beam_search
 from denoisesum.inference.rerank import choose, review_subsets
 from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
 from denoisesum.inference.support import STOPWORDS, Explanation, SupportConfig
 from denoisesum.inference.support import explain as explain_support
-from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig, inference_batch
+from denoisesum.models.denoisesum import DenoiseSum, inference_batch
+from denoisesum.models.store import CONFIG, load_denoisesum, parse_section
 
-KIND = "denoisesum"
 # The packaged default model: models/denoisesum-yelp at the repository root, beside the BiLM.
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[3] / "models" / "denoisesum-yelp"
 
@@ -62,55 +55,13 @@ class SummarizerConfig:
     decode: DecodeConfig = field(default_factory=DecodeConfig)
 
 
-def _section(cls: type, data: Any, path: Path, name: str):
-    """A config dataclass from a JSON object; unknown keys and bad values name the field."""
-    if not isinstance(data, dict):
-        raise InputError(f"must be an object, got {data!r}", path=path, field=name)
-    hints = {f.name: f for f in dataclasses.fields(cls)}
-    for key, value in data.items():
-        if key not in hints:
-            raise InputError(f"unknown key (known: {', '.join(hints)})", path=path,
-                             field=f"{name}.{key}")
-        if key == "decode" and cls is SummarizerConfig:
-            _section(DecodeConfig, value, path, f"{name}.{key}")
-    try:
-        return TypeAdapter(cls).validate_python(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join([name, *(str(p) for p in first["loc"])])
-        raise InputError(f"{first['msg']} (got {first.get('input')!r})", path=path,
-                         field=where) from None
-
-
 def load_model(directory: str | Path) -> tuple[DenoiseSum, Vocab, SummarizerConfig]:
-    """Read a model directory (format in the module docstring): the model in eval mode."""
-    from denoisesum.training.checkpoint import CONFIG, WEIGHTS, read_model_dir
-
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise InputError("no such model directory", path=directory)
-    weights, config, vocab = read_model_dir(directory)
-    config_path = directory / CONFIG
-    if not isinstance(config, dict) or config.get("kind") != KIND:
-        kind = config.get("kind") if isinstance(config, dict) else None
-        raise InputError(f"holds a {kind!r} model, not a DenoiseSum summarizer ('{KIND}')",
-                         path=config_path, field="kind")
-    if "model" not in config:
-        raise InputError("missing: the model's DenoiseSumConfig", path=config_path,
-                         field="model")
-    model_config = _section(DenoiseSumConfig, config["model"], config_path, "model")
-    if model_config.vocab_size != len(vocab):
-        raise InputError(f"{model_config.vocab_size} does not match the {len(vocab)} tokens of "
-                         "vocab.json", path=config_path, field="model.vocab_size")
-    settings = _section(SummarizerConfig, config.get("summarize", {}), config_path, "summarize")
-    model = DenoiseSum(model_config)
-    try:
-        model.load_state_dict(weights)
-    except RuntimeError as exc:  # missing/unexpected keys or wrong shapes
-        reason = str(exc).splitlines()[-1].strip() or str(exc)
-        raise InputError(f"weights do not fit config.json's model: {reason}",
-                         path=directory / WEIGHTS) from None
-    return model.eval(), vocab, settings
+    """Read a model directory (format: models/store.py): the model in eval mode, its
+    vocabulary and the summarizing settings saved with it (config.json's "summarize")."""
+    model, vocab, config = load_denoisesum(directory)
+    settings = parse_section(SummarizerConfig, config.get("summarize", {}),
+                             Path(directory) / CONFIG, "summarize")
+    return model, vocab, settings
 
 
 class Summarizer:

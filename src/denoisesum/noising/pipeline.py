@@ -111,7 +111,7 @@ def _resources(job: Job) -> dict[str, Any]:
     """Load the corpus, LM, spaCy and plan once per worker process."""
     key = (job.out_dir, job.corpus_dir, job.lm_dir)
     if key not in _RESOURCES:
-        from denoisesum.training.lm import load_bilm
+        from denoisesum.models.store import load_bilm
 
         torch.set_num_threads(1)  # same arithmetic in every worker: byte-identical output
         keep_freed_memory()

@@ -1,7 +1,7 @@
-"""Crash-safe checkpoints and model directories.
+"""Crash-safe training checkpoints.
 
-A *model directory* is what users load: `model.safetensors`, `config.json`, `vocab.json`.
-A *checkpoint* adds what resuming needs (`state.pt`: optimizer, scheduler, RNG, data position).
+A checkpoint is a model directory (models/store.py: `model.safetensors`, `config.json`,
+`vocab.json`) plus what resuming needs (`state.pt`: optimizer, scheduler, RNG, data position).
 Checkpoints are written into a temporary directory and renamed into place, and `LATEST` is
 replaced atomically afterwards, so a kill at any moment leaves the previous checkpoint usable.
 """
@@ -14,38 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
 
 from denoisesum.data.vocab import Vocab
-from denoisesum.errors import InputError
-from denoisesum.io import atomic_write, read_json, write_json
+from denoisesum.io import atomic_write
+from denoisesum.models.store import save_model_dir
 
-WEIGHTS, CONFIG, VOCAB, STATE = "model.safetensors", "config.json", "vocab.json", "state.pt"
-
-
-def save_weights(path: Path, model: torch.nn.Module) -> None:
-    tensors = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
-    tmp = path.with_name(f".{path.name}.tmp")
-    save_file(tensors, str(tmp))
-    os.replace(tmp, path)
-
-
-def save_model_dir(directory: str | Path, model: torch.nn.Module, config: dict[str, Any],
-                   vocab: Vocab) -> None:
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    vocab.save(directory / VOCAB)
-    write_json(directory / CONFIG, config)
-    save_weights(directory / WEIGHTS, model)
-
-
-def read_model_dir(directory: str | Path) -> tuple[dict[str, torch.Tensor], dict[str, Any], Vocab]:
-    directory = Path(directory)
-    for name in (WEIGHTS, CONFIG, VOCAB):
-        if not (directory / name).is_file():
-            raise InputError(f"not a model directory: {name} is missing", path=directory)
-    return load_file(str(directory / WEIGHTS)), read_json(directory / CONFIG), Vocab.load(
-        directory / VOCAB)
+STATE = "state.pt"
 
 
 def save_checkpoint(run_dir: str | Path, step: int, model: torch.nn.Module,

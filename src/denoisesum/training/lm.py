@@ -27,13 +27,9 @@ from denoisesum.data.vocab import Vocab
 from denoisesum.errors import DenoiseSumError
 from denoisesum.io import write_json
 from denoisesum.models.bilm import BiLM, BiLMConfig
+from denoisesum.models.store import read_model_dir, save_model_dir
 from denoisesum.training import distributed, lm_data
-from denoisesum.training.checkpoint import (
-    latest_checkpoint,
-    load_state,
-    read_model_dir,
-    save_model_dir,
-)
+from denoisesum.training.checkpoint import latest_checkpoint, load_state
 from denoisesum.training.distributed import SINGLE, Distributed
 from denoisesum.training.loop import ResumableTrainer, StepLogger
 
@@ -229,13 +225,3 @@ class LMTrainer(ResumableTrainer):
         if self.dist.is_main:
             write_json(self.out / "results.json", summary)
         return summary
-
-
-def load_bilm(directory: str | Path) -> tuple[BiLM, Vocab]:
-    """Load a trained BiLM model directory for inference (eval mode)."""
-    weights, config, vocab = read_model_dir(directory)
-    if config.get("kind") != "bilm":
-        raise DenoiseSumError(f"{directory} holds a '{config.get('kind')}' model, not a BiLM")
-    model = BiLM(BiLMConfig(**config["model"]))
-    model.load_state_dict(weights)
-    return model.eval(), vocab

@@ -28,7 +28,7 @@ from torch import nn
 from denoisesum.data.vocab import Vocab
 from denoisesum.models.bilm import BiLM
 from denoisesum.models.denoisesum import DenoiseSum
-from denoisesum.training.lm import load_bilm
+from denoisesum.models.store import load_bilm
 
 
 def _copy_lstm(target: nn.LSTM, source: nn.LSTM) -> bool:
@@ -74,4 +74,4 @@ def init_from_bilm(model: DenoiseSum, vocab: Vocab, lm: BiLM, lm_vocab: Vocab) -
 
 def init_from_lm_dir(model: DenoiseSum, vocab: Vocab, lm_dir: str | Path) -> dict:
     lm, lm_vocab = load_bilm(lm_dir)
-    return {"lm": str(lm_dir), **init_from_bilm(model, vocab, lm.float(), lm_vocab)}
+    return {"lm": str(lm_dir), **init_from_bilm(model, vocab, lm, lm_vocab)}

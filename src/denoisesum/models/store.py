@@ -1,0 +1,131 @@
+"""The model-directory format: what the trainers write and every stage loads.
+
+    model.safetensors   the weights (fp32 or fp16; loaded into fp32)
+    vocab.json          the vocabulary and its tokenizer settings (data/vocab.py)
+    config.json         {"kind": "bilm" | "denoisesum",
+                         "model": {BiLMConfig or DenoiseSumConfig fields},
+                         ...}   other keys belong to the stage that wrote or reads them (the
+                                training settings; "summarize" for the Summarizer)
+
+"kind" and "model" are required; "model" holds only the config fields of its kind (missing
+ones take their defaults) and its vocab_size equals the vocabulary's size. Anything unreadable
+or inconsistent is an InputError naming the file and the field, never a traceback. Training
+checkpoints (training/checkpoint.py) are model directories plus the state to resume.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, TypeVar
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from denoisesum.config import build
+from denoisesum.data.vocab import Vocab
+from denoisesum.errors import ConfigError, InputError
+from denoisesum.io import read_json, write_json
+from denoisesum.models.bilm import BiLM, BiLMConfig
+from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
+
+WEIGHTS, CONFIG, VOCAB = "model.safetensors", "config.json", "vocab.json"
+# kind -> (model class, its config class, what to call it in messages)
+KINDS: dict[str, tuple[type[torch.nn.Module], type, str]] = {
+    "bilm": (BiLM, BiLMConfig, "a bidirectional LM"),
+    "denoisesum": (DenoiseSum, DenoiseSumConfig, "a DenoiseSum summarizer"),
+}
+T = TypeVar("T")
+
+
+def save_weights(path: Path, model: torch.nn.Module) -> None:
+    tensors = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    tmp = path.with_name(f".{path.name}.tmp")
+    save_file(tensors, str(tmp))
+    os.replace(tmp, path)
+
+
+def save_model_dir(directory: str | Path, model: torch.nn.Module, config: dict[str, Any],
+                   vocab: Vocab) -> None:
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    vocab.save(directory / VOCAB)
+    write_json(directory / CONFIG, config)
+    save_weights(directory / WEIGHTS, model)
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def read_model_dir(directory: str | Path) -> tuple[dict[str, torch.Tensor], dict[str, Any], Vocab]:
+    """The weights, config.json and vocabulary of a model directory, unchecked against each
+    other (`load` checks them)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise InputError("no such model directory", path=directory)
+    for name in (WEIGHTS, CONFIG, VOCAB):
+        if not (directory / name).is_file():
+            raise InputError(f"not a model directory: {name} is missing", path=directory)
+    try:
+        weights = load_file(str(directory / WEIGHTS))
+    except Exception as exc:  # safetensors raises its own error types for a damaged file
+        raise InputError(f"unreadable weights ({_first_line(exc)}); the file is damaged or not "
+                         "a safetensors file", path=directory / WEIGHTS) from None
+    config = read_json(directory / CONFIG)
+    if not isinstance(config, dict):
+        raise InputError(f"must be a JSON object, got {type(config).__name__}",
+                         path=directory / CONFIG)
+    return weights, config, Vocab.load(directory / VOCAB)
+
+
+def parse_section(cls: type[T], data: Any, path: Path, name: str) -> T:
+    """A config dataclass from a section of a JSON file; errors name the file and field."""
+    if not isinstance(data, dict):
+        raise InputError(f"must be an object, got {data!r}", path=path, field=name)
+    try:
+        return build(cls, data, f"{name}.")
+    except ConfigError as exc:
+        raise InputError(exc.reason, path=path, field=exc.key or name) from None
+
+
+def load(directory: str | Path, kind: str) -> tuple[torch.nn.Module, Vocab, dict[str, Any]]:
+    """The model of a directory (eval mode), its vocabulary and its whole config.json; the
+    directory must hold a model of `kind` ("bilm" or "denoisesum")."""
+    model_cls, config_cls, description = KINDS[kind]
+    directory = Path(directory)
+    weights, config, vocab = read_model_dir(directory)
+    path = directory / CONFIG
+    if config.get("kind") != kind:
+        raise InputError(f"holds a {config.get('kind')!r} model, not {description} ('{kind}')",
+                         path=path, field="kind")
+    if "model" not in config:
+        raise InputError(f"missing: the model's {config_cls.__name__}", path=path, field="model")
+    model_config = parse_section(config_cls, config["model"], path, "model")
+    if model_config.vocab_size != len(vocab):
+        raise InputError(f"{model_config.vocab_size} does not match the {len(vocab)} tokens of "
+                         "vocab.json", path=path, field="model.vocab_size")
+    try:
+        model = model_cls(model_config)
+    except ConfigError as exc:
+        raise InputError(str(exc), path=path, field="model") from None
+    try:
+        model.load_state_dict(weights)
+    except RuntimeError as exc:  # missing/unexpected keys or wrong shapes
+        reason = str(exc).splitlines()[-1].strip() or str(exc)
+        raise InputError(f"weights do not fit config.json's model: {reason}",
+                         path=directory / WEIGHTS) from None
+    return model.float().eval(), vocab, config
+
+
+def load_bilm(directory: str | Path) -> tuple[BiLM, Vocab]:
+    """A trained BiLM (`denoisesum train-lm`) for cloze predictions and noising, in eval mode."""
+    model, vocab, _ = load(directory, "bilm")
+    return model, vocab
+
+
+def load_denoisesum(directory: str | Path) -> tuple[DenoiseSum, Vocab, dict[str, Any]]:
+    """A trained summarizer, its vocabulary and its config.json (for the sections of other
+    stages, such as "summarize")."""
+    return load(directory, "denoisesum")
