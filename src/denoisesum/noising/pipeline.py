@@ -32,6 +32,7 @@ from tqdm import tqdm
 
 from denoisesum.config import config_from_dict
 from denoisesum.data.encoded import EncodedCorpus
+from denoisesum.data.synthetic import pair_record, shard_path
 from denoisesum.errors import DenoiseSumError
 from denoisesum.io import atomic_write, read_json, write_json
 from denoisesum.noising.candidates import CandidateConfig, preset
@@ -73,10 +74,6 @@ class Job:
     corpus_dir: str
     lm_dir: str
     config: dict[str, Any]
-
-
-def shard_path(out_dir: str | Path, shard: int) -> Path:
-    return Path(out_dir) / "shards" / f"shard-{shard:05d}.jsonl.gz"
 
 
 # --------------------------------------------------------------------------- worker side
@@ -207,9 +204,8 @@ def _make_pair(res: dict[str, Any], cfg: SynthesisConfig, pair_id: int, type_ids
     best = most_similar(type_ids, others, position, n, res["idf"])
     document = [" ".join(corpus.types[t] for t in others[i]) for i in best]
     timings["retrieval"] += time.perf_counter() - start
-    return {"pair_id": pair_id, "entity_id": corpus.entities[entity], "summary": " ".join(tokens),
-            "segment_noise": segment, "document_noise": document, "n": n,
-            "document_noise_short": len(document) < n, "candidate_review": review}
+    return pair_record(pair_id, corpus.entities[entity], tokens, segment, document, n=n,
+                       document_noise_short=len(document) < n, candidate_review=review)
 
 
 # --------------------------------------------------------------------------- driver side

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
+from denoisesum.data.synthetic import find_shards, iter_pairs
 from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.errors import DenoiseSumError
 from denoisesum.topics.models import (
@@ -22,7 +23,6 @@ from denoisesum.topics.models import (
     category_topics,
     train_lda,
 )
-from denoisesum.training.pairs import find_shards, iter_pairs
 
 T = TypeVar("T")
 

@@ -1,9 +1,6 @@
 """Synthetic training pairs for the summarizer: reading shards, an encoded cache, splits, batches.
 
-Input: the pair shards of `denoisesum synthesize`, `PAIRS/shards/shard-NNNNN.jsonl.gz` (or the
-shard files directly in PAIRS), one pair per line:
-    {"pair_id": int, "entity_id": str, "summary": str, "segment_noise": [str], "document_noise":
-     [str], ...}   texts are space-separated tokens; other fields are ignored.
+Input: the pair shards of `denoisesum synthesize` (format: data/synthetic.py).
 
 The shards are read once into a cache directory (default RUN/data), as EncodedCorpus does for
 reviews: every text's tokens as int32 *type ranks* (rank 0 = the most frequent token of the
@@ -35,7 +32,6 @@ from __future__ import annotations
 
 import os
 from array import array
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,8 +46,9 @@ from denoisesum.data.encoded import (
     renumber_by_frequency,
     source_fingerprint,
 )
-from denoisesum.errors import DenoiseSumError, InputError
-from denoisesum.io import iter_jsonl, read_json, write_json
+from denoisesum.data.synthetic import find_shards, iter_pairs
+from denoisesum.errors import DenoiseSumError
+from denoisesum.io import read_json, write_json
 from denoisesum.models.denoisesum import SummaryBatch, make_batch
 from denoisesum.training.lm_data import heldout_entities
 
@@ -72,68 +69,6 @@ class PairDataConfig:
     eval_pairs: int = 1000  # held-out pairs scored at each evaluation; 0 = all
     fraction: float = 1.0  # share of the training pairs used (the paper's 10% / 50% ablation)
     topics: str = ""  # topic model directory (`denoisesum topics`); needed by the discriminator
-
-
-# ---------------------------------------------------------------------------------------------
-# reading shards
-
-
-def find_shards(pairs_dir: str | Path) -> list[Path]:
-    """The shard files of a `denoisesum synthesize` output directory, in order."""
-    root = Path(pairs_dir)
-    if not root.is_dir():
-        raise InputError("not a directory of synthetic pairs", path=root)
-    shards = sorted((root / "shards").glob("shard-*.jsonl.gz")) or sorted(
-        root.glob("shard-*.jsonl.gz"))
-    if not shards:
-        raise InputError("no pair shards found (expected shards/shard-NNNNN.jsonl.gz, as made by "
-                         "`denoisesum synthesize`)", path=root)
-    return shards
-
-
-@dataclass
-class Pair:
-    pair_id: int
-    entity_id: str
-    summary: list[str]
-    segment: list[list[str]]
-    document: list[list[str]]
-
-
-def _texts(record: dict, key: str, path: Path, line: int) -> list[list[str]]:
-    value = record.get(key)
-    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-        raise InputError("must be a list of strings (space-separated tokens)", path=path,
-                         line=line, field=key)
-    return [t.split() for t in value]
-
-
-def parse_pair(record: Any, path: Path, line: int) -> Pair:
-    """Check one shard line; InputError names the file, line and field."""
-    if not isinstance(record, dict):
-        raise InputError(f"a pair must be a JSON object, got {type(record).__name__}",
-                         path=path, line=line)
-    for key in ("pair_id", "entity_id", "summary", "segment_noise", "document_noise"):
-        if key not in record:
-            raise InputError("missing field", path=path, line=line, field=key)
-    pair_id, entity = record["pair_id"], record["entity_id"]
-    if isinstance(pair_id, bool) or not isinstance(pair_id, int):
-        raise InputError(f"must be an integer, got {pair_id!r}", path=path, line=line,
-                         field="pair_id")
-    if not isinstance(entity, str) or not entity:
-        raise InputError("must be a non-empty string", path=path, line=line, field="entity_id")
-    summary = record["summary"]
-    if not isinstance(summary, str) or not summary.split():
-        raise InputError("must be a non-empty string of tokens", path=path, line=line,
-                         field="summary")
-    return Pair(pair_id, entity, summary.split(), _texts(record, "segment_noise", path, line),
-                _texts(record, "document_noise", path, line))
-
-
-def iter_pairs(shards: Sequence[Path]) -> Iterator[Pair]:
-    for path in shards:
-        for line, record in iter_jsonl(path):
-            yield parse_pair(record, path, line)
 
 
 # ---------------------------------------------------------------------------------------------
