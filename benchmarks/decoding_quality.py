@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
 import numpy as np
 
 from denoisesum.data.reviewsets import read_review_sets
-from denoisesum.evaluation.rouge import rouge_f1_per_entity
+from denoisesum.evaluation.decoded import decode_and_score
 from denoisesum.inference.summarizer import Summarizer
 
 
@@ -40,14 +39,10 @@ def apply_variant(summarizer: Summarizer, variant: str) -> None:
 
 def run_variant(summarizer: Summarizer, sets: list, variant: str) -> dict:
     apply_variant(summarizer, variant)
-    start = time.perf_counter()
-    summaries = summarizer.summarize_tokens_batch([s.reviews for s in sets])
-    seconds = time.perf_counter() - start
-    per_entity = rouge_f1_per_entity([" ".join(t) for t in summaries],
-                                     [s.summaries for s in sets])
-    scores = {t: float(np.mean(values)) for t, values in per_entity.items()}
-    return {"variant": variant, **scores, "words": float(np.mean([len(t) for t in summaries])),
-            "seconds": seconds, "summaries": [" ".join(t) for t in summaries]}
+    run = decode_and_score(summarizer, sets, "rouge")
+    return {"variant": variant, **run.means,
+            "words": float(np.mean([len(s.split()) for s in run.summaries])),
+            "seconds": run.seconds, "summaries": run.summaries}
 
 
 def main() -> None:

@@ -17,26 +17,23 @@ import argparse
 import dataclasses
 import itertools
 import json
-import time
 from pathlib import Path
 
 import numpy as np
 
 from denoisesum.data.reviewsets import read_review_sets
-from denoisesum.evaluation.rouge import ROUGE_TYPES, rouge_f1_per_entity
+from denoisesum.evaluation.decoded import decode_and_score
+from denoisesum.evaluation.rouge import ROUGE_TYPES
 from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import atomic_write
 
 
 def score(summarizer: Summarizer, sets: list) -> dict[str, float]:
-    start = time.perf_counter()
-    summaries = summarizer.summarize_tokens_batch([s.reviews for s in sets])
-    per_entity = rouge_f1_per_entity([" ".join(t) for t in summaries],
-                                     [s.summaries for s in sets])
-    out = {t: float(np.mean(scores)) for t, scores in per_entity.items()}
+    run = decode_and_score(summarizer, sets, "rouge")
+    out = dict(run.means)
     out["mean"] = float(np.mean([out[t] for t in ROUGE_TYPES]))
-    out["words"] = float(np.mean([len(t) for t in summaries]))
-    out["seconds"] = time.perf_counter() - start
+    out["words"] = float(np.mean([len(s.split()) for s in run.summaries]))
+    out["seconds"] = run.seconds
     return out
 
 

@@ -63,3 +63,16 @@ def test_rerank_picks_among_more_candidates_and_never_fails(summarizer):
         best = scorer.score(summarizer.vocab.encode(chosen))
         assert all(scorer.score(c) <= best + 1e-12 for c in candidates)
     assert isinstance(plain, list) and DecodeConfig().rerank is False
+
+
+def test_decode_and_score_summarizes_and_scores_every_set(summarizer):
+    from denoisesum.data.reviewsets import ReviewSet
+    from denoisesum.evaluation.decoded import decode_and_score
+
+    sets = [ReviewSet(entity_id=f"e{i}", reviews=["great pizza and friendly staff", "slow staff"],
+                      summaries=["great pizza , slow staff"]) for i in range(3)]
+    run = decode_and_score(summarizer, sets, "rouge", batch_size=2)
+    assert len(run.summaries) == 3 and run.seconds > 0
+    assert run.report.entity_ids == ["e0", "e1", "e2"]
+    assert set(run.means) == {"rouge1", "rouge2", "rougeL"}
+    assert run.summaries[0] == " ".join(summarizer.summarize_tokens(sets[0].reviews))

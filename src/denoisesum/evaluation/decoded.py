@@ -3,7 +3,7 @@ one way the decoding search, the decoding benchmarks and the trainer's dev-ROUGE
 measure a model.
 
     run = decode_and_score(summarizer, read_review_sets(dev_file), metrics="rouge,pooled")
-    run.report.means()["rouge1"], run.seconds, run.summaries[0]
+    run.means["rouge1"], run.seconds, run.summaries[0]
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ class DecodedRun:
     report: EvaluationReport
     seconds: float  # decoding time only
 
+    @property
     def means(self) -> dict[str, float]:
-        return self.report.means()
+        return self.report.means
 
 
 def decode_and_score(summarizer, sets: Iterable[ReviewSet], metrics: Sequence[str] | str = "rouge",

@@ -51,14 +51,10 @@ from denoisesum.errors import ConfigError, DenoiseSumError, InputError
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.io import write_json
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
+from denoisesum.models.store import read_model_dir, save_model_dir
 from denoisesum.training import distributed
 from denoisesum.training import pairs as pair_data
-from denoisesum.training.checkpoint import (
-    latest_checkpoint,
-    load_state,
-    read_model_dir,
-    save_model_dir,
-)
+from denoisesum.training.checkpoint import latest_checkpoint, load_state
 from denoisesum.training.lm_init import init_from_lm_dir
 from denoisesum.training.loop import ResumableTrainer, StepLogger
 from denoisesum.training.pairs import PairCorpus, PairDataConfig, PairVocabConfig
@@ -421,19 +417,21 @@ class SummarizerTrainer(ResumableTrainer):
 
     def dev_rouge(self) -> dict[str, float]:
         """rouge-score F1 (0-100) of the current model's beam-search summaries of the dev sets."""
-        from denoisesum.evaluation.rouge import ROUGE_TYPES, rouge_f1
+        from denoisesum.evaluation.decoded import decode_and_score
+        from denoisesum.evaluation.rouge import ROUGE_TYPES
 
         was_training = self.model.training
-        settings = self.summarize_config()
         world = self.dist.world_size
         mine = self.dev_sets[self.dist.rank::world]  # distributed: each rank decodes a share
-        summaries = Summarizer(self.model, self.vocab, settings, self.device) \
-            .summarize_tokens_batch([s.reviews for s in mine]) if mine else []
+        per_entity = []
+        if mine:
+            summarizer = Summarizer(self.model, self.vocab, self.summarize_config(), self.device)
+            scores = decode_and_score(summarizer, mine, "rouge").report.scores
+            per_entity = [{t: scores[t][i] for t in ROUGE_TYPES} for i in range(len(mine))]
         self.model.train(was_training)  # the Summarizer switched it to eval mode
-        shares = self.dist.all_gather([rouge_f1(" ".join(tokens), s.summaries)
-                                       for tokens, s in zip(summaries, mine, strict=True)])
+        shares = self.dist.all_gather(per_entity)
         scores = [shares[i % world][i // world] for i in range(len(self.dev_sets))]
-        out = {t: 100 * float(np.mean([x[t] for x in scores])) for t in ROUGE_TYPES}
+        out = {t: float(np.mean([x[t] for x in scores])) for t in ROUGE_TYPES}
         return {**out, "mean": float(np.mean(list(out.values())))}
 
     def _evaluate_and_keep_best(self) -> None:
