@@ -10,6 +10,12 @@ from typing import Annotated
 import typer
 
 from denoisesum import __version__
+from denoisesum.baselines.options import (
+    DEFAULT_SAMPLE,
+    DEFAULT_SEED,
+    DEFAULT_WORDS,
+    LeaderboardOptions,
+)
 from denoisesum.errors import DenoiseSumError
 
 app = typer.Typer(
@@ -307,7 +313,6 @@ def evaluate_command(
 
 
 BASELINE_NAMES = "first, random, clustroid, oracle, lexrank, word2vec, opinosis"
-DEFAULT_BASELINES = "first,random,clustroid,lexrank,word2vec,opinosis,oracle"
 CorpusOption = Annotated[list[str] | None, typer.Option(
     "--corpus", help="Review corpus to learn from (lexrank: IDF; word2vec: vectors + IDF); "
                      "files or quoted glob patterns, repeatable.")]
@@ -319,41 +324,8 @@ SeedOption = Annotated[int, typer.Option(
     help="Seed of the random baseline, the corpus sample and word2vec.")]
 
 
-def _prepare_baseline(summarizer, corpus: list[str] | None, sample: int, seed: int,
-                      model: Path | None, entity_field: str = "entity_id",
-                      text_field: str = "text"):
-    """Fit `summarizer` on a corpus sample (saving word2vec vectors to `model`), or load a
-    trained word2vec from `model`; returns the summarizer ready to use."""
-    import time
-
-    from denoisesum.baselines import Word2VecCentroid, sample_texts
-    from denoisesum.data.corpus import CorpusReader, FieldNames
-
-    name = summarizer.name
-    if model is not None and not isinstance(summarizer, Word2VecCentroid):
-        raise DenoiseSumError(f"--model/--word2vec-model is for word2vec, not {name}")
-    if corpus:
-        if not summarizer.can_fit:
-            raise DenoiseSumError(f"the {name} baseline learns nothing from a corpus; drop "
-                                  "--corpus (lexrank and word2vec use one)")
-        start = time.perf_counter()
-        reader = CorpusReader(corpus, FieldNames(entity_id=entity_field, text=text_field))
-        texts = sample_texts(reader, sample, seed)
-        typer.echo(f"{name}: sampled {len(texts):,} reviews in "
-                   f"{time.perf_counter() - start:.0f} s", err=True)
-        start = time.perf_counter()
-        summarizer.fit(texts)
-        typer.echo(f"{name}: fitted in {time.perf_counter() - start:.0f} s", err=True)
-        if model is not None:
-            summarizer.save(model)
-            typer.echo(f"{name}: saved to {model}", err=True)
-        return summarizer
-    if model is not None:
-        return Word2VecCentroid.load(model)
-    if summarizer.needs_fit:
-        raise DenoiseSumError(f"the {name} baseline must be trained first: pass --corpus FILES "
-                              "(optionally with --model DIR to keep it) or --model DIR")
-    return summarizer
+def _log(message: str) -> None:
+    typer.echo(message, err=True)
 
 
 @app.command()
@@ -363,41 +335,23 @@ def baseline(
             help="Review-set file (JSONL: entity_id, reviews; summaries for oracle).")],
         output: Annotated[str, typer.Option(
             "--output", "-o", help="Prediction file to write ('-': standard output).")] = "-",
-        corpus: CorpusOption = None, sample: SampleOption = 100_000,
+        corpus: CorpusOption = None, sample: SampleOption = DEFAULT_SAMPLE,
         model: Annotated[Path | None, typer.Option(
             help="word2vec: folder to save the vectors trained with --corpus in, or to load "
                  "them from.")] = None,
-        words: WordsOption = 60, seed: SeedOption = 0,
+        words: WordsOption = DEFAULT_WORDS, seed: SeedOption = DEFAULT_SEED,
         entity_field: EntityField = "entity_id", text_field: TextField = "text") -> None:
     """Summarize every review set with a baseline; writes a prediction file."""
-    from denoisesum.baselines import create, summarize_sets
-    from denoisesum.data.reviewsets import read_review_sets, write_predictions
-    from denoisesum.errors import InputError
+    from denoisesum.baselines import summarize_file
+    from denoisesum.data.corpus import FieldNames
+    from denoisesum.data.reviewsets import write_predictions
 
-    summarizer = create(name, words=words, seed=seed)
-    if not review_sets.is_file():
-        raise InputError("no such file", path=review_sets)
-    summarizer = _prepare_baseline(summarizer, corpus, sample, seed, model, entity_field,
-                                   text_field)
-    predictions = list(summarize_sets(summarizer, read_review_sets(review_sets), review_sets))
+    predictions = summarize_file(
+        name, review_sets, words=words, seed=seed, corpus=corpus or [], sample=sample,
+        model=model, fields=FieldNames(entity_id=entity_field, text=text_field), log=_log)
     write_predictions(output, predictions)
     if output != "-":
         typer.echo(f"{len(predictions)} summaries -> {output}", err=True)
-
-
-def _command_line(command: str, arguments: list[str],
-                  options: list[tuple[str, object, object]]) -> str:
-    """The shell command with these arguments and every option that differs from its default
-    (list values repeat the option)."""
-    import shlex
-
-    parts = ["denoisesum", command, *arguments]
-    for flag, value, default in options:
-        if value == default or value is None:
-            continue
-        for item in value if isinstance(value, list) else [value]:
-            parts += [flag, str(item)]
-    return shlex.join(parts)
 
 
 @app.command("leaderboard")
@@ -409,17 +363,17 @@ def leaderboard_command(
                               "file (name: file name up to its first dot); repeatable.")] = None,
         baselines: Annotated[str, typer.Option(
             help=f"Comma-separated baselines to run ({BASELINE_NAMES}); '' for none.")]
-        = DEFAULT_BASELINES,
+        = LeaderboardOptions.baselines,
         predictions: Annotated[list[str] | None, typer.Option(
             "--predictions", help="NAME=FILE: more prediction files (e.g. trained models); "
                                   "repeatable.")] = None,
         metrics: Annotated[str, typer.Option(
             help="Comma-separated metric groups: rouge, pooled, su4, meteor.")]
-        = "rouge,pooled,su4,meteor",
+        = LeaderboardOptions.metrics,
         limit: Annotated[int | None, typer.Option(
             min=1, help="Score only the first N gold entities.")] = None,
-        words: WordsOption = 60, seed: SeedOption = 0,
-        corpus: CorpusOption = None, sample: SampleOption = 100_000,
+        words: WordsOption = LeaderboardOptions.words, seed: SeedOption = LeaderboardOptions.seed,
+        corpus: CorpusOption = None, sample: SampleOption = LeaderboardOptions.sample,
         word2vec_model: Annotated[Path | None, typer.Option(
             help="word2vec: folder to save the vectors trained with --corpus in, or to load "
                  "them from.")] = None,
@@ -429,66 +383,18 @@ def leaderboard_command(
         save_predictions: Annotated[Path | None, typer.Option(
             help="Also write each baseline's predictions to this folder.")] = None,
         output: Annotated[Path, typer.Option("--output", "-o", help="Markdown file to write.")]
-        = Path("docs/results/leaderboard-yelp.md")) -> None:
+        = LeaderboardOptions.output) -> None:
     """Score released systems, baselines and prediction files on one gold set; a Markdown
     table."""
-    import time
-
-    from denoisesum.baselines import create
     from denoisesum.baselines import leaderboard as board
-    from denoisesum.data.reviewsets import Prediction, read_review_sets, write_predictions
-    from denoisesum.errors import InputError
-    from denoisesum.evaluation import evaluate
-    from denoisesum.evaluation.inputs import check_references
-    from denoisesum.evaluation.report import parse_metrics
     from denoisesum.io import atomic_write
 
-    started = time.perf_counter()
-    groups = parse_metrics(metrics)
-    names = [n.strip() for n in baselines.split(",") if n.strip()]
-    summarizers = [create(n, words=words, seed=seed) for n in names]
-    files = board.prediction_files(systems or [])
-    extra = board.parse_named(predictions or [])
-    notes_text = notes.read_text(encoding="utf-8") if notes is not None else ""
-    if not gold.is_file():
-        raise InputError("no such file", path=gold)
-    sets = list(read_review_sets(gold))[:limit]
-    references = {s.entity_id: s.summaries for s in sets}
-    check_references(references, gold)
-
-    settings = [f"Sentence-level baselines (lexrank, opinosis): {words}-word budget; "
-                f"seed {seed}."]
-    # only word2vec learns from --corpus here: lexrank keeps its entity-level IDF (better here)
-    for i, summarizer in enumerate(summarizers):
-        if summarizer.name == "word2vec":
-            summarizers[i] = _prepare_baseline(summarizer, corpus, sample, seed, word2vec_model)
-            settings.append(f"word2vec: {summarizers[i].describe()}.")
-    entries = board.score_files(files, "system", references, gold, groups)
-    for summarizer in summarizers:
-        found, seconds = board.run_baseline(summarizer, sets, gold)
-        if save_predictions is not None:
-            write_predictions(save_predictions / f"{summarizer.name}.jsonl",
-                              [Prediction(entity_id=e, summary=s) for e, s in found.items()])
-        entries.append(board.Entry(summarizer.name, "baseline",
-                                   evaluate(found, references, groups), seconds))
-        typer.echo(f"{summarizer.name}: {seconds:.1f} s", err=True)
-    entries += board.score_files(extra, "predictions", references, gold, groups)
-    if not entries:
-        raise DenoiseSumError("nothing to score: give --systems, --baselines or --predictions")
-    command = _command_line("leaderboard", [str(gold)], [
-        ("--systems", [str(s) for s in systems or []], []), ("--baselines", baselines,
-                                                             DEFAULT_BASELINES),
-        ("--predictions", predictions or [], []), ("--metrics", metrics,
-                                                   "rouge,pooled,su4,meteor"),
-        ("--limit", limit, None), ("--words", words, 60), ("--seed", seed, 0),
-        ("--corpus", corpus or [], []), ("--sample", sample, 100_000),
-        ("--word2vec-model", word2vec_model and str(word2vec_model), None),
-        ("--notes", notes and str(notes), None), ("--title", title, None),
-        ("--save-predictions", save_predictions and str(save_predictions), None),
-        ("--output", str(output), "docs/results/leaderboard-yelp.md")])
-    page = board.render(entries, title=title or f"Leaderboard: {gold.name}", command=command,
-                        gold=gold, settings=settings, seconds=time.perf_counter() - started,
-                        notes=notes_text)
+    options = LeaderboardOptions(
+        gold, systems=systems or [], baselines=baselines, predictions=predictions or [],
+        metrics=metrics, limit=limit, words=words, seed=seed, corpus=corpus or [], sample=sample,
+        word2vec_model=word2vec_model, notes=notes, title=title,
+        save_predictions=save_predictions, output=output)
+    entries, page = board.make_page(options, log=_log)
     with atomic_write(output) as handle:
         handle.write(page)
     typer.echo(board.table(entries))

@@ -8,64 +8,27 @@
     word2vec   the review nearest the IDF-weighted word2vec centroid (needs fitting on a corpus)
     opinosis   Opinosis (Ganesan et al. 2010): fused redundant word-graph paths, abstractive
 
-`create(name, words=..., seed=...)` builds one by name; `summarize_sets` runs one over review sets.
+`create(name, words=..., seed=...)` builds one by name; `prepare` fits it on a corpus sample or
+loads it; `summarize_sets` runs one over review sets, `summarize_file` does all three for the
+`baseline` command. The options and their defaults are in `denoisesum.baselines.options`.
 """
 
 from __future__ import annotations
 
-import inspect
-import random
-from collections.abc import Iterable, Iterator
-from pathlib import Path
+from typing import Any
 
-from denoisesum.baselines.base import DEFAULT_WORDS, Summarizer
-from denoisesum.baselines.lexrank import LexRank
-from denoisesum.baselines.opinosis import Opinosis
-from denoisesum.baselines.review import Clustroid, FirstReview, Oracle, RandomReview
-from denoisesum.baselines.word2vec import Word2VecCentroid
-from denoisesum.data.reviewsets import Prediction, ReviewSet
-from denoisesum.errors import DenoiseSumError, InputError
-
-BASELINES: dict[str, type[Summarizer]] = {
-    cls.name: cls for cls in (FirstReview, RandomReview, Clustroid, Oracle, LexRank,
-                              Word2VecCentroid, Opinosis)}
-
-
-def create(name: str, **options) -> Summarizer:
-    """The baseline called `name`, given those of `options` (words, seed, ...) it takes."""
-    if name not in BASELINES:
-        raise DenoiseSumError(f"unknown baseline '{name}'; choose from {', '.join(BASELINES)}")
-    cls = BASELINES[name]
-    accepted = inspect.signature(cls.__init__).parameters
-    return cls(**{k: v for k, v in options.items() if k in accepted})
-
-
-def summarize_sets(summarizer: Summarizer, sets: Iterable[ReviewSet],
-                   path: str | Path | None = None) -> Iterator[Prediction]:
-    """One prediction per review set; `path` (the sets' file) names the file in errors."""
-    for review_set in sets:
-        if summarizer.needs_reference and not review_set.summaries:
-            raise InputError(f"entity '{review_set.entity_id}' has no gold summaries, which the "
-                             f"{summarizer.name} baseline needs", path=path, field="summaries")
-        summary = summarizer.summarize(review_set.reviews, references=review_set.summaries)
-        yield Prediction(entity_id=review_set.entity_id, summary=summary)
-
-
-def sample_texts(reader: Iterable, size: int, seed: int = 0) -> list[str]:
-    """A uniform sample of `size` review texts from a corpus stream (reservoir sampling), in
-    corpus order; the whole corpus when it is smaller."""
-    rng = random.Random(seed)
-    kept: list[tuple[int, str]] = []
-    for i, review in enumerate(reader):
-        if i < size:
-            kept.append((i, review.text))
-        else:
-            slot = rng.randrange(i + 1)
-            if slot < size:
-                kept[slot] = (i, review.text)
-    return [text for _, text in sorted(kept)]
-
+from denoisesum.baselines.options import DEFAULT_WORDS
 
 __all__ = ["BASELINES", "DEFAULT_WORDS", "Clustroid", "FirstReview", "LexRank", "Opinosis",
-           "Oracle", "RandomReview", "Summarizer", "Word2VecCentroid", "create", "sample_texts",
-           "summarize_sets"]
+           "Oracle", "RandomReview", "Summarizer", "Word2VecCentroid", "create", "prepare",
+           "sample_texts", "summarize_file", "summarize_sets"]
+
+
+def __getattr__(name: str) -> Any:
+    # The baselines load numpy and the ROUGE scorers: load them on first use, so that the CLI
+    # can read its defaults from `options` at start-up without paying for them.
+    if name in __all__:
+        from denoisesum.baselines import registry
+
+        return getattr(registry, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,6 @@ from typing import ClassVar
 
 from denoisesum.data.tokenizer import Tokenizer, detokenize
 
-DEFAULT_WORDS = 60  # Yelp (MeanSum) references average about 58 words
 _WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE_END = {".", "!", "?", "..."}
 _TOKENIZER = Tokenizer(lowercase=False)

@@ -1,7 +1,8 @@
 """The leaderboard: released systems, baselines and new predictions, scored alike, as Markdown.
 
 Every entry is scored by `denoisesum.evaluation.evaluate` against the same gold file, on the same
-entities; baselines are run on the gold file's own reviews.
+entities; baselines are run on the gold file's own reviews. `make_page` does it all for the
+`leaderboard` command, from its options (`LeaderboardOptions`).
 """
 
 from __future__ import annotations
@@ -11,11 +12,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from denoisesum.baselines import Summarizer, summarize_sets
-from denoisesum.data.reviewsets import ReviewSet
-from denoisesum.errors import InputError
+from denoisesum.baselines.base import Summarizer
+from denoisesum.baselines.options import LeaderboardOptions
+from denoisesum.baselines.registry import Log, create, prepare, silent, summarize_sets
+from denoisesum.data.reviewsets import Prediction, ReviewSet, read_review_sets, write_predictions
+from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.evaluation import EvaluationReport, evaluate, load_predictions
-from denoisesum.evaluation.inputs import check_ids
+from denoisesum.evaluation.inputs import check_ids, check_references
+from denoisesum.evaluation.report import parse_metrics
 
 KINDS = {"system": "released outputs", "baseline": "baseline", "predictions": "predictions"}
 COLUMNS = (("rouge1", "R1"), ("rouge2", "R2"), ("rougeL", "RL"),
@@ -97,6 +101,70 @@ def score_files(files: Mapping[str, Path], kind: str, references: Mapping[str, S
         predictions = restrict(load_predictions(path), references, path, gold)
         entries.append(Entry(name, kind, evaluate(predictions, references, metrics)))
     return entries
+
+
+def make_page(options: LeaderboardOptions, log: Log = silent) -> tuple[list[Entry], str]:
+    """The entries of the leaderboard `options` describe and its Markdown page. Every input is
+    checked before a baseline is trained or run."""
+    started = time.perf_counter()
+    metrics = parse_metrics(options.metrics)
+    summarizers = [create(n, words=options.words, seed=options.seed)
+                   for n in options.baseline_names()]
+    files = prediction_files(options.systems)
+    extra = parse_named(options.predictions)
+    notes = options.notes.read_text(encoding="utf-8") if options.notes is not None else ""
+    gold = options.gold
+    sets, references = _gold_sets(gold, options.limit)
+    summarizers = _prepare_word2vec(summarizers, options, log)
+    entries = score_files(files, "system", references, gold, metrics)
+    entries += _baseline_entries(summarizers, sets, references, metrics, options, log)
+    entries += score_files(extra, "predictions", references, gold, metrics)
+    if not entries:
+        raise DenoiseSumError("nothing to score: give --systems, --baselines or --predictions")
+    page = render(entries, title=options.title or f"Leaderboard: {gold.name}",
+                  command=options.command_line(), gold=gold,
+                  settings=_settings(summarizers, options),
+                  seconds=time.perf_counter() - started, notes=notes)
+    return entries, page
+
+
+def _gold_sets(gold: Path, limit: int | None) -> tuple[list[ReviewSet], dict[str, list[str]]]:
+    """The first `limit` review sets of the gold file, and their reference summaries."""
+    if not gold.is_file():
+        raise InputError("no such file", path=gold)
+    sets = list(read_review_sets(gold))[:limit]
+    references = {s.entity_id: s.summaries for s in sets}
+    check_references(references, gold)
+    return sets, references
+
+
+def _prepare_word2vec(summarizers: list[Summarizer], options: LeaderboardOptions,
+                      log: Log) -> list[Summarizer]:
+    # only word2vec learns from --corpus here: lexrank keeps its entity-level IDF (better here)
+    return [prepare(s, options.corpus, sample=options.sample, seed=options.seed,
+                    model=options.word2vec_model, log=log) if s.name == "word2vec" else s
+            for s in summarizers]
+
+
+def _baseline_entries(summarizers: Sequence[Summarizer], sets: Sequence[ReviewSet],
+                      references: Mapping[str, Sequence[str]], metrics: Sequence[str],
+                      options: LeaderboardOptions, log: Log) -> list[Entry]:
+    entries = []
+    for summarizer in summarizers:
+        found, seconds = run_baseline(summarizer, sets, options.gold)
+        if options.save_predictions is not None:
+            write_predictions(options.save_predictions / f"{summarizer.name}.jsonl",
+                              [Prediction(entity_id=e, summary=s) for e, s in found.items()])
+        entries.append(Entry(summarizer.name, "baseline", evaluate(found, references, metrics),
+                             seconds))
+        log(f"{summarizer.name}: {seconds:.1f} s")
+    return entries
+
+
+def _settings(summarizers: Sequence[Summarizer], options: LeaderboardOptions) -> list[str]:
+    settings = [f"Sentence-level baselines (lexrank, opinosis): {options.words}-word budget; "
+                f"seed {options.seed}."]
+    return settings + [f"word2vec: {s.describe()}." for s in summarizers if s.name == "word2vec"]
 
 
 def _cell(value: float | None, digits: int = 2) -> str:

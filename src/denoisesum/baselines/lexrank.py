@@ -18,7 +18,6 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from denoisesum.baselines.base import (
-    DEFAULT_WORDS,
     Summarizer,
     content_words,
     fill_budget,
@@ -27,6 +26,7 @@ from denoisesum.baselines.base import (
     split_sentences,
     word_count,
 )
+from denoisesum.baselines.options import DEFAULT_WORDS
 from denoisesum.data.tokenizer import Tokenizer
 
 _TOKENIZER = Tokenizer()

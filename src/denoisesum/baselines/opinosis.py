@@ -38,13 +38,13 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from denoisesum.baselines.base import (
-    DEFAULT_WORDS,
     Summarizer,
     content_words,
     fill_budget,
     split_sentences,
     word_count,
 )
+from denoisesum.baselines.options import DEFAULT_WORDS
 from denoisesum.data.tokenizer import detokenize
 
 Key = tuple[str, str]  # (lower-cased word, POS tag; "" without tags)
