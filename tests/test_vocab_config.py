@@ -62,3 +62,17 @@ def test_config_bad_toml(tmp_path):
     (tmp_path / "c.toml").write_text("name = \n")
     with pytest.raises(ConfigError, match="invalid TOML"):
         load_config(Outer, tmp_path / "c.toml")
+
+
+def test_a_derived_key_is_refused_not_overwritten(tmp_path):
+    from denoisesum.training.summarizer import SummarizerRunConfig
+
+    path = tmp_path / "run.toml"
+    path.write_text("[data]\nmax_review_tokens = 80\n[summarize]\nmax_review_tokens = 150\n")
+    with pytest.raises(ConfigError, match=r"'summarize\.max_review_tokens' is set by "
+                                          r"'data\.max_review_tokens'"):
+        load_config(SummarizerRunConfig, path)
+    with pytest.raises(ConfigError, match="is set by"):
+        load_config(SummarizerRunConfig, None, ["summarize.max_review_tokens=9"])
+    cfg = load_config(SummarizerRunConfig, None, ["data.max_review_tokens=80"])
+    assert cfg.data.max_review_tokens == 80

@@ -97,21 +97,40 @@ def parse_override(text: str) -> dict[str, Any]:
     return out
 
 
+def _has_key(data: dict[str, Any], dotted: str) -> bool:
+    *parents, leaf = dotted.split(".")
+    for part in parents:
+        data = data.get(part)
+        if not isinstance(data, dict):
+            return False
+    return leaf in data
+
+
+def _reject_derived(cls: type, given: dict[str, Any]) -> None:
+    """A config class may list keys that another key sets (`DERIVED`: key -> its source), so
+    that one setting lives in one place; giving such a key is an error, never overwritten."""
+    for key, source in getattr(cls, "DERIVED", {}).items():
+        if _has_key(given, key):
+            raise ConfigError(f"config key '{key}' is set by '{source}'; set that instead",
+                              key=key, reason=f"is set by '{source}'; set that instead")
+
+
 def load_config(cls: type[T], path: str | Path | None = None, overrides: Iterable[str] = (),
                 base: T | None = None) -> T:
     """Build a `cls` from its defaults (or `base`), a TOML file, then `key=value` overrides."""
-    data = dataclasses.asdict(base if base is not None else cls())
+    given: dict[str, Any] = {}
     if path is not None:
         try:
             with open(path, "rb") as handle:
-                data = _merge(data, tomllib.load(handle))
+                given = tomllib.load(handle)
         except FileNotFoundError as exc:
             raise ConfigError(f"config file not found: {path}") from exc
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
     for text in overrides:
-        data = _merge(data, parse_override(text))
-    return build(cls, data)
+        given = _merge(given, parse_override(text))
+    _reject_derived(cls, given)
+    return build(cls, _merge(dataclasses.asdict(base if base is not None else cls()), given))
 
 
 def config_from_dict(cls: type[T], data: dict[str, Any]) -> T:

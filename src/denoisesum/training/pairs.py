@@ -219,7 +219,8 @@ def collate(corpus: PairCorpus, table: np.ndarray, pairs: np.ndarray, cfg: PairD
         first, n_seg = int(corpus.pair_texts[p]), int(corpus.n_segment[p])
         kinds = (range(first + 1, first + 1 + n_seg), range(first + 1 + n_seg,
                                                               int(corpus.pair_texts[p + 1])))
-        reviews = [[table[corpus.text(t)[:cfg.max_review_tokens]].tolist() for t in texts[:limit]]
+        # reviews were cut to max_review_tokens when cached (PairCorpus.build)
+        reviews = [[table[corpus.text(t)].tolist() for t in texts[:limit]]
                    if on else [] for texts, on in zip(kinds, (segment, document), strict=True)]
         seg_lists.append(reviews[0])
         doc_lists.append(reviews[1])

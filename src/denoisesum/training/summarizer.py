@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -97,8 +97,10 @@ class SummarizerRunConfig:
     data: PairDataConfig = field(default_factory=PairDataConfig)
     train: SummarizerTrainConfig = field(default_factory=SummarizerTrainConfig)
     # decoding of the dev-ROUGE evaluations, saved into the exported config.json: the model is
-    # then selected with the decoding it will be used with (max_review_tokens: data's)
+    # then selected with the decoding it will be used with
     summarize: SummarizerConfig = field(default_factory=SummarizerConfig)
+    # reviews are cut at inference where they were cut in training: one setting for both
+    DERIVED: ClassVar[dict[str, str]] = {"summarize.max_review_tokens": "data.max_review_tokens"}
 
 
 def check_config(cfg: SummarizerRunConfig) -> None:
