@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import time
 from pathlib import Path
 
 import torch
+from common import processor
 
 from denoisesum.data.encoded import EncodedCorpus
 from denoisesum.data.vocab import Vocab
@@ -74,7 +74,7 @@ def main() -> None:
     print(json.dumps({
         "train_tokens_per_s": round(train), "log_probs_positions_per_s": round(infer),
         "batch_tokens": train_cfg["batch_tokens"], "threads": torch.get_num_threads(),
-        "torch": torch.__version__, "cpu": platform.processor() or platform.machine(),
+        "torch": torch.__version__, "cpu": processor(),
     }, indent=2))
 
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import IO
 
 import httpx
+from common import percentile, system
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SETS = ROOT / "examples" / "review_sets.jsonl"
@@ -59,11 +60,6 @@ def rss_mib(pid: int) -> float | None:
     except (OSError, ValueError):
         return None
     return None
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 class Sampler(threading.Thread):
@@ -226,8 +222,7 @@ def measure(args, sets: list[list[str]], base: str, server: subprocess.Popen,
                     "max": round(max(rss), 1) if rss else None, "samples": len(rss),
                     "max_by_quarter": quarter_peaks(sampler.samples)},
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "system": f"{platform.processor() or platform.machine()}, "
-                              f"{platform.system()}",
+                    "system": system(),
                     "load_average_1m_at_end": round(os.getloadavg()[0], 2)},
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }

@@ -23,12 +23,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import platform
 import random
 import statistics
 import time
 
 import torch
+from common import percentile, system
 
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.vocab import SPECIALS, Vocab
@@ -46,11 +46,6 @@ def make_entities(vocab: Vocab, n: int, reviews: int, words: int,
     pool = vocab.tokens[len(SPECIALS):]
     return [[" ".join(rng.choices(pool, k=rng.randint(int(words * 0.8), int(words * 1.2))))
              for _ in range(reviews)] for _ in range(n)]
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:
@@ -118,7 +113,7 @@ def main() -> None:
                                       "batch_1": len(latencies) / sum(latencies)},
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,
-        "machine": f"{platform.processor() or platform.machine()}, {platform.system()}",
+        "machine": system(),
     }, indent=2))
 
 

@@ -19,13 +19,13 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import platform
 import random
 import resource
 import time
 from pathlib import Path
 
 import torch
+from common import processor
 
 from denoisesum.config import load_config
 from denoisesum.models.denoisesum import DenoiseSum, make_batch
@@ -138,7 +138,7 @@ def main() -> None:
         "peak_rss_mb": round(peak_rss_mb()),
         "device": str(device), "precision": str(amp) if amp else "fp32",
         "threads": torch.get_num_threads(), "torch": torch.__version__,
-        "cpu": platform.processor() or platform.machine(),
+        "cpu": processor(),
     }
     if device.type == "cuda":
         result["gpu"] = torch.cuda.get_device_name()

@@ -9,13 +9,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
+import sys
 from pathlib import Path
 
 import torch
 
 from denoisesum.inference.cloze import fill_blanks
 from denoisesum.models.store import load_bilm
+
+# the helpers shared with the benchmarks: benchmarks/common.py
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from common import cpu_name
 
 CLOZE = [
     "the pizza was _ and the service was _ .",
@@ -27,16 +31,6 @@ CLOZE = [
     "the hotel room was clean but the _ was noisy .",
     "dr . smith is the best _ i have ever had .",
 ]
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main() -> None:

@@ -15,22 +15,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
+import sys
 from pathlib import Path
 
 import torch
 
 from denoisesum.data.reviewsets import read_predictions, read_review_sets
 
+# the helpers shared with the benchmarks: benchmarks/common.py
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from common import cpu_name
+
 TARGETS = {"rouge-score": (29.77, 5.02, 17.63), "pooled": (30.14, 4.99, 17.65)}
 SHARED = Path(os.environ.get("DENOISESUM_DATA", "../shared/data")) / "yelp"
-
-
-def machine() -> str:
-    info = Path("/proc/cpuinfo").read_text().splitlines()
-    cpu = next((line.split(":", 1)[1].strip() for line in info
-                if line.startswith("model name")), platform.processor())
-    return f"{os.cpu_count()} cores ({cpu}), torch {torch.__version__}, no GPU"
 
 
 def times_table(path: Path) -> list[str]:
@@ -95,7 +92,8 @@ def main() -> None:
              f"{'/'.join(map(str, TARGETS['rouge-score']))} (released DenoiseSum outputs), pooled "
              f"py-rouge style {'/'.join(map(str, TARGETS['pooled']))} (the paper's table).", "",
              "## Recipe and wall times", "",
-             f"Machine: {machine()}.", "",
+             f"Machine: {os.cpu_count()} cores ({cpu_name()}), torch {torch.__version__}, no GPU.",
+             "",
              *times_table(args.times), "",
              f"Synthetic pairs: {manifest['pairs']:,} ({manifest['settings']['preset']} preset, "
              f"N = {manifest['settings']['n_mean']:g}); training: {results['steps']:,} steps of "

@@ -1,0 +1,44 @@
+"""Helpers the benchmarks and the report scripts share: latency percentiles and what machine a
+number was measured on. Not part of the package: nothing in `denoisesum` needs them.
+
+The benchmarks are run as `python benchmarks/NAME.py` from the repository root, which puts this
+folder on `sys.path`, so they simply `from common import ...`. A script in `scripts/` adds this
+folder first:
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from common import cpu_name
+
+Standard library only, so that the load-test client can use it without torch.
+"""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The `q` quantile (0-1) of `values`: the nearest of the sorted values, no interpolation."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def processor() -> str:
+    """The processor as Python names it: often only the architecture ('x86_64')."""
+    return platform.processor() or platform.machine()
+
+
+def system() -> str:
+    """Processor and operating system, e.g. 'x86_64, Linux'."""
+    return f"{processor()}, {platform.system()}"
+
+
+def cpu_name() -> str:
+    """The CPU model from /proc/cpuinfo ('AMD EPYC 7B13'), else `processor()` (not Linux)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return processor()
