@@ -188,7 +188,7 @@ def cloze(model: Annotated[Path, typer.Argument(help="A BiLM model directory.")]
           top: Annotated[int, typer.Option(help="Candidates to show per blank.")] = 5) -> None:
     """Show the language model's top guesses for each '_' in a sentence."""
     from denoisesum.inference.cloze import fill_blanks
-    from denoisesum.training.lm import load_bilm
+    from denoisesum.models.store import load_bilm
 
     for position, guesses in fill_blanks(*load_bilm(model), text, top):
         shown = ", ".join(f"{w} ({p:.2f})" for w, p in guesses)
