@@ -28,7 +28,8 @@ import torch
 from common import processor
 
 from denoisesum.config import load_config
-from denoisesum.models.denoisesum import DenoiseSum, make_batch
+from denoisesum.data.batch import make_batch
+from denoisesum.models.denoisesum import DenoiseSum
 from denoisesum.training.summarizer import SummarizerRunConfig, autocast_dtype, pick_device
 
 

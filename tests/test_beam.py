@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from denoisesum.data.batch import inference_batch
 from denoisesum.data.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID
 from denoisesum.errors import ConfigError
 from denoisesum.inference.beam import (
@@ -19,7 +20,7 @@ from denoisesum.inference.beam import (
     beam_search,
     constraint_mask,
 )
-from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig, inference_batch
+from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
 
 A, B, C, D, E = range(4, 9)  # word ids after the 4 specials
 V = 9

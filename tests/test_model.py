@@ -6,21 +6,16 @@ import random
 import pytest
 import torch
 
+from denoisesum.data.batch import BOTH, DOCUMENT, SEGMENT, SummaryBatch, inference_batch, make_batch
 from denoisesum.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from denoisesum.errors import ConfigError
 from denoisesum.models.bilm import length_mask
 from denoisesum.models.denoisesum import (
-    BOTH,
-    DOCUMENT,
-    SEGMENT,
     DenoiseSum,
     DenoiseSumConfig,
-    SummaryBatch,
     copy_distribution,
     copy_mass_at,
-    inference_batch,
     kl_divergence,
-    make_batch,
 )
 
 V, K = 30, 4

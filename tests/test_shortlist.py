@@ -10,11 +10,11 @@ from typer.testing import CliRunner
 
 from conftest import save_tiny_summarizer, synthetic_reviews
 from denoisesum.cli import app
+from denoisesum.data.batch import inference_batch
 from denoisesum.data.vocab import BOS_ID, SPECIALS
 from denoisesum.inference.beam import DecodeConfig
 from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
-from denoisesum.models.denoisesum import inference_batch
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SETTINGS = SummarizerConfig(max_review_tokens=12, max_reviews=4,

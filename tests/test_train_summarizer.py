@@ -17,9 +17,10 @@ import torch
 from typer.testing import CliRunner
 
 from denoisesum.cli import app
+from denoisesum.data.batch import DOCUMENT, SEGMENT
 from denoisesum.data.vocab import BOS_ID, EOS_ID
 from denoisesum.errors import DenoiseSumError, InputError
-from denoisesum.models.denoisesum import DOCUMENT, SEGMENT, DenoiseSum, DenoiseSumConfig
+from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
 from denoisesum.models.store import read_model_dir
 from denoisesum.topics import (
     CategoryTopics,

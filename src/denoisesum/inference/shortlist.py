@@ -27,8 +27,9 @@ from collections.abc import Sequence
 
 import torch
 
+from denoisesum.data.batch import SummaryBatch
 from denoisesum.data.vocab import SPECIALS
-from denoisesum.models.denoisesum import DecodeState, DenoiseSum, OutLayer, SummaryBatch
+from denoisesum.models.denoisesum import DecodeState, DenoiseSum, OutLayer
 
 
 def shortlist_rows(reviews: torch.Tensor, top: int, vocab_size: int) -> torch.Tensor:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torch
 
+from denoisesum.data.batch import inference_batch
 from denoisesum.data.tokenizer import detokenize
 from denoisesum.data.vocab import SPECIALS, Vocab
 from denoisesum.errors import DenoiseSumError
@@ -34,7 +35,7 @@ from denoisesum.inference.rerank import choose, review_subsets
 from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
 from denoisesum.inference.support import STOPWORDS, Explanation, SupportConfig
 from denoisesum.inference.support import explain as explain_support
-from denoisesum.models.denoisesum import DenoiseSum, inference_batch
+from denoisesum.models.denoisesum import DenoiseSum
 from denoisesum.models.store import CONFIG, load_denoisesum, parse_section
 
 # The packaged default model: models/denoisesum-yelp at the repository root, beside the BiLM.

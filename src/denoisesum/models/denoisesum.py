@@ -8,21 +8,7 @@ segment-noise tokens of its pair, decoder d attends over and copies from the doc
 (segment-noised text is ungrammatical, so it is never copied). A learned gate mixes their word
 distributions. A discriminator predicts the summary's topic distribution from the fused states.
 
-Batch layout (`SummaryBatch`; build one with `make_batch` or `inference_batch`). B pairs whose
-reviews are flattened into R rows, in any order:
-
-    reviews          [R, T]  word ids, right-padded (the padding value is never read)
-    review_lengths   [R]     real words per review, >= 1
-    review_pair      [R]     which pair (0..B-1) each review belongs to
-    review_kind      [R]     SEGMENT (0) or DOCUMENT (1) noise, or BOTH (2): read by both branches
-    summary          [B, S]  summary word ids WITHOUT <s>/</s>, right-padded (training only);
-    summary_lengths  [B]     the model adds <s> before and </s> after, as bilm.add_boundaries does,
-                             and scores the L words plus </s>
-    topics           [B, K]  p(z) of each summary, e.g. from LDA (training, discriminator only)
-
-At inference there are no noise kinds: every real review goes to BOTH branches (the paper treats X
-as both X_c and X_d), which `inference_batch` does by giving each review the kind BOTH: it is
-encoded once and its states serve both branches.
+Batch layout and builders: data/batch.py (at inference every review is read by both branches).
 
 Design decisions (not fixed by the paper):
 - hidden_dim is the decoder's size. By default the encoder's two directions get hidden_dim/2
@@ -56,18 +42,17 @@ D hidden_dim (decoder), H encoder states (2 x encoder_dim; D by default), V voca
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from denoisesum.data.batch import BOTH, DOCUMENT, SEGMENT, SummaryBatch, of_kind
 from denoisesum.data.vocab import PAD_ID
 from denoisesum.errors import ConfigError
 from denoisesum.models.bilm import add_boundaries, length_mask, reverse_within_length
 
-SEGMENT, DOCUMENT, BOTH = 0, 1, 2  # BOTH: a review given to both branches (inference)
 BRANCH_KINDS = {"seg": SEGMENT, "doc": DOCUMENT}
 EPS = 1e-10  # added to probabilities before the log (see the module docstring)
 
@@ -88,75 +73,6 @@ class DenoiseSumConfig:
     copy: bool = True  # partial copy in decoder d
     discriminator: bool = True  # off: no topic MLP, kl = 0
     coverage: bool = False  # See et al. (2017) coverage in both decoders' attention (phase 2)
-
-
-# ---------------------------------------------------------------------------------------------
-# batches
-
-
-@dataclass
-class SummaryBatch:
-    """See the module docstring for the layout."""
-
-    reviews: torch.Tensor  # [R, T] long
-    review_lengths: torch.Tensor  # [R] long
-    review_pair: torch.Tensor  # [R] long, 0..n_pairs-1
-    review_kind: torch.Tensor  # [R] long, SEGMENT, DOCUMENT or BOTH
-    n_pairs: int
-    summary: torch.Tensor | None = None  # [B, S] long, no <s>/</s>
-    summary_lengths: torch.Tensor | None = None  # [B] long
-    topics: torch.Tensor | None = None  # [B, K] float, rows sum to 1
-
-    def to(self, device: torch.device | str) -> SummaryBatch:
-        moved = {f.name: getattr(self, f.name) for f in fields(self)}
-        return SummaryBatch(**{k: v.to(device) if isinstance(v, torch.Tensor) else v
-                               for k, v in moved.items()})
-
-
-def pad_ids(seqs: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Lists of word ids -> ([N, max_len] right-padded with PAD_ID, [N] lengths)."""
-    lengths = torch.tensor([len(s) for s in seqs], dtype=torch.long)
-    width = max((len(s) for s in seqs), default=1) or 1
-    out = torch.full((len(seqs), width), PAD_ID, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        out[i, : len(s)] = torch.tensor(list(s), dtype=torch.long)
-    return out, lengths
-
-
-def make_batch(segment: Sequence[Sequence[Sequence[int]]],
-               document: Sequence[Sequence[Sequence[int]]],
-               summaries: Sequence[Sequence[int]] | None = None,
-               topics: Sequence[Sequence[float]] | torch.Tensor | None = None) -> SummaryBatch:
-    """Per pair: its segment-noise reviews, its document-noise reviews (lists of word ids), the
-    summary's word ids (no <s>/</s>) and its topic distribution."""
-    if len(segment) != len(document):
-        raise ValueError("segment and document must list the same number of pairs")
-    rows, pair, kind = [], [], []
-    for b, (seg, doc) in enumerate(zip(segment, document, strict=True)):
-        for k, reviews in ((SEGMENT, seg), (DOCUMENT, doc)):
-            rows.extend(reviews)
-            pair.extend([b] * len(reviews))
-            kind.extend([k] * len(reviews))
-    reviews, lengths = pad_ids(rows)
-    batch = SummaryBatch(reviews, lengths, torch.tensor(pair, dtype=torch.long),
-                         torch.tensor(kind, dtype=torch.long), len(segment))
-    if summaries is not None:
-        batch.summary, batch.summary_lengths = pad_ids(summaries)
-    if topics is not None:
-        batch.topics = torch.as_tensor(topics, dtype=torch.float)
-    return batch
-
-
-def inference_batch(review_sets: Sequence[Sequence[Sequence[int]]]) -> SummaryBatch:
-    """Real reviews of each entity -> a batch that gives all of them to both branches."""
-    batch = make_batch(review_sets, [[] for _ in review_sets])
-    batch.review_kind.fill_(BOTH)
-    return batch
-
-
-def of_kind(kind: torch.Tensor, name: str) -> torch.Tensor:
-    """[R] bool: the reviews branch `name` ("seg" or "doc") reads."""
-    return (kind == BRANCH_KINDS[name]) | (kind == BOTH)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -416,7 +332,7 @@ class DenoiseSum(nn.Module):
         """Review vectors d [R, H] -> explicit denoising and fusion, per noise kind."""
         out = {}
         for name, branch in self.branches().items():
-            sel = of_kind(kind, name)  # [R]
+            sel = of_kind(kind, BRANCH_KINDS[name])  # [R]
             grouped, mask = group_by_pair(d[sel], pair[sel], n_pairs)  # [B, N, H], [B, N]
             out[name] = branch(grouped, mask)
         return out
@@ -437,7 +353,7 @@ class DenoiseSum(nn.Module):
         h, d = self.encode_reviews(batch.reviews, batch.review_lengths)  # [R, T, H], [R, H]
         fused = self.fuse_reviews(d, batch.review_pair, batch.review_kind, batch.n_pairs)
         states = {name: self._memory(b, fused[name].s0, h, batch,
-                                     of_kind(batch.review_kind, name))
+                                     of_kind(batch.review_kind, BRANCH_KINDS[name]))
                   for name, b in self.branches().items()}
         present = torch.stack([s.present for s in states.values()]).any(0)  # [B]
         if not bool(present.all()):

@@ -40,6 +40,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from denoisesum.data.batch import SummaryBatch, make_batch
 from denoisesum.data.encoded import (
     RankedTokens,
     build_directory,
@@ -49,7 +50,6 @@ from denoisesum.data.encoded import (
 from denoisesum.data.synthetic import find_shards, iter_pairs
 from denoisesum.errors import DenoiseSumError
 from denoisesum.io import read_json, write_json
-from denoisesum.models.denoisesum import SummaryBatch, make_batch
 from denoisesum.training.lm_data import heldout_entities
 
 FORMAT = "denoisesum-pairs/1"

@@ -1,0 +1,96 @@
+"""Batches of the DenoiseSum summarizer (models/denoisesum.py): their layout and their builders.
+
+A batch holds B pairs whose reviews are flattened into R rows, in any order:
+
+    reviews          [R, T]  word ids, right-padded (the padding value is never read)
+    review_lengths   [R]     real words per review, >= 1
+    review_pair      [R]     which pair (0..B-1) each review belongs to
+    review_kind      [R]     SEGMENT (0) or DOCUMENT (1) noise, or BOTH (2): read by both branches
+    summary          [B, S]  summary word ids WITHOUT <s>/</s>, right-padded (training only);
+    summary_lengths  [B]     the model adds <s> before and </s> after, as bilm.add_boundaries does,
+                             and scores the L words plus </s>
+    topics           [B, K]  p(z) of each summary, e.g. from LDA (training, discriminator only)
+
+Training pairs come from `make_batch`: per pair, its segment-noise reviews (read by the model's
+branch c) and its document-noise reviews (read by branch d). At inference there are no noise
+kinds: every real review goes to BOTH branches (the paper treats X as both X_c and X_d), which
+`inference_batch` does by giving each review the kind BOTH: it is encoded once and its states
+serve both branches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+import torch
+
+from denoisesum.data.vocab import PAD_ID
+
+SEGMENT, DOCUMENT, BOTH = 0, 1, 2  # review kinds; BOTH: a review given to both branches (inference)
+
+
+@dataclass
+class SummaryBatch:
+    """See the module docstring for the layout."""
+
+    reviews: torch.Tensor  # [R, T] long
+    review_lengths: torch.Tensor  # [R] long
+    review_pair: torch.Tensor  # [R] long, 0..n_pairs-1
+    review_kind: torch.Tensor  # [R] long, SEGMENT, DOCUMENT or BOTH
+    n_pairs: int
+    summary: torch.Tensor | None = None  # [B, S] long, no <s>/</s>
+    summary_lengths: torch.Tensor | None = None  # [B] long
+    topics: torch.Tensor | None = None  # [B, K] float, rows sum to 1
+
+    def to(self, device: torch.device | str) -> SummaryBatch:
+        moved = {f.name: getattr(self, f.name) for f in fields(self)}
+        return SummaryBatch(**{k: v.to(device) if isinstance(v, torch.Tensor) else v
+                               for k, v in moved.items()})
+
+
+def pad_ids(seqs: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Lists of word ids -> ([N, max_len] right-padded with PAD_ID, [N] lengths)."""
+    lengths = torch.tensor([len(s) for s in seqs], dtype=torch.long)
+    width = max((len(s) for s in seqs), default=1) or 1
+    out = torch.full((len(seqs), width), PAD_ID, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        out[i, : len(s)] = torch.tensor(list(s), dtype=torch.long)
+    return out, lengths
+
+
+def make_batch(segment: Sequence[Sequence[Sequence[int]]],
+               document: Sequence[Sequence[Sequence[int]]],
+               summaries: Sequence[Sequence[int]] | None = None,
+               topics: Sequence[Sequence[float]] | torch.Tensor | None = None) -> SummaryBatch:
+    """Per pair: its segment-noise reviews, its document-noise reviews (lists of word ids), the
+    summary's word ids (no <s>/</s>) and its topic distribution."""
+    if len(segment) != len(document):
+        raise ValueError("segment and document must list the same number of pairs")
+    rows, pair, kind = [], [], []
+    for b, (seg, doc) in enumerate(zip(segment, document, strict=True)):
+        for k, reviews in ((SEGMENT, seg), (DOCUMENT, doc)):
+            rows.extend(reviews)
+            pair.extend([b] * len(reviews))
+            kind.extend([k] * len(reviews))
+    reviews, lengths = pad_ids(rows)
+    batch = SummaryBatch(reviews, lengths, torch.tensor(pair, dtype=torch.long),
+                         torch.tensor(kind, dtype=torch.long), len(segment))
+    if summaries is not None:
+        batch.summary, batch.summary_lengths = pad_ids(summaries)
+    if topics is not None:
+        batch.topics = torch.as_tensor(topics, dtype=torch.float)
+    return batch
+
+
+def inference_batch(review_sets: Sequence[Sequence[Sequence[int]]]) -> SummaryBatch:
+    """Real reviews of each entity -> a batch that gives all of them to both branches."""
+    batch = make_batch(review_sets, [[] for _ in review_sets])
+    batch.review_kind.fill_(BOTH)
+    return batch
+
+
+def of_kind(review_kind: torch.Tensor, kind: int) -> torch.Tensor:
+    """review_kind [R] -> [R] bool: the reviews a branch of noise kind `kind` (SEGMENT or
+    DOCUMENT) reads, those of its kind and those of kind BOTH."""
+    return (review_kind == kind) | (review_kind == BOTH)
