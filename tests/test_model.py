@@ -214,12 +214,12 @@ def test_model_copy_mass_is_k_times_the_attention_weight():
         model.doc.decoder.attn.weight.zero_()  # equal scores: uniform attention over 5 tokens
     batch = make_batch([[[4, 5]]], [[[7, 9, 7, 7, 12]]])
     res, _ = model.step_probs(model.encode(batch), torch.tensor([BOS_ID]))
-    assert torch.allclose(res["attn_d"], torch.full((1, 5), 0.2))
-    assert torch.allclose(res["p_copy"][0, 7], torch.tensor(3 * 0.2))
-    assert torch.allclose(res["p_copy"][0, 9], torch.tensor(0.2))
-    assert res["p_copy"].sum().item() == pytest.approx(1.0)
-    p_gen = res["p_gen"][0]
-    p_vocab = (res["p_d"][0] - (1 - p_gen) * res["p_copy"][0]) / p_gen
+    assert torch.allclose(res.attn_d, torch.full((1, 5), 0.2))
+    assert torch.allclose(res.p_copy[0, 7], torch.tensor(3 * 0.2))
+    assert torch.allclose(res.p_copy[0, 9], torch.tensor(0.2))
+    assert res.p_copy.sum().item() == pytest.approx(1.0)
+    p_gen = res.p_gen[0]
+    p_vocab = (res.p_d[0] - (1 - p_gen) * res.p_copy[0]) / p_gen
     assert torch.allclose(p_vocab.sum(), torch.tensor(1.0), atol=1e-5)  # p_d = p_gen p_v + ...
 
 
@@ -227,7 +227,7 @@ def test_copy_only_reads_document_noise_tokens():
     model = tiny()
     batch = make_batch([[[20, 21, 22]]], [[[7, 8]]])
     res, _ = model.step_probs(model.encode(batch), torch.tensor([BOS_ID]))
-    assert set(torch.nonzero(res["p_copy"][0]).flatten().tolist()) == {7, 8}
+    assert set(torch.nonzero(res.p_copy[0]).flatten().tolist()) == {7, 8}
 
 
 # ---- 4. the mixture -------------------------------------------------------------------------
@@ -242,14 +242,14 @@ def test_mixture_sums_to_one_at_every_step(copy):
     for _ in range(5):
         res, state = model.step_probs(state, prev)
         ones = torch.ones(3)
-        assert torch.allclose(res["p"].sum(-1), ones, atol=1e-5)
-        assert torch.allclose(res["p_c"].sum(-1), ones, atol=1e-5)
-        assert torch.allclose(res["p_d"][0].sum(), ones[0], atol=1e-5)
-        assert (res["p_copy"] is None) == (res["p_gen"] is None) == (not copy)
-        lam = res["lam"]
+        assert torch.allclose(res.p.sum(-1), ones, atol=1e-5)
+        assert torch.allclose(res.p_c.sum(-1), ones, atol=1e-5)
+        assert torch.allclose(res.p_d[0].sum(), ones[0], atol=1e-5)
+        assert (res.p_copy is None) == (res.p_gen is None) == (not copy)
+        lam = res.lam
         assert 0 < lam[0] < 1 and lam[1] == 0 and lam[2] == 1  # empty branch: other one only
-        manual = lam.unsqueeze(1) * res["p_c"] + (1 - lam.unsqueeze(1)) * res["p_d"]
-        assert torch.allclose(res["p"], manual)
+        manual = lam.unsqueeze(1) * res.p_c + (1 - lam.unsqueeze(1)) * res.p_d
+        assert torch.allclose(res.p, manual)
         prev = torch.randint(4, V, (3,))
 
 
@@ -434,12 +434,12 @@ def test_coverage_forward_equals_step_by_step_decoding_and_its_loss():
     state = model.encode(batch)
     prev = torch.cat([torch.full((batch.n_pairs, 1), BOS_ID), batch.summary], 1)
     expected = torch.zeros(target.shape)
-    past = {"attn_c": 0.0, "attn_d": 0.0}
+    past = {"c": 0.0, "d": 0.0}
     for t in range(target.shape[1]):
         res, state = model.step_probs(state, prev[:, t])
-        for key in past:
-            expected[:, t] += torch.minimum(res[key], torch.as_tensor(past[key])).sum(-1)
-            past[key] = past[key] + res[key]
+        for key, attn in (("c", res.attn_c), ("d", res.attn_d)):
+            expected[:, t] += torch.minimum(attn, torch.as_tensor(past[key])).sum(-1)
+            past[key] = past[key] + attn
     assert out["coverage"].item() > 0
     assert math.isclose(out["coverage"].item(), (expected * mask).sum().item() / out["n_tokens"],
                         rel_tol=1e-5)

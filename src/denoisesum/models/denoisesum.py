@@ -53,7 +53,6 @@ from denoisesum.data.vocab import PAD_ID
 from denoisesum.errors import ConfigError
 from denoisesum.models.bilm import add_boundaries, length_mask, reverse_within_length
 
-BRANCH_KINDS = {"seg": SEGMENT, "doc": DOCUMENT}
 EPS = 1e-10  # added to probabilities before the log (see the module docstring)
 
 
@@ -198,6 +197,33 @@ class DecoderOut:
     coverage_loss: torch.Tensor | None = None  # [B, S] sum_k min(attn, coverage) (coverage on)
 
 
+@dataclass
+class DecodeParts:
+    """Both decoders' outputs over S steps and the gate between them (None: branch ablated)."""
+
+    seg: DecoderOut | None  # decoder c
+    doc: DecoderOut | None  # decoder d
+    lam: torch.Tensor | None  # [B, S] λ, the weight of p_c (None unless both branches are on)
+
+    def outputs(self) -> list[DecoderOut]:
+        return [o for o in (self.seg, self.doc) if o is not None]
+
+
+@dataclass
+class StepProbs:
+    """One decoding step's distribution p = λ p_c + (1-λ) p_d and its pieces (None when the
+    branch, copy or the gate is off)."""
+
+    p: torch.Tensor  # [B*, V] the mixture
+    p_c: torch.Tensor | None  # [B*, V] decoder c
+    p_d: torch.Tensor | None  # [B*, V] decoder d: p_gen p_vocab + (1 - p_gen) p_copy
+    p_copy: torch.Tensor | None  # [B*, V] copy distribution of decoder d
+    attn_c: torch.Tensor | None  # [B*, M] decoder c's attention over its tokens
+    attn_d: torch.Tensor | None  # [B*, M] decoder d's attention over its tokens
+    p_gen: torch.Tensor | None  # [B*] decoder d's probability of generating rather than copying
+    lam: torch.Tensor | None  # [B*] λ
+
+
 # ---------------------------------------------------------------------------------------------
 # modules
 
@@ -260,9 +286,10 @@ class Decoder(nn.Module):
 class Branch(nn.Module):
     """Everything one noise kind owns: explicit denoising, fusion and its decoder."""
 
-    def __init__(self, c: DenoiseSumConfig, copy: bool) -> None:
+    def __init__(self, c: DenoiseSumConfig, kind: int, copy: bool) -> None:
         super().__init__()
         h = encoder_size(c)
+        self.kind = kind  # SEGMENT or DOCUMENT: it reads the reviews of_kind(review_kind, kind)
         self.denoise = nn.Linear(2 * h, h) if c.explicit_denoising else None
         self.fuse = nn.Linear(h, h)
         # only when the encoder's states differ in size from the decoder's (encoder_dim set)
@@ -301,8 +328,8 @@ class DenoiseSum(nn.Module):
         self.enc_fwd = nn.LSTM(c.embed_dim, encoder_size(c) // 2, batch_first=True)
         self.enc_bwd = nn.LSTM(c.embed_dim, encoder_size(c) // 2, batch_first=True)
         self.drop = nn.Dropout(c.dropout)
-        self.seg = Branch(c, copy=False) if c.segment_noise else None
-        self.doc = Branch(c, copy=c.copy) if c.document_noise else None
+        self.seg = Branch(c, SEGMENT, copy=False) if c.segment_noise else None
+        self.doc = Branch(c, DOCUMENT, copy=c.copy) if c.document_noise else None
         both = c.segment_noise and c.document_noise
         self.gate = nn.Linear(c.embed_dim + 2 * c.hidden_dim, 1) if both else None
         n_fused = int(c.segment_noise) + int(c.document_noise)
@@ -332,14 +359,15 @@ class DenoiseSum(nn.Module):
         """Review vectors d [R, H] -> explicit denoising and fusion, per noise kind."""
         out = {}
         for name, branch in self.branches().items():
-            sel = of_kind(kind, BRANCH_KINDS[name])  # [R]
+            sel = of_kind(kind, branch.kind)  # [R]
             grouped, mask = group_by_pair(d[sel], pair[sel], n_pairs)  # [B, N, H], [B, N]
             out[name] = branch(grouped, mask)
         return out
 
-    def _memory(self, branch: Branch, s0: torch.Tensor, h: torch.Tensor, batch: SummaryBatch,
-                sel: torch.Tensor) -> BranchState:
-        """The tokens of the selected reviews [R] grouped by pair: the branch's attention source."""
+    def _memory(self, branch: Branch, s0: torch.Tensor, h: torch.Tensor,
+                batch: SummaryBatch) -> BranchState:
+        """The tokens of the branch's reviews grouped by pair: its attention source."""
+        sel = of_kind(batch.review_kind, branch.kind)  # [R]
         tok = length_mask(batch.review_lengths, h.shape[1]) & sel.unsqueeze(1)  # [R, T]
         tok_pair = batch.review_pair.unsqueeze(1).expand_as(tok)[tok]  # [n_tokens]
         memory, mask = group_by_pair(self.drop(h[tok]), tok_pair, batch.n_pairs)  # [B, M, H]
@@ -352,18 +380,17 @@ class DenoiseSum(nn.Module):
         batch = self._active_reviews(batch)
         h, d = self.encode_reviews(batch.reviews, batch.review_lengths)  # [R, T, H], [R, H]
         fused = self.fuse_reviews(d, batch.review_pair, batch.review_kind, batch.n_pairs)
-        states = {name: self._memory(b, fused[name].s0, h, batch,
-                                     of_kind(batch.review_kind, BRANCH_KINDS[name]))
-                  for name, b in self.branches().items()}
-        present = torch.stack([s.present for s in states.values()]).any(0)  # [B]
+        seg = None if self.seg is None else self._memory(self.seg, fused["seg"].s0, h, batch)
+        doc = None if self.doc is None else self._memory(self.doc, fused["doc"].s0, h, batch)
+        present = torch.stack([s.present for s in (seg, doc) if s is not None]).any(0)  # [B]
         if not bool(present.all()):
             missing = torch.nonzero(~present).flatten().tolist()
             raise ValueError(f"pairs {missing} have no review of a noise kind this model uses")
-        return DecodeState(states.get("seg"), states.get("doc")), fused
+        return DecodeState(seg, doc), fused
 
     def _active_reviews(self, batch: SummaryBatch) -> SummaryBatch:
         """Drop the reviews of a noise kind whose branch is ablated; check the rest."""
-        kinds = [BRANCH_KINDS[name] for name in self.branches()] + [BOTH]
+        kinds = [branch.kind for branch in self.branches().values()] + [BOTH]
         keep = torch.isin(batch.review_kind, torch.tensor(kinds, device=batch.reviews.device))
         if bool((batch.review_lengths[keep] < 1).any()):
             raise ValueError("every review needs at least one word")
@@ -381,22 +408,27 @@ class DenoiseSum(nn.Module):
     # ---- decoder ----------------------------------------------------------------------------
 
     def _decode(self, state: DecodeState, prev: torch.Tensor,
-                out_layers: dict[str, OutLayer] | None = None) -> tuple[dict, DecodeState]:
-        """prev [B*, S] previous words -> per-step pieces of the distribution, and new state."""
+                out_layers: dict[str, OutLayer] | None = None
+                ) -> tuple[DecodeParts, DecodeState]:
+        """prev [B*, S] previous words -> both decoders' outputs and the gate, and new state."""
         emb = self.drop(self.embed(prev))  # [B*, S, E]
-        out, new = {}, {}
-        for name, branch in self.branches().items():
-            layer = None if out_layers is None else out_layers[name]
-            out[name], new[name] = branch.decoder(emb, getattr(state, name), layer)
+        seg = doc = None
+        new = DecodeState(None, None)
+        if self.seg is not None:
+            layer = None if out_layers is None else out_layers["seg"]
+            seg, new.seg = self.seg.decoder(emb, state.seg, layer)
+        if self.doc is not None:
+            layer = None if out_layers is None else out_layers["doc"]
+            doc, new.doc = self.doc.decoder(emb, state.doc, layer)
         lam = None
         if self.gate is not None:
-            gate_in = torch.cat([emb, out["seg"].states, out["doc"].states], dim=-1)
+            gate_in = torch.cat([emb, seg.states, doc.states], dim=-1)  # [B*, S, E+2D]
             lam = torch.sigmoid(self.gate(gate_in)).squeeze(-1)  # [B*, S]
             has_c = state.seg.present.unsqueeze(1)  # [B*, 1]
             has_d = state.doc.present.unsqueeze(1)
             # an empty branch has nothing to say: all weight to the other one
             lam = torch.where(has_c & has_d, lam, has_c.to(lam.dtype))
-        return {"out": out, "lam": lam}, DecodeState(new.get("seg"), new.get("doc"))
+        return DecodeParts(seg, doc, lam), new
 
     def _doc_prob(self, p_vocab: torch.Tensor, copy: torch.Tensor | None,
                   p_gen: torch.Tensor | None) -> torch.Tensor:
@@ -404,62 +436,58 @@ class DenoiseSum(nn.Module):
         return p_vocab if p_gen is None else p_gen * p_vocab + (1 - p_gen) * copy
 
     def step_probs(self, state: DecodeState, prev_tokens: torch.Tensor,
-                   out_layers: dict[str, OutLayer] | None = None) -> tuple[dict, DecodeState]:
-        """One step, all pieces of the distribution (for decode_step and for inspection).
-
-        prev_tokens [B*] -> dict with p [B*, V] (the mixture), p_c, p_d, p_copy [B*, V] (None when
-        the branch or copy is off), attn_c, attn_d [B*, M], p_gen, lam [B*] (None when absent).
+                   out_layers: dict[str, OutLayer] | None = None
+                   ) -> tuple[StepProbs, DecodeState]:
+        """One step, all pieces of the distribution (for decode_step and for inspection):
+        prev_tokens [B*] -> StepProbs and the next state.
         With out_layers (one per branch, V' rows each), V is V': the distribution over those
         words only, and state.doc.ids must hold positions among them (a shortlist does this).
         """
         parts, new = self._decode(state, prev_tokens.unsqueeze(1), out_layers)
-        out = parts["out"]
         v = self.config.vocab_size
         if out_layers is not None:
             v = len(next(iter(out_layers.values())).bias)
-        res = {"lam": None if parts["lam"] is None else parts["lam"][:, 0], "p_c": None,
-               "p_d": None, "p_copy": None, "attn_c": None, "attn_d": None, "p_gen": None}
-        if "seg" in out:
-            res["p_c"] = torch.softmax(out["seg"].logits[:, 0], -1)  # [B*, V]
-            res["attn_c"] = out["seg"].attn[:, 0]
-        if "doc" in out:
-            o = out["doc"]
-            res["attn_d"] = o.attn[:, 0]  # [B*, M]
-            p_vocab, p_gen = torch.softmax(o.logits[:, 0], -1), None  # [B*, V]
-            if o.p_gen is not None:
-                res["p_copy"] = copy_distribution(res["attn_d"], state.doc.ids, v)  # [B*, V]
-                res["p_gen"] = o.p_gen[:, 0]
-                p_gen = res["p_gen"].unsqueeze(1)  # [B*, 1]
-            res["p_d"] = self._doc_prob(p_vocab, res["p_copy"], p_gen)
-        lam = None if res["lam"] is None else res["lam"].unsqueeze(1)
-        res["p"] = mix(res["p_c"], res["p_d"], lam)  # [B*, V]
-        return res, new
+        lam = None if parts.lam is None else parts.lam[:, 0]  # [B*]
+        p_c = attn_c = None
+        if parts.seg is not None:
+            p_c = torch.softmax(parts.seg.logits[:, 0], -1)  # [B*, V]
+            attn_c = parts.seg.attn[:, 0]  # [B*, M]
+        p_d = attn_d = p_copy = p_gen = None
+        if parts.doc is not None:
+            attn_d = parts.doc.attn[:, 0]  # [B*, M]
+            p_vocab = torch.softmax(parts.doc.logits[:, 0], -1)  # [B*, V]
+            if parts.doc.p_gen is not None:
+                p_copy = copy_distribution(attn_d, state.doc.ids, v)  # [B*, V]
+                p_gen = parts.doc.p_gen[:, 0]  # [B*]
+            p_d = self._doc_prob(p_vocab, p_copy, None if p_gen is None else p_gen.unsqueeze(1))
+        p = mix(p_c, p_d, None if lam is None else lam.unsqueeze(1))  # [B*, V]
+        return StepProbs(p, p_c, p_d, p_copy, attn_c, attn_d, p_gen, lam), new
 
     @torch.no_grad()
     def decode_step(self, state: DecodeState, prev_tokens: torch.Tensor,
                     out_layers: dict[str, OutLayer] | None = None
                     ) -> tuple[torch.Tensor, DecodeState]:
         """prev_tokens [B*] (BOS_ID first) -> log p(w_t) [B*, V] and the next state."""
-        res, new = self.step_probs(state, prev_tokens, out_layers)
-        return torch.log(res["p"] + EPS), new
+        probs, new = self.step_probs(state, prev_tokens, out_layers)
+        return torch.log(probs.p + EPS), new
 
     # ---- training ---------------------------------------------------------------------------
 
-    def _target_prob(self, parts: dict, state: DecodeState, target: torch.Tensor) -> torch.Tensor:
+    def _target_prob(self, parts: DecodeParts, state: DecodeState,
+                     target: torch.Tensor) -> torch.Tensor:
         """p(w_t) at the target words only, target [B, S] -> [B, S]: the same formula as
         step_probs, gathered instead of materialising a mixed [B, S, V] distribution."""
-        out = parts["out"]
 
         def vocab_prob(o: DecoderOut) -> torch.Tensor:  # softmax(logits)[target], [B, S]
             log_p = torch.log_softmax(o.logits, -1)  # [B, S, V]
             return log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1).exp()
 
-        p_c = vocab_prob(out["seg"]) if "seg" in out else None
+        p_c = None if parts.seg is None else vocab_prob(parts.seg)
         p_d = None
-        if "doc" in out:
-            copy = copy_mass_at(out["doc"].attn, state.doc.ids, target)  # [B, S]
-            p_d = self._doc_prob(vocab_prob(out["doc"]), copy, out["doc"].p_gen)
-        return mix(p_c, p_d, parts["lam"])
+        if parts.doc is not None:
+            copy = copy_mass_at(parts.doc.attn, state.doc.ids, target)  # [B, S]
+            p_d = self._doc_prob(vocab_prob(parts.doc), copy, parts.doc.p_gen)
+        return mix(p_c, p_d, parts.lam)
 
     def forward(self, batch: SummaryBatch) -> dict:
         """Teacher-forced losses: loss = nll + kl + coverage; nll (and coverage, the decoders'
@@ -477,7 +505,7 @@ class DenoiseSum(nn.Module):
         n_tokens = int(mask.sum())
         nll = token_nll.sum() / n_tokens
         kl = self._kl(fused, batch.topics) if self.discriminator is not None else nll.new_zeros(())
-        coverage = sum(((o.coverage_loss * mask).sum() for o in parts["out"].values()
+        coverage = sum(((o.coverage_loss * mask).sum() for o in parts.outputs()
                         if o.coverage_loss is not None), nll.new_zeros(())) / n_tokens
         return {"loss": nll + kl + coverage, "nll": nll, "kl": kl, "coverage": coverage,
                 "n_tokens": n_tokens, "token_nll": token_nll}
