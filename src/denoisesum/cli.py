@@ -57,6 +57,18 @@ def _fit(trainer):
         raise typer.Exit(130) from None
 
 
+def _check_output_file(path: Path) -> None:
+    from denoisesum.io import check_output
+
+    check_output(path)
+
+
+def _check_output_dir(path: Path) -> None:
+    from denoisesum.io import check_output_dir
+
+    check_output_dir(path)
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"denoisesum {__version__}")
@@ -113,6 +125,7 @@ def vocab(corpus: CorpusArg,
           rating_field: RatingField = "rating", category_field: CategoryField = "category",
           skip_bad: SkipBad = False) -> None:
     """Tokenize a corpus (cached) and build its vocabulary."""
+    _check_output_file(output)
     reader = _reader(corpus, entity_field, text_field, rating_field, category_field, skip_bad)
     encoded = _encode(reader, cache or output.parent / "encoded", workers)
     built = encoded.build_vocab(max_size, min_count)
@@ -154,6 +167,7 @@ def train_lm(corpus: CorpusArg,
              rating_field: RatingField = "rating", category_field: CategoryField = "category",
              skip_bad: SkipBad = False) -> None:
     """Train the bidirectional cloze language model used by segment noising."""
+    _check_output_dir(output)
     from denoisesum.config import load_config
     from denoisesum.training import distributed
     from denoisesum.training.lm import LMRunConfig, LMTrainer
@@ -222,6 +236,7 @@ def synthesize(corpus: CorpusArg,
                rating_field: RatingField = "rating", category_field: CategoryField = "category",
                skip_bad: SkipBad = False) -> None:
     """Make (noisy reviews, summary) training pairs by segment and document noising."""
+    _check_output_dir(output)
     from denoisesum.config import load_config
     from denoisesum.noising.pipeline import SynthesisConfig
     from denoisesum.noising.pipeline import synthesize as run
@@ -279,8 +294,10 @@ def evaluate_command(
     from denoisesum.evaluation import load_predictions, load_references
     from denoisesum.evaluation.inputs import check_ids
     from denoisesum.evaluation.report import format_comparison, format_report, parse_metrics
-    from denoisesum.io import atomic_write
+    from denoisesum.io import atomic_write, check_output
 
+    if per_entity is not None:
+        check_output(per_entity, [p for p in (predictions, gold, compare) if p is not None])
     groups = parse_metrics(metrics)
     references = load_references(gold)
     systems = [predictions] if compare is None else [predictions, compare]
@@ -345,7 +362,10 @@ def baseline(
     from denoisesum.baselines import summarize_file
     from denoisesum.data.corpus import FieldNames
     from denoisesum.data.reviewsets import write_predictions
+    from denoisesum.io import check_output
 
+    if output != "-":
+        check_output(output, [review_sets])
     predictions = summarize_file(
         name, review_sets, words=words, seed=seed, corpus=corpus or [], sample=sample,
         model=model, fields=FieldNames(entity_id=entity_field, text=text_field), log=_log)
@@ -387,8 +407,10 @@ def leaderboard_command(
     """Score released systems, baselines and prediction files on one gold set; a Markdown
     table."""
     from denoisesum.baselines import leaderboard as board
-    from denoisesum.io import atomic_write
+    from denoisesum.io import atomic_write, check_output
 
+    named = [p.partition("=")[2] for p in predictions or []]
+    check_output(output, [gold, *named, *([notes] if notes else [])])
     options = LeaderboardOptions(
         gold, systems=systems or [], baselines=baselines, predictions=predictions or [],
         metrics=metrics, limit=limit, words=words, seed=seed, corpus=corpus or [], sample=sample,
@@ -422,6 +444,7 @@ def topics_command(
         rating_field: RatingField = "rating", category_field: CategoryField = "category",
         skip_bad: SkipBad = False) -> None:
     """Train the topic model whose p(z) the summarizer's discriminator predicts."""
+    _check_output_dir(output)
     from denoisesum.topics.build import build_topics
     from denoisesum.topics.models import LDAConfig
 
@@ -459,6 +482,7 @@ def train_command(
         cache: Annotated[Path | None, typer.Option(
             help="Encoded-pairs cache (default: RUN_DIR/data).")] = None) -> None:
     """Train the DenoiseSum summarizer on synthetic pairs."""
+    _check_output_dir(output)
     from denoisesum.config import load_config
     from denoisesum.data.vocab import Vocab
     from denoisesum.training.summarizer import SummarizerRunConfig, SummarizerTrainer
@@ -502,14 +526,12 @@ def _summarize_inputs(source: str, entity_field: str, text_field: str) -> list:
         read_review_sets_stream,
         review_sets_from_corpus,
     )
-    from denoisesum.errors import InputError
-    from denoisesum.io import split_suffixes
+    from denoisesum.io import require_file, split_suffixes
 
     if source == "-":
         return list(read_review_sets_stream(sys.stdin.buffer))
     if split_suffixes(source)[0] in {".jsonl", ".json", ".ndjson"}:
-        if not Path(source).is_file():
-            raise InputError("no such file", path=source)
+        require_file(source)
         return list(read_review_sets(source))
     reader = CorpusReader([source], FieldNames(entity_id=entity_field, text=text_field))
     return review_sets_from_corpus(reader)
@@ -565,8 +587,10 @@ def summarize_command(
     from denoisesum.data.tokenizer import detokenize
     from denoisesum.inference.summarizer import Summarizer
     from denoisesum.inference.support import format_explanation
-    from denoisesum.io import atomic_write
+    from denoisesum.io import atomic_write, check_output
 
+    if output != "-":
+        check_output(output, [source])
     summarizer = Summarizer.from_pretrained(model)
     changes = {key: value for key, value in (
         ("beam_size", beam), ("min_length", min_length), ("max_length", max_length),

@@ -9,6 +9,7 @@ import io
 import json
 import lzma
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -91,6 +92,22 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
             yield line_no, value
 
 
+def require_file(path: str | Path, field: str | None = None) -> Path:
+    """An input that must be a readable file: InputError saying what it is instead."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError("is a directory, not a file", path=path, field=field)
+    if not path.is_file():
+        raise InputError("no such file", path=path, field=field)
+    return path
+
+
+def check_output_dir(path: str | Path) -> None:
+    """An output directory (a model, a run): refuse, before any work, an existing file."""
+    if Path(path).exists() and not Path(path).is_dir():
+        raise InputError("is a file; the output must be a directory", path=path)
+
+
 def expand_paths(patterns: Iterable[str | Path]) -> list[Path]:
     """Expand files and glob patterns in order, without duplicates; error if one matches nothing."""
     paths: list[Path] = []
@@ -101,20 +118,52 @@ def expand_paths(patterns: Iterable[str | Path]) -> list[Path]:
             matches = sorted(glob.glob(pattern, recursive=True))
         matches = [m for m in matches if Path(m).is_file()]
         if not matches:
+            if Path(pattern).is_dir():
+                raise InputError("is a directory; give its files (e.g. DIR/*.jsonl)",
+                                 path=pattern)
             raise InputError("no such file (or the pattern matches no file)", path=pattern)
         paths.extend(Path(m) for m in matches if Path(m) not in paths)
     return paths
+
+
+def check_output(path: str | Path, inputs: Iterable[str | Path] = ()) -> None:
+    """Refuse, before any work, an output that cannot be written as a file or that is one of
+    the inputs (same file by inode, whatever path names it): InputError naming it."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError("is a directory; give a file name for the output", path=path)
+    parent = next((p for p in path.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise InputError(f"cannot be created: {parent} is a file, not a directory", path=path)
+    for source in inputs:
+        if str(source) != "-" and path.exists() and Path(source).exists() \
+                and os.path.samefile(path, source):
+            raise InputError(f"is also an input ({source}); writing it would destroy that "
+                             "input: choose another output", path=path)
+
+
+def _new_file_mode(path: Path) -> int:
+    """The mode a plain open() would give: an existing file's own, else 0o666 less the umask
+    (mkstemp makes 0o600 files, which other users could not read)."""
+    with contextlib.suppress(FileNotFoundError):
+        return stat.S_IMODE(path.stat().st_mode)
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 @contextlib.contextmanager
 def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8"):
     """Write to a temporary file beside `path`, then rename it over `path`.
 
-    A crash leaves either the old file or the new one, never a half-written file.
+    A crash leaves either the old file or the new one, never a half-written file. The file gets
+    the mode an ordinary write would give (an overwritten file keeps its own).
     """
     path = Path(path)
+    check_output(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.chmod(tmp, _new_file_mode(path))
     try:
         with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as handle:
             yield handle

@@ -20,6 +20,7 @@ from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.evaluation import EvaluationReport, evaluate, load_predictions
 from denoisesum.evaluation.inputs import check_ids, check_references
 from denoisesum.evaluation.report import parse_metrics
+from denoisesum.io import require_file
 
 KINDS = {"system": "released outputs", "baseline": "baseline", "predictions": "predictions"}
 COLUMNS = (("rouge1", "R1"), ("rouge2", "R2"), ("rougeL", "RL"),
@@ -72,9 +73,7 @@ def parse_named(values: Iterable[str]) -> dict[str, Path]:
         name, sep, file = value.partition("=")
         if not sep or not name or not file:
             raise InputError(f"expected NAME=FILE, got '{value}'", field="--predictions")
-        if not Path(file).is_file():
-            raise InputError("no such file", path=file, field="--predictions")
-        named[name] = Path(file)
+        named[name] = require_file(file, field="--predictions")
     return named
 
 
@@ -130,8 +129,7 @@ def make_page(options: LeaderboardOptions, log: Log = silent) -> tuple[list[Entr
 
 def _gold_sets(gold: Path, limit: int | None) -> tuple[list[ReviewSet], dict[str, list[str]]]:
     """The first `limit` review sets of the gold file, and their reference summaries."""
-    if not gold.is_file():
-        raise InputError("no such file", path=gold)
+    require_file(gold)
     sets = list(read_review_sets(gold))[:limit]
     references = {s.entity_id: s.summaries for s in sets}
     check_references(references, gold)

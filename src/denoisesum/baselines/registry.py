@@ -17,6 +17,7 @@ from denoisesum.baselines.word2vec import Word2VecCentroid
 from denoisesum.data.corpus import CorpusReader, FieldNames
 from denoisesum.data.reviewsets import Prediction, ReviewSet, read_review_sets
 from denoisesum.errors import DenoiseSumError, InputError
+from denoisesum.io import require_file
 
 BASELINES: dict[str, type[Summarizer]] = {
     cls.name: cls for cls in (FirstReview, RandomReview, Clustroid, Oracle, LexRank,
@@ -81,8 +82,7 @@ def summarize_file(name: str, path: Path, *, words: int = DEFAULT_WORDS,
     """The `name` baseline's prediction for every review set in the file at `path`; the other
     options are those of `create` and `prepare`."""
     summarizer = create(name, words=words, seed=seed)
-    if not path.is_file():  # before any fitting, which can take minutes
-        raise InputError("no such file", path=path)
+    require_file(path)  # before any fitting, which can take minutes
     summarizer = prepare(summarizer, corpus, sample=sample, seed=seed, model=model,
                          fields=fields, log=log)
     return list(summarize_sets(summarizer, read_review_sets(path), path))

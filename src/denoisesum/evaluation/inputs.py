@@ -7,6 +7,7 @@ from pathlib import Path
 
 from denoisesum.data.reviewsets import read_predictions, read_review_sets
 from denoisesum.errors import InputError
+from denoisesum.io import require_file
 
 SHOWN_IDS = 5  # how many offending entity ids an error message lists
 
@@ -16,19 +17,14 @@ def _listing(ids: Sequence[str]) -> str:
     return shown + (f" and {len(ids) - SHOWN_IDS} more" if len(ids) > SHOWN_IDS else "")
 
 
-def _require_file(path: str | Path) -> None:
-    if not Path(path).is_file():
-        raise InputError("no such file", path=path)
-
-
 def load_predictions(path: str | Path) -> dict[str, str]:
-    _require_file(path)
+    require_file(path)
     return {p.entity_id: p.summary for p in read_predictions(path)}
 
 
 def load_references(path: str | Path) -> dict[str, list[str]]:
     """Gold summaries by entity, in file order; every entity must have a non-empty summary."""
-    _require_file(path)
+    require_file(path)
     references = {s.entity_id: s.summaries for s in read_review_sets(path)}
     check_references(references, path)
     return references

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +43,21 @@ def save_checkpoint(run_dir: str | Path, step: int, model: torch.nn.Module,
 
 
 def latest_checkpoint(run_dir: str | Path) -> Path | None:
-    pointer = Path(run_dir) / "checkpoints" / "LATEST"
-    if not pointer.is_file():
+    """The checkpoint to resume from: the one LATEST names, or, when that one is incomplete (no
+    state.pt: a kill while it was written, or a damaged disk), the newest complete one, said on
+    standard error. None when there is no complete checkpoint."""
+    root = Path(run_dir) / "checkpoints"
+    pointer = root / "LATEST"
+    named = root / pointer.read_text().strip() if pointer.is_file() else None
+    if named is not None and (named / STATE).is_file():
+        return named
+    complete = [p for p in sorted(root.glob("step-*")) if (p / STATE).is_file()]
+    if not complete:
         return None
-    path = pointer.parent / pointer.read_text().strip()
-    return path if (path / STATE).is_file() else None
+    if named is not None:
+        print(f"{named} is incomplete (no {STATE}); resuming from {complete[-1].name}, the "
+              "newest complete checkpoint", file=sys.stderr)
+    return complete[-1]
 
 
 def load_state(checkpoint: Path) -> dict[str, Any]:

@@ -1,0 +1,168 @@
+"""Hostile input and faults (issue 16): outputs that cannot or must not be written, file
+modes, damaged models, incomplete checkpoints."""
+
+import json
+import os
+import stat
+
+import pytest
+import torch
+
+from denoisesum.errors import InputError
+from denoisesum.io import atomic_write, check_output, write_json
+
+
+def mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_atomic_writes_honour_the_umask_and_keep_an_overwritten_files_mode(tmp_path):
+    old = os.umask(0o022)
+    try:
+        write_json(tmp_path / "new.json", {"a": 1})
+        assert mode(tmp_path / "new.json") == 0o644  # not mkstemp's 0o600
+        os.umask(0o077)
+        write_json(tmp_path / "private.json", {})
+        assert mode(tmp_path / "private.json") == 0o600
+        (tmp_path / "shared.txt").write_text("x")
+        os.chmod(tmp_path / "shared.txt", 0o664)
+        with atomic_write(tmp_path / "shared.txt") as handle:
+            handle.write("y")
+        assert mode(tmp_path / "shared.txt") == 0o664
+    finally:
+        os.umask(old)
+
+
+def test_an_output_that_is_a_directory_or_under_a_file_is_refused_before_writing(tmp_path):
+    (tmp_path / "somedir").mkdir()
+    with pytest.raises(InputError, match="somedir: is a directory"):
+        check_output(tmp_path / "somedir")
+    with pytest.raises(InputError, match="is a directory"), atomic_write(tmp_path / "somedir"):
+        raise AssertionError("must not get here")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(InputError, match="is a file, not a directory"):
+        check_output(tmp_path / "file" / "out.jsonl")
+
+
+def test_an_output_that_is_an_input_is_refused_whatever_path_names_it(tmp_path):
+    source = tmp_path / "sets.jsonl"
+    source.write_text("{}\n")
+    os.link(source, tmp_path / "hardlink.jsonl")
+    for same in (source, tmp_path / "." / "sets.jsonl", tmp_path / "hardlink.jsonl"):
+        with pytest.raises(InputError, match="is also an input"):
+            check_output(same, [source])
+    check_output(tmp_path / "other.jsonl", [source])  # fine
+    check_output(tmp_path / "new.jsonl", ["-"])
+
+
+def test_resume_falls_back_to_the_newest_complete_checkpoint(tmp_path, capsys):
+    from denoisesum.data.vocab import Vocab
+    from denoisesum.training.checkpoint import STATE, latest_checkpoint, save_checkpoint
+
+    vocab = Vocab.from_counts({"a": 2})
+    model = torch.nn.Linear(2, 2)
+    for step in (10, 20):
+        save_checkpoint(tmp_path, step, model, {"kind": "x"}, vocab, {"step": step}, keep=3)
+    assert latest_checkpoint(tmp_path).name == "step-000000020"
+    (tmp_path / "checkpoints" / "step-000000020" / STATE).unlink()  # cut off mid-write
+    assert latest_checkpoint(tmp_path).name == "step-000000010"
+    assert "step-000000020 is incomplete" in capsys.readouterr().err
+    (tmp_path / "checkpoints" / "step-000000010" / STATE).unlink()
+    assert latest_checkpoint(tmp_path) is None
+
+
+def test_a_damaged_model_file_is_one_error_naming_the_file(tmp_path):
+    from conftest import save_tiny_summarizer
+    from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
+
+    directory = save_tiny_summarizer(tmp_path / "model", SummarizerConfig())
+    weights = directory / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:200])  # truncated
+    with pytest.raises(InputError, match=r"model\.safetensors: unreadable weights"):
+        Summarizer.from_pretrained(directory)
+    directory = save_tiny_summarizer(tmp_path / "model2", SummarizerConfig())
+    (directory / "config.json").write_text("{not json")
+    with pytest.raises(InputError, match=r"config\.json.*invalid JSON"):
+        Summarizer.from_pretrained(directory)
+    directory = save_tiny_summarizer(tmp_path / "model3", SummarizerConfig())
+    (directory / "vocab.json").write_text(json.dumps([1, 2]))
+    with pytest.raises(InputError, match=r"vocab\.json: not a denoisesum vocabulary"):
+        Summarizer.from_pretrained(directory)
+
+
+# ---- through the command line -----------------------------------------------------------
+
+
+class Ran:
+    def __init__(self, done) -> None:
+        self.exit_code, self.output = done.returncode, done.stdout + done.stderr
+
+
+def run_cli(*args) -> Ran:
+    """The real command, in a subprocess: what a user sees, error handling included."""
+    import subprocess
+    import sys
+
+    return Ran(subprocess.run([sys.executable, "-m", "denoisesum.cli", *map(str, args)],
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "OMP_NUM_THREADS": "1"}))
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    from conftest import save_tiny_summarizer
+    from denoisesum.inference.beam import DecodeConfig
+    from denoisesum.inference.summarizer import SummarizerConfig
+
+    settings = SummarizerConfig(decode=DecodeConfig(beam_size=2, min_length=2, max_length=6))
+    return save_tiny_summarizer(tmp_path_factory.mktemp("m") / "tiny", settings)
+
+
+@pytest.fixture
+def sets_file(tmp_path):
+    path = tmp_path / "sets.jsonl"
+    path.write_text(json.dumps({"entity_id": "a", "reviews": ["good food", "nice staff"],
+                                "summaries": ["good food and staff"]}) + "\n")
+    return path
+
+
+def test_summarize_refuses_a_directory_output_before_decoding(tiny_model, sets_file, tmp_path):
+    (tmp_path / "somedir").mkdir()
+    result = run_cli("summarize", sets_file, "--model", tiny_model, "-o", tmp_path / "somedir")
+    assert result.exit_code != 0 and "somedir: is a directory" in result.output
+    assert "Traceback" not in result.output and not list((tmp_path / "somedir").iterdir())
+
+
+def test_no_command_overwrites_its_input(tiny_model, sets_file, tmp_path):
+    before = sets_file.read_text()
+    result = run_cli("summarize", sets_file, "--model", tiny_model, "-o", sets_file)
+    assert result.exit_code != 0 and "is also an input" in result.output
+    assert sets_file.read_text() == before
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text(json.dumps({"entity_id": "a", "summary": "good food"}) + "\n")
+    kept = predictions.read_text()
+    result = run_cli("evaluate", predictions, sets_file, "--metrics", "rouge",
+                     "--per-entity", predictions)
+    assert result.exit_code != 0 and "is also an input" in result.output
+    assert predictions.read_text() == kept
+    result = run_cli("baseline", "first", sets_file, "-o", sets_file)
+    assert result.exit_code != 0 and sets_file.read_text() == before
+    result = run_cli("leaderboard", sets_file, "--predictions", f"p={predictions}",
+                     "--metrics", "rouge", "--baselines", "first", "-o", predictions)
+    assert result.exit_code != 0 and predictions.read_text() == kept
+
+
+def test_a_directory_given_as_an_input_file_is_named_as_one(tiny_model, tmp_path):
+    (tmp_path / "d").mkdir()
+    for args in (("summarize", tmp_path / "d", "--model", tiny_model),
+                 ("evaluate", tmp_path / "d", tmp_path / "d", "--metrics", "rouge"),
+                 ("stats", tmp_path / "d")):
+        result = run_cli(*args)
+        assert result.exit_code != 0 and "is a directory" in result.output, args
+        assert "no such file" not in result.output
+
+
+def test_an_output_directory_that_is_a_file_is_refused(tmp_path):
+    (tmp_path / "run").write_text("not a directory")
+    result = run_cli("train", tmp_path, "-o", tmp_path / "run")
+    assert result.exit_code != 0 and "is a file; the output must be a directory" in result.output
