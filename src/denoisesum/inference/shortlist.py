@@ -29,7 +29,7 @@ import torch
 
 from denoisesum.data.batch import SummaryBatch
 from denoisesum.data.vocab import SPECIALS
-from denoisesum.models.denoisesum import DecodeState, DenoiseSum, OutLayer
+from denoisesum.models.denoisesum import Branch, DecodeState, DenoiseSum, OutRows
 
 
 def shortlist_rows(reviews: torch.Tensor, top: int, vocab_size: int) -> torch.Tensor:
@@ -51,9 +51,13 @@ class ShortlistModel:
         self.position = torch.full((model.config.vocab_size,), -1, dtype=torch.long,
                                    device=rows.device)
         self.position[rows] = torch.arange(len(rows), device=rows.device)
-        self.layers = {name: OutLayer(branch.decoder.out.weight[rows],
-                                      branch.decoder.out.bias[rows])
-                       for name, branch in model.branches().items()}
+        self.seg_rows, self.doc_rows = self._out_rows(model.seg), self._out_rows(model.doc)
+
+    def _out_rows(self, branch: Branch | None) -> OutRows | None:
+        """The shortlist's rows of a decoder's output layer: (weight [V', D], bias [V'])."""
+        if branch is None:
+            return None
+        return branch.decoder.out.weight[self.rows], branch.decoder.out.bias[self.rows]
 
     def encode(self, batch: SummaryBatch) -> DecodeState:
         if bool((self.position[batch.reviews] < 0).any()):
@@ -66,7 +70,8 @@ class ShortlistModel:
     def decode_step(self, state: DecodeState,
                     prev_positions: torch.Tensor) -> tuple[torch.Tensor, DecodeState]:
         """prev_positions [B*] -> log p [B*, V'] over the shortlist, and the next state."""
-        return self.model.decode_step(state, self.rows[prev_positions], self.layers)
+        return self.model.decode_step(state, self.rows[prev_positions], self.seg_rows,
+                                      self.doc_rows)
 
     def positions(self, ids: Sequence[int]) -> list[int]:
         """Vocabulary ids -> shortlist positions, leaving out words not in the shortlist."""

@@ -54,6 +54,8 @@ from denoisesum.errors import ConfigError
 from denoisesum.models.bilm import add_boundaries, length_mask, reverse_within_length
 
 EPS = 1e-10  # added to probabilities before the log (see the module docstring)
+# some rows of a decoder's output layer, e.g. a vocabulary shortlist: (weight [V', D], bias [V'])
+OutRows = tuple[torch.Tensor, torch.Tensor]
 
 
 @dataclass
@@ -181,14 +183,6 @@ class Fused:
 
 
 @dataclass
-class OutLayer:
-    """Some rows of a decoder's output layer (a vocabulary shortlist, inference/shortlist.py)."""
-
-    weight: torch.Tensor  # [V', D]
-    bias: torch.Tensor  # [V']
-
-
-@dataclass
 class DecoderOut:
     states: torch.Tensor  # [B, S, D] LSTM hidden states s_t
     logits: torch.Tensor  # [B, S, V] generation logits
@@ -245,9 +239,9 @@ class Decoder(nn.Module):
         self.drop = nn.Dropout(c.dropout)
 
     def forward(self, emb: torch.Tensor, st: BranchState,
-                out_layer: OutLayer | None = None) -> tuple[DecoderOut, BranchState]:
+                out_rows: OutRows | None = None) -> tuple[DecoderOut, BranchState]:
         """emb [B, S, E] embeddings of w_{t-1} -> per-step outputs and the state after S steps.
-        out_layer: rows of the output layer to score instead of the whole vocabulary (V' words)."""
+        out_rows: rows of the output layer to score instead of the whole vocabulary (V' words)."""
         states, (h, c) = self.lstm(emb, (st.h.unsqueeze(0).contiguous(),
                                          st.c.unsqueeze(0).contiguous()))  # [B, S, D]
         scores = torch.bmm(states, st.keys.transpose(1, 2))  # [B, S, M]
@@ -259,10 +253,8 @@ class Decoder(nn.Module):
         ctx = torch.bmm(attn, st.memory)  # [B, S, H]
         both = torch.cat([states, ctx], dim=-1)  # [B, S, D+H]
         hidden = self.drop(torch.tanh(self.combine(both)))  # [B, S, D]
-        if out_layer is None:
-            logits = self.out(hidden)  # [B, S, V]
-        else:
-            logits = nn.functional.linear(hidden, out_layer.weight, out_layer.bias)  # [B, S, V']
+        # [B, S, V], or [B, S, V'] over the given rows
+        logits = self.out(hidden) if out_rows is None else F.linear(hidden, *out_rows)
         p_gen = None
         if self.copy_gate is not None:
             p_gen = torch.sigmoid(self.copy_gate(torch.cat([both, emb], -1))).squeeze(-1)
@@ -407,19 +399,16 @@ class DenoiseSum(nn.Module):
 
     # ---- decoder ----------------------------------------------------------------------------
 
-    def _decode(self, state: DecodeState, prev: torch.Tensor,
-                out_layers: dict[str, OutLayer] | None = None
-                ) -> tuple[DecodeParts, DecodeState]:
+    def _decode(self, state: DecodeState, prev: torch.Tensor, seg_rows: OutRows | None = None,
+                doc_rows: OutRows | None = None) -> tuple[DecodeParts, DecodeState]:
         """prev [B*, S] previous words -> both decoders' outputs and the gate, and new state."""
         emb = self.drop(self.embed(prev))  # [B*, S, E]
         seg = doc = None
         new = DecodeState(None, None)
         if self.seg is not None:
-            layer = None if out_layers is None else out_layers["seg"]
-            seg, new.seg = self.seg.decoder(emb, state.seg, layer)
+            seg, new.seg = self.seg.decoder(emb, state.seg, seg_rows)
         if self.doc is not None:
-            layer = None if out_layers is None else out_layers["doc"]
-            doc, new.doc = self.doc.decoder(emb, state.doc, layer)
+            doc, new.doc = self.doc.decoder(emb, state.doc, doc_rows)
         lam = None
         if self.gate is not None:
             gate_in = torch.cat([emb, seg.states, doc.states], dim=-1)  # [B*, S, E+2D]
@@ -436,17 +425,15 @@ class DenoiseSum(nn.Module):
         return p_vocab if p_gen is None else p_gen * p_vocab + (1 - p_gen) * copy
 
     def step_probs(self, state: DecodeState, prev_tokens: torch.Tensor,
-                   out_layers: dict[str, OutLayer] | None = None
+                   seg_rows: OutRows | None = None, doc_rows: OutRows | None = None
                    ) -> tuple[StepProbs, DecodeState]:
         """One step, all pieces of the distribution (for decode_step and for inspection):
         prev_tokens [B*] -> StepProbs and the next state.
-        With out_layers (one per branch, V' rows each), V is V': the distribution over those
-        words only, and state.doc.ids must hold positions among them (a shortlist does this).
+        With seg_rows and doc_rows (the same V' rows of each decoder's output layer), V is V': the
+        distribution over those words only, and state.doc.ids must hold positions among them (a
+        shortlist does this).
         """
-        parts, new = self._decode(state, prev_tokens.unsqueeze(1), out_layers)
-        v = self.config.vocab_size
-        if out_layers is not None:
-            v = len(next(iter(out_layers.values())).bias)
+        parts, new = self._decode(state, prev_tokens.unsqueeze(1), seg_rows, doc_rows)
         lam = None if parts.lam is None else parts.lam[:, 0]  # [B*]
         p_c = attn_c = None
         if parts.seg is not None:
@@ -457,6 +444,7 @@ class DenoiseSum(nn.Module):
             attn_d = parts.doc.attn[:, 0]  # [B*, M]
             p_vocab = torch.softmax(parts.doc.logits[:, 0], -1)  # [B*, V]
             if parts.doc.p_gen is not None:
+                v = parts.doc.logits.shape[-1]  # V, or V' with doc_rows
                 p_copy = copy_distribution(attn_d, state.doc.ids, v)  # [B*, V]
                 p_gen = parts.doc.p_gen[:, 0]  # [B*]
             p_d = self._doc_prob(p_vocab, p_copy, None if p_gen is None else p_gen.unsqueeze(1))
@@ -465,10 +453,11 @@ class DenoiseSum(nn.Module):
 
     @torch.no_grad()
     def decode_step(self, state: DecodeState, prev_tokens: torch.Tensor,
-                    out_layers: dict[str, OutLayer] | None = None
+                    seg_rows: OutRows | None = None, doc_rows: OutRows | None = None
                     ) -> tuple[torch.Tensor, DecodeState]:
-        """prev_tokens [B*] (BOS_ID first) -> log p(w_t) [B*, V] and the next state."""
-        probs, new = self.step_probs(state, prev_tokens, out_layers)
+        """prev_tokens [B*] (BOS_ID first) -> log p(w_t) [B*, V] and the next state (V' words
+        with seg_rows and doc_rows, as in step_probs)."""
+        probs, new = self.step_probs(state, prev_tokens, seg_rows, doc_rows)
         return torch.log(probs.p + EPS), new
 
     # ---- training ---------------------------------------------------------------------------
