@@ -46,3 +46,18 @@ def test_summarize_command_uses_the_default_model(tmp_path):
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert record["entity_id"] == json.loads(small.read_text())["entity_id"]
     assert len(record["summary"].split()) >= 10
+
+
+def test_the_shipped_vocabulary_separates_english_from_other_languages():
+    """The documented threshold (MIN_KNOWN_SHARE) on the real vocabulary: the bundled English
+    examples are readable; Chinese, French, German and symbol-only review sets are not."""
+    summarizer = Summarizer.from_pretrained()
+    for review_set in read_review_sets(EXAMPLES):
+        assert summarizer.input_warnings(review_set.reviews) == [], review_set.entity_id
+    others = {"zh": ["这家餐厅的拉面非常好吃，服务也很周到。"],
+              "fr": ["Le restaurant était excellent, le service rapide et les plats délicieux.",
+                     "Très bon rapport qualité-prix, je recommande vivement ce petit bistrot."],
+              "de": ["Das Essen war sehr lecker und die Bedienung freundlich."],
+              "emoji": ["😀😀🍜🍜👍"], "punctuation": ["!!! ???"], "zero-width": ["\u200b\u200b"]}
+    for name, reviews in others.items():
+        assert summarizer.input_warnings(reviews), name

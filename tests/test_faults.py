@@ -166,3 +166,41 @@ def test_an_output_directory_that_is_a_file_is_refused(tmp_path):
     (tmp_path / "run").write_text("not a directory")
     result = run_cli("train", tmp_path, "-o", tmp_path / "run")
     assert result.exit_code != 0 and "is a file; the output must be a directory" in result.output
+
+
+UNREADABLE = {"chinese": ["这家餐厅的拉面非常好吃，服务也很周到。", "价格合理，环境干净，推荐！"],
+              "french": ["Le restaurant était excellent, le service rapide.",
+                         "Très bon rapport qualité-prix, je recommande vivement ce bistrot."],
+              "punctuation": ["!!! ??? ...", "--- ;;; ,,,"], "emoji": ["😀😀🍜🍜👍", "🔥🔥 😋"],
+              "zero-width": ["\u200b\u200b\u200b", "\u200c\u200d\ufeff"]}
+
+
+def test_unreadable_input_is_flagged_and_refused_under_strict(tiny_model, tmp_path):
+    from conftest import synthetic_reviews
+
+    english = [r["text"] for r in synthetic_reviews(1, 4)]
+    sets = tmp_path / "sets.jsonl"
+    sets.write_text("".join(json.dumps({"entity_id": name, "reviews": reviews}) + "\n"
+                            for name, reviews in [*UNREADABLE.items(), ("en", english)]))
+    out = tmp_path / "out.jsonl"
+    result = run_cli("summarize", sets, "--model", tiny_model, "-o", out)
+    assert result.exit_code == 0, result.output
+    records = {r["entity_id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    for name in UNREADABLE:
+        assert records[name]["warnings"], name
+        assert f"warning: entity {name}:" in result.output
+    assert "warnings" not in records["en"]
+    strict = run_cli("summarize", sets, "--model", tiny_model, "-o", tmp_path / "s.jsonl",
+                     "--strict")
+    assert strict.exit_code != 0 and "--strict: 5 review set(s) the model cannot read" in \
+        strict.output and not (tmp_path / "s.jsonl").exists()
+
+
+def test_the_python_api_warns_on_unreadable_input(tiny_model):
+    from denoisesum.inference.summarizer import Summarizer, UnreadableInputWarning
+
+    summarizer = Summarizer.from_pretrained(tiny_model)
+    for name, reviews in UNREADABLE.items():
+        with pytest.warns(UnreadableInputWarning):
+            summarizer.summarize(reviews)
+        assert summarizer.input_warnings(reviews), name

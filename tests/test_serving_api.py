@@ -63,10 +63,27 @@ def test_summarize_answers_as_the_python_api(client, summarizer):
     assert response.status_code == 200, response.text
     body = response.json()
     summary, support = expected(summarizer, REVIEWS)
-    assert body == {"summary": summary, "support": support, "model": "tiny"}
+    assert body == {"summary": summary, "support": support, "warnings": [], "model": "tiny"}
     assert summary and support["sentences"]
     for sentence in support["sentences"]:  # spans index the summary
         assert summary[sentence["start"]: sentence["end"]] == sentence["text"]
+
+
+UNREADABLE = {"chinese": ["这家餐厅的拉面非常好吃，服务也很周到。", "价格合理，环境干净，推荐！"],
+              "french": ["Le restaurant était excellent, le service rapide.",
+                         "Très bon rapport qualité-prix, je recommande vivement ce bistrot."],
+              "punctuation": ["!!! ??? ...", "--- ;;; ,,,"], "emoji": ["😀😀🍜🍜👍", "🔥🔥 😋"],
+              "zero-width": ["\u200b\u200b\u200b", "\u200c\u200d\ufeff"]}
+
+
+def test_input_the_model_cannot_read_is_flagged(client):
+    for name, reviews in UNREADABLE.items():
+        response = client.post("/v1/summarize", json={"reviews": reviews})
+        assert response.status_code == 200, (name, response.text)
+        assert response.json()["warnings"], name
+    batch = client.post("/v1/summarize/batch", json={"sets": [
+        {"id": "zh", "reviews": UNREADABLE["chinese"]}, {"id": "en", "reviews": REVIEWS}]})
+    assert [bool(r["warnings"]) for r in batch.json()["results"]] == [True, False]
 
 
 def test_batch_keeps_order_and_ids(client, summarizer):
@@ -237,11 +254,11 @@ class GatedSummarizer(Summarizer):
         self.started = threading.Event()
         self.calls: list[int] = []
 
-    def summarize_batch(self, review_sets, batch_size=8):
+    def summarize_batch(self, review_sets, batch_size=8, warn=True):
         self.calls.append(len(review_sets))
         self.started.set()
         assert self.gate.wait(20), "the test never opened the gate"
-        return super().summarize_batch(review_sets, batch_size)
+        return super().summarize_batch(review_sets, batch_size, warn)
 
 
 async def until(condition, seconds: float = 10.0) -> None:

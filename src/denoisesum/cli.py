@@ -537,6 +537,22 @@ def _summarize_inputs(source: str, entity_field: str, text_field: str) -> list:
     return review_sets_from_corpus(reader)
 
 
+def _unreadable(summarizer, sets: list, strict: bool) -> dict[str, list[str]]:
+    """The input warnings of each review set the model cannot read, said on standard error;
+    with `strict`, an error before any decoding."""
+    from denoisesum.errors import DenoiseSumError
+
+    flags = {s.entity_id: found for s in sets if (found := summarizer.input_warnings(s.reviews))}
+    lines = [f"entity {entity}: {w}" for entity, found in flags.items() for w in found]
+    if flags and strict:
+        shown = "; ".join(lines[:5]) + (f"; and {len(lines) - 5} more" if len(lines) > 5 else "")
+        raise DenoiseSumError(f"--strict: {len(flags)} review set(s) the model cannot read: "
+                              f"{shown}")
+    for line in lines:
+        typer.echo(f"warning: {line}", err=True)
+    return flags
+
+
 @app.command("summarize")
 def summarize_command(
         source: Annotated[str, typer.Argument(
@@ -576,6 +592,11 @@ def summarize_command(
         as_text: Annotated[bool, typer.Option(
             "--text", help="Write readable text (entity id, summary and, with --explain, the "
                            "support of each sentence) instead of JSONL.")] = False,
+        strict: Annotated[bool, typer.Option(
+            "--strict", help="Refuse (an error, before decoding) when a review set is one the "
+                             "model cannot read: no words, or most words unknown to it "
+                             "(another language). Without it such summaries are written with "
+                             "a 'warnings' field and a warning on standard error.")] = False,
         entity_field: EntityField = "entity_id", text_field: TextField = "text") -> None:
     """Summarize every entity's reviews with a trained DenoiseSum model; writes predictions
     (JSONL: entity_id, summary)."""
@@ -603,6 +624,7 @@ def summarize_command(
     if shortlist is not None:
         summarizer.config.shortlist = shortlist
     sets = _summarize_inputs(source, entity_field, text_field)
+    flags = _unreadable(summarizer, sets, strict)
     with contextlib.ExitStack() as stack:
         handle = sys.stdout if output == "-" else stack.enter_context(atomic_write(output))
         bar = stack.enter_context(tqdm(total=len(sets), unit=" entities", desc="summarize",
@@ -613,12 +635,15 @@ def summarize_command(
             for review_set, tokens in zip(chunk, summaries, strict=True):
                 text = " ".join(tokens) if raw else detokenize(tokens)
                 record: dict = {"entity_id": review_set.entity_id, "summary": text}
+                if review_set.entity_id in flags:
+                    record["warnings"] = flags[review_set.entity_id]
                 if explain:
                     explanation = summarizer.explain(review_set.reviews, text)
                     record["support"] = {k: v for k, v in explanation.to_dict().items()
                                          if k != "summary"}
                 if as_text:
-                    handle.write(f"{review_set.entity_id}\n  {text}\n" + (
+                    flagged = "".join(f"  warning: {w}\n" for w in record.get("warnings", []))
+                    handle.write(f"{review_set.entity_id}\n  {text}\n{flagged}" + (
                         format_explanation(explanation, "    ") + "\n" if explain else ""))
                 else:
                     handle.write(json.dumps(record, ensure_ascii=False) + "\n")

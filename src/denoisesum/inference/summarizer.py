@@ -20,10 +20,12 @@ min_length for its domain); absent keys take the SummarizerConfig defaults. Othe
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import regex
 import torch
 
 from denoisesum.data.batch import inference_batch
@@ -40,6 +42,18 @@ from denoisesum.models.store import CONFIG, load_denoisesum, parse_section
 
 # The packaged default model: models/denoisesum-yelp at the repository root, beside the BiLM.
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[3] / "models" / "denoisesum-yelp"
+
+
+# An entity's reviews are flagged when fewer than this share of their words (tokens with a
+# letter or digit) are in the model's vocabulary, or when they have no word at all. The MeanSum
+# Yelp dev entities have 94-100% (median 99.4%); French reviews about 57%, German 41%, Spanish
+# 43%, Chinese 0% (benchmarks/readability.py; docs/results/readability.md).
+MIN_KNOWN_SHARE = 0.8
+_HAS_WORD = regex.compile(r"[\p{L}\p{N}]")
+
+
+class UnreadableInputWarning(UserWarning):
+    """The reviews are mostly words the model does not know: its summary is likely invented."""
 
 
 @dataclass
@@ -115,6 +129,34 @@ class Summarizer:
             out.append(self.vocab.encode(tokens))
         return out
 
+    def known_share(self, reviews: Sequence[str]) -> float | None:
+        """The share of the words the model reads (tokens with a letter or digit, of the
+        reviews it reads) that its vocabulary knows; None when there is no word at all."""
+        tokens = [t for text in list(reviews)[: self.config.max_reviews] if isinstance(text, str)
+                  for t in self.vocab.tokenizer.tokenize(text)[: self.config.max_review_tokens]]
+        words = [t for t in tokens if _HAS_WORD.search(t)]
+        return sum(t in self.vocab.index for t in words) / len(words) if words else None
+
+    def input_warnings(self, reviews: Sequence[str]) -> list[str]:
+        """Why the model may not be able to read these reviews (empty: nothing to say): no
+        words at all (punctuation, emoji, invisible characters), or fewer than MIN_KNOWN_SHARE
+        of the words it reads known to its vocabulary (another language, say)."""
+        known = self.known_share(reviews)
+        if known is None:
+            return ["the reviews have no words (only punctuation, symbols or invisible "
+                    "characters): the summary cannot come from them"]
+        if known < MIN_KNOWN_SHARE:
+            return [f"only {known:.0%} of the reviews' words are known to the model (below "
+                    f"{MIN_KNOWN_SHARE:.0%}; another language?): the summary is likely "
+                    "invented"]
+        return []
+
+    def _warn_unreadable(self, review_sets: Sequence[Sequence[str]]) -> None:
+        for i, reviews in enumerate(review_sets):
+            for message in self.input_warnings(reviews):
+                where = f"review set {i}: " if len(review_sets) > 1 else ""
+                warnings.warn(where + message, UnreadableInputWarning, stacklevel=3)
+
     # ---- summarizing ------------------------------------------------------------------------
 
     def summarize_tokens_batch(self, review_sets: Sequence[Sequence[str]],
@@ -188,13 +230,21 @@ class Summarizer:
         return out
 
     def summarize_batch(self, review_sets: Sequence[Sequence[str]],
-                        batch_size: int = 8) -> list[str]:
-        """Readable summaries (detokenized, sentence case), one per review set."""
-        return [detokenize(t) for t in self.summarize_tokens_batch(review_sets, batch_size)]
+                        batch_size: int = 8, warn: bool = True) -> list[str]:
+        """Readable summaries (detokenized, sentence case), one per review set. Review sets the
+        model cannot read (`input_warnings`) raise an UnreadableInputWarning unless `warn` is
+        False (for callers that report `input_warnings` themselves)."""
+        summaries = [detokenize(t) for t in self.summarize_tokens_batch(review_sets, batch_size)]
+        if warn:
+            self._warn_unreadable(review_sets)
+        return summaries
 
     def summarize(self, reviews: Sequence[str]) -> str:
-        """The readable summary of one entity's reviews."""
-        return detokenize(self.summarize_tokens(reviews))
+        """The readable summary of one entity's reviews (an UnreadableInputWarning when the
+        model cannot read them: `input_warnings`)."""
+        summary = detokenize(self.summarize_tokens(reviews))
+        self._warn_unreadable([reviews])
+        return summary
 
     def explain(self, reviews: Sequence[str], summary: str | None = None,
                 config: SupportConfig | None = None) -> Explanation:

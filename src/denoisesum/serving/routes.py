@@ -42,23 +42,26 @@ def add_summarize_routes(app: FastAPI, queue: InferenceQueue, limits: "ServiceLi
     @app.post("/v1/summarize", response_model=SummarizeResponse, tags=["summarize"],
               summary="Summarize one entity's reviews", responses=ERROR_RESPONSES)
     async def summarize(body: SummarizeRequest) -> dict:  # type: ignore[valid-type]
-        [(summary, support_)] = await run(queue, [body.reviews], limits.timeout_s)
-        return {"summary": summary, "support": support_, "model": model_id}
+        [(summary, support_, warnings)] = await run(queue, [body.reviews], limits.timeout_s)
+        return {"summary": summary, "support": support_, "warnings": warnings,
+                "model": model_id}
 
     @app.post("/v1/summarize/batch", response_model=BatchResponse, tags=["summarize"],
               summary="Summarize several review sets in one request",
               responses=ERROR_RESPONSES)
     async def summarize_batch(body: BatchRequest) -> dict:  # type: ignore[valid-type]
         results = await run(queue, [s.reviews for s in body.sets], limits.timeout_s)
-        return {"results": [{"id": s.id, "summary": summary, "support": support_}
-                            for s, (summary, support_) in zip(body.sets, results, strict=True)],
+        return {"results": [{"id": s.id, "summary": summary, "support": support_,
+                             "warnings": warnings}
+                            for s, (summary, support_, warnings) in zip(body.sets, results,
+                                                                          strict=True)],
                 "model": model_id}
 
 
 async def run(queue: InferenceQueue, sets: list[list[str]],
-              timeout_s: float) -> list[tuple[str, dict]]:
-    """(summary, support) per set, from the worker; a full queue, a timeout or a shutdown as
-    503/504, and a set the model cannot read as 422."""
+              timeout_s: float) -> list[tuple[str, dict, list[str]]]:
+    """(summary, support, input warnings) per set, from the worker; a full queue, a timeout or
+    a shutdown as 503/504, and a set the model cannot read as 422."""
     try:
         future = queue.submit(sets)
     except QueueFull as exc:

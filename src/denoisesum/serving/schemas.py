@@ -82,9 +82,15 @@ class SupportOut(BaseModel):
                                          "this.")
 
 
+WARNINGS = Field(default_factory=list, description=(
+    "Why the summary may not come from the reviews: they have no words, or most of their words "
+    "are unknown to the model (another language?). Empty when the input is readable."))
+
+
 class SummarizeResponse(BaseModel):
     summary: str
     support: SupportOut
+    warnings: list[str] = WARNINGS
     model: str
 
 
@@ -92,6 +98,7 @@ class BatchResult(BaseModel):
     id: str | None
     summary: str
     support: SupportOut
+    warnings: list[str] = WARNINGS
 
 
 class BatchResponse(BaseModel):

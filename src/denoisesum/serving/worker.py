@@ -26,7 +26,7 @@ class QueueFull(Exception):
 @dataclass
 class Job:
     sets: list[list[str]]
-    future: concurrent.futures.Future  # -> list of (summary, support dict) per set
+    future: concurrent.futures.Future  # -> (summary, support dict, input warnings) per set
 
 
 class InferenceQueue:
@@ -107,7 +107,8 @@ class InferenceQueue:
     def _process(self, jobs: list[Job]) -> None:
         sets = [reviews for job in jobs for reviews in job.sets]
         try:
-            summaries = self.summarizer.summarize_batch(sets, batch_size=self.max_batch_sets)
+            summaries = self.summarizer.summarize_batch(sets, batch_size=self.max_batch_sets,
+                                                        warn=False)
             self.batches += 1
         except Exception as exc:
             if len(jobs) == 1:
@@ -124,6 +125,6 @@ class InferenceQueue:
                 support = explain_support(reviews, summary, self.summarizer.vocab.tokenizer,
                                           self.support).to_dict()
                 del support["summary"]
-                results.append((summary, support))
+                results.append((summary, support, self.summarizer.input_warnings(reviews)))
             start += len(job.sets)
             job.future.set_result(results)
