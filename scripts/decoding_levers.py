@@ -95,6 +95,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=Path("runs/levers/dev.json"))
     parser.add_argument("--markdown", type=Path, help="also write the table here")
     parser.add_argument("--force", action="store_true", help="recompute stored variants")
+    parser.add_argument("--write", metavar="VARIANT",
+                        help="save this variant's settings into the model's config.json "
+                             "(summarize.decode), e.g. the one the table shows helps")
     args = parser.parse_args()
     sets = list(read_review_sets(args.dev))[: args.limit or None]
     summarizer = Summarizer.from_pretrained(args.model)
@@ -115,6 +118,17 @@ def main() -> None:
     if args.markdown:
         with atomic_write(args.markdown) as handle:
             handle.write(text)
+    if args.write:
+        write_variant(args.model, rows[args.write]["changes"])
+
+
+def write_variant(model: Path, changes: dict) -> None:
+    """Merge a variant's DecodeConfig changes into the model's config.json."""
+    path = model / "config.json"
+    config = json.loads(path.read_text())
+    config.setdefault("summarize", {}).setdefault("decode", {}).update(changes)
+    write_json(path, config)
+    print(f"saved {changes} into {path}")
 
 
 def paired_tests(rows: dict[str, dict]) -> None:
