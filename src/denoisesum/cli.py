@@ -279,9 +279,12 @@ def evaluate_command(
         compare: Annotated[Path | None, typer.Option(
             help="A second prediction file: paired significance test of PREDICTIONS - "
                  "COMPARE.")] = None,
-        metrics: Annotated[str, typer.Option(
+        metrics: Annotated[str | None, typer.Option(
+            show_default="rouge,pooled,su4,meteor",
             help="Comma-separated: rouge (rouge-score), pooled (py-rouge style), su4 (Perl "
-                 "ROUGE-1.5.5), meteor (METEOR 1.5, needs java).")] = "rouge,pooled,su4,meteor",
+                 "ROUGE-1.5.5, needs perl + XML::Parser), meteor (METEOR 1.5, needs java). "
+                 "Without this option a metric whose tool is missing is left out with a "
+                 "warning; a metric named here must run.")] = None,
         per_entity: Annotated[Path | None, typer.Option(
             help="Write every entity's scores to this JSONL file.")] = None,
         resamples: Annotated[int, typer.Option(
@@ -293,19 +296,29 @@ def evaluate_command(
     from denoisesum.evaluation import evaluate as run_evaluation
     from denoisesum.evaluation import load_predictions, load_references
     from denoisesum.evaluation.inputs import check_ids
-    from denoisesum.evaluation.report import format_comparison, format_report, parse_metrics
+    from denoisesum.evaluation.report import (
+        format_comparison,
+        format_report,
+        not_computed_warning,
+        requested_metrics,
+        split_metrics,
+    )
     from denoisesum.io import atomic_write, check_output
 
     if per_entity is not None:
         check_output(per_entity, [p for p in (predictions, gold, compare) if p is not None])
-    groups = parse_metrics(metrics)
+    groups, optional = requested_metrics(metrics)
+    split_metrics(groups, optional)  # a missing tool the user asked for: an error before any work
     references = load_references(gold)
     systems = [predictions] if compare is None else [predictions, compare]
     loaded = [load_predictions(path) for path in systems]
     for path, preds in zip(systems, loaded, strict=True):
         check_ids(preds, references, path, gold)
-    reports = [run_evaluation(preds, references, groups, resamples=resamples, seed=seed)
-               for preds in loaded]
+    reports = [run_evaluation(preds, references, groups, optional=optional,
+                              resamples=resamples, seed=seed) for preds in loaded]
+    not_computed = {g: r for report in reports for g, r in report.not_computed.items()}
+    for group, reason in not_computed.items():
+        typer.echo(not_computed_warning(group, reason), err=True)
     tests = compare_reports(reports[0], reports[1], seed=seed) if compare else None
     if per_entity is not None:
         rows = reports[0].per_entity()
@@ -387,9 +400,11 @@ def leaderboard_command(
         predictions: Annotated[list[str] | None, typer.Option(
             "--predictions", help="NAME=FILE: more prediction files (e.g. trained models); "
                                   "repeatable.")] = None,
-        metrics: Annotated[str, typer.Option(
-            help="Comma-separated metric groups: rouge, pooled, su4, meteor.")]
-        = LeaderboardOptions.metrics,
+        metrics: Annotated[str | None, typer.Option(
+            show_default=LeaderboardOptions.metrics,
+            help="Comma-separated metric groups: rouge, pooled, su4, meteor. Without this option "
+                 "a metric whose tool is missing is left out with a warning; a metric named "
+                 "here must run.")] = None,
         limit: Annotated[int | None, typer.Option(
             min=1, help="Score only the first N gold entities.")] = None,
         words: WordsOption = LeaderboardOptions.words, seed: SeedOption = LeaderboardOptions.seed,
@@ -407,16 +422,18 @@ def leaderboard_command(
     """Score released systems, baselines and prediction files on one gold set; a Markdown
     table."""
     from denoisesum.baselines import leaderboard as board
+    from denoisesum.evaluation.report import requested_metrics
     from denoisesum.io import atomic_write, check_output
 
     named = [p.partition("=")[2] for p in predictions or []]
     check_output(output, [gold, *named, *([notes] if notes else [])])
+    groups, optional = requested_metrics(metrics, LeaderboardOptions.metrics)
     options = LeaderboardOptions(
         gold, systems=systems or [], baselines=baselines, predictions=predictions or [],
-        metrics=metrics, limit=limit, words=words, seed=seed, corpus=corpus or [], sample=sample,
-        word2vec_model=word2vec_model, notes=notes, title=title,
+        metrics=",".join(groups), limit=limit, words=words, seed=seed, corpus=corpus or [],
+        sample=sample, word2vec_model=word2vec_model, notes=notes, title=title,
         save_predictions=save_predictions, output=output)
-    entries, page = board.make_page(options, log=_log)
+    entries, page = board.make_page(options, log=_log, optional=optional)
     with atomic_write(output) as handle:
         handle.write(page)
     typer.echo(board.table(entries))

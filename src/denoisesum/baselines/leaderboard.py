@@ -2,13 +2,14 @@
 
 Every entry is scored by `denoisesum.evaluation.evaluate` against the same gold file, on the same
 entities; baselines are run on the gold file's own reviews. `make_page` does it all for the
-`leaderboard` command, from its options (`LeaderboardOptions`).
+`leaderboard` command, from its options (`LeaderboardOptions`). An optional metric group whose tool
+is missing (or fails) is left out of every row after it, logged as a warning and named on the page.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from denoisesum.data.reviewsets import Prediction, ReviewSet, read_review_sets, 
 from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.evaluation import EvaluationReport, evaluate, load_predictions
 from denoisesum.evaluation.inputs import check_ids, check_references
-from denoisesum.evaluation.report import parse_metrics
+from denoisesum.evaluation.report import not_computed_warning, split_metrics
 from denoisesum.io import require_file
 
 KINDS = {"system": "released outputs", "baseline": "baseline", "predictions": "predictions"}
@@ -38,6 +39,28 @@ and COOP papers' tables: compare published numbers with these columns.
 SU4 R: ROUGE-SU4 recall of the official Perl ROUGE-1.5.5 (`-m -2 4 -u`).
 METEOR: METEOR 1.5 (official jar, `-norm`), mean of segment scores.
 Words: mean summary length in words as ROUGE counts them (runs of letters and digits)."""
+
+
+class Scoring:
+    """`evaluate` with the same metrics for every entry, less the optional groups that could not
+    be computed for an earlier one (a missing tool is found once, a failing one fails once)."""
+
+    def __init__(self, metrics: Sequence[str], optional: Collection[str], log: Log) -> None:
+        self.metrics, self.optional, self.log = list(metrics), optional, log
+        self.not_computed: dict[str, str] = {}
+
+    def __call__(self, predictions: Mapping[str, str],
+                 references: Mapping[str, Sequence[str]]) -> EvaluationReport:
+        report = evaluate(predictions, references, self.metrics, optional=self.optional)
+        self.skip(report.not_computed)
+        return report
+
+    def skip(self, reasons: Mapping[str, str]) -> None:
+        for group, reason in reasons.items():
+            self.log(not_computed_warning(group, reason))
+            self.not_computed[group] = reason
+            if group in self.metrics:
+                self.metrics.remove(group)
 
 
 @dataclass
@@ -94,19 +117,23 @@ def run_baseline(summarizer: Summarizer, sets: Sequence[ReviewSet],
 
 
 def score_files(files: Mapping[str, Path], kind: str, references: Mapping[str, Sequence[str]],
-                gold: Path, metrics: Sequence[str]) -> list[Entry]:
+                gold: Path, score: Scoring) -> list[Entry]:
     entries = []
     for name, path in files.items():
         predictions = restrict(load_predictions(path), references, path, gold)
-        entries.append(Entry(name, kind, evaluate(predictions, references, metrics)))
+        entries.append(Entry(name, kind, score(predictions, references)))
     return entries
 
 
-def make_page(options: LeaderboardOptions, log: Log = silent) -> tuple[list[Entry], str]:
+def make_page(options: LeaderboardOptions, log: Log = silent,
+              optional: Collection[str] = ()) -> tuple[list[Entry], str]:
     """The entries of the leaderboard `options` describe and its Markdown page. Every input is
-    checked before a baseline is trained or run."""
+    checked before a baseline is trained or run, and so is every tool the metrics need: a
+    metric group in `optional` whose tool is missing is left out with a warning (`log`), any
+    other is an error."""
     started = time.perf_counter()
-    metrics = parse_metrics(options.metrics)
+    metrics, missing = split_metrics(options.metrics, optional)
+    score = Scoring(metrics, optional, log)
     summarizers = [create(n, words=options.words, seed=options.seed)
                    for n in options.baseline_names()]
     files = prediction_files(options.systems)
@@ -114,16 +141,18 @@ def make_page(options: LeaderboardOptions, log: Log = silent) -> tuple[list[Entr
     notes = options.notes.read_text(encoding="utf-8") if options.notes is not None else ""
     gold = options.gold
     sets, references = _gold_sets(gold, options.limit)
-    summarizers = _prepare_word2vec(summarizers, options, log)
-    entries = score_files(files, "system", references, gold, metrics)
-    entries += _baseline_entries(summarizers, sets, references, metrics, options, log)
-    entries += score_files(extra, "predictions", references, gold, metrics)
-    if not entries:
+    if not (files or extra or summarizers):
         raise DenoiseSumError("nothing to score: give --systems, --baselines or --predictions")
+    score.skip(missing)
+    summarizers = _prepare_word2vec(summarizers, options, log)
+    entries = score_files(files, "system", references, gold, score)
+    entries += _baseline_entries(summarizers, sets, references, score, options, log)
+    entries += score_files(extra, "predictions", references, gold, score)
     page = render(entries, title=options.title or f"Leaderboard: {gold.name}",
                   command=options.command_line(), gold=gold,
                   settings=_settings(summarizers, options),
-                  seconds=time.perf_counter() - started, notes=notes)
+                  seconds=time.perf_counter() - started, notes=notes,
+                  not_computed=score.not_computed)
     return entries, page
 
 
@@ -145,7 +174,7 @@ def _prepare_word2vec(summarizers: list[Summarizer], options: LeaderboardOptions
 
 
 def _baseline_entries(summarizers: Sequence[Summarizer], sets: Sequence[ReviewSet],
-                      references: Mapping[str, Sequence[str]], metrics: Sequence[str],
+                      references: Mapping[str, Sequence[str]], score: Scoring,
                       options: LeaderboardOptions, log: Log) -> list[Entry]:
     entries = []
     for summarizer in summarizers:
@@ -153,8 +182,7 @@ def _baseline_entries(summarizers: Sequence[Summarizer], sets: Sequence[ReviewSe
         if options.save_predictions is not None:
             write_predictions(options.save_predictions / f"{summarizer.name}.jsonl",
                               [Prediction(entity_id=e, summary=s) for e, s in found.items()])
-        entries.append(Entry(summarizer.name, "baseline", evaluate(found, references, metrics),
-                             seconds))
+        entries.append(Entry(summarizer.name, "baseline", score(found, references), seconds))
         log(f"{summarizer.name}: {seconds:.1f} s")
     return entries
 
@@ -170,8 +198,9 @@ def _cell(value: float | None, digits: int = 2) -> str:
 
 
 def table(entries: Sequence[Entry]) -> str:
-    """The Markdown table: one row per entry, the columns its metrics have."""
-    present = set(entries[0].report.scores) if entries else set()
+    """The Markdown table: one row per entry, a column for every metric some entry has ('–'
+    in the rows without it: a metric group that failed part way)."""
+    present = {m for entry in entries for m in entry.report.scores}
     columns = [(key, label) for key, label in COLUMNS if key in present]
     header = ["system", "kind"] + [label for _, label in columns]
     if "rouge1" in present:
@@ -182,10 +211,10 @@ def table(entries: Sequence[Entry]) -> str:
         means = entry.report.means
         cells = [entry.name, KINDS[entry.kind]]
         for key, _ in columns:
-            cells.append(_cell(means[key]))
+            cells.append(_cell(means.get(key)))
             if key == "rouge1":
-                low, high = entry.report.intervals[key]
-                cells.append(f"{low:.2f}–{high:.2f}")
+                low, high = entry.report.intervals.get(key, (None, None))
+                cells.append("–" if low is None else f"{low:.2f}–{high:.2f}")
         cells += [_cell(entry.report.lengths()["prediction_words"], 1),
                   _cell(entry.seconds, 1)]
         rows.append("| " + " | ".join(cells) + " |")
@@ -193,7 +222,8 @@ def table(entries: Sequence[Entry]) -> str:
 
 
 def render(entries: Sequence[Entry], *, title: str, command: str, gold: Path,
-           settings: Sequence[str], seconds: float, notes: str = "") -> str:
+           settings: Sequence[str], seconds: float, notes: str = "",
+           not_computed: Mapping[str, str] | None = None) -> str:
     """The whole leaderboard page."""
     first = entries[0].report
     lengths = first.lengths()
@@ -206,6 +236,9 @@ def render(entries: Sequence[Entry], *, title: str, command: str, gold: Path,
              f"The whole run took {seconds / 60:.1f} min (\"seconds\": a baseline's time to "
              "summarize every entity, after any training).", "",
              table(entries), "", SCORER_NOTE]
+    if not_computed:
+        lines += ["", "**Not computed.**", "",
+                  *[f"- `{group}`: {reason}" for group, reason in not_computed.items()]]
     if settings:
         lines += ["", "**Baseline settings.**", "", *[f"- {s}" for s in settings]]
     if notes.strip():

