@@ -2,7 +2,7 @@
 digit) in the model's vocabulary, for real English review sets and for other languages, which
 sets the threshold `inference.summarizer.MIN_KNOWN_SHARE` below which a summary is flagged.
 
-    python benchmarks/readability.py --model models/denoisesum-yelp \
+    python benchmarks/readability.py --model denoisesum-yelp \
         --review-sets ../shared/data/yelp/meansum_dev.jsonl [--markdown docs/results/readability.md]
 """
 

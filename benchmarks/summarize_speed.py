@@ -1,6 +1,6 @@
 """Decoding speed of the summarizer: a trained model on real review sets, or random weights.
 
-    python benchmarks/summarize_speed.py --model models/denoisesum-yelp \
+    python benchmarks/summarize_speed.py --model denoisesum-yelp \
         --review-sets ../shared/data/yelp/meansum_dev.jsonl [--shortlist N] [--bf16]
     nice -n 15 python benchmarks/summarize_speed.py [--entities 20] [--threads 2]
 
@@ -60,7 +60,8 @@ def main() -> None:
     parser.add_argument("--bf16", action="store_true", help="SummarizerConfig.bf16")
     parser.add_argument("--shortlist", type=int, default=None,
                         help="SummarizerConfig.shortlist (default: the model's setting)")
-    parser.add_argument("--model", help="a trained model directory (default: random weights)")
+    parser.add_argument("--model", help="a model directory or an installed model's name "
+                                        "(default: random weights)")
     parser.add_argument("--review-sets", help="review-set file to summarize (with --model)")
     args = parser.parse_args()
     if args.threads:

@@ -1,6 +1,6 @@
 """Decoding levers of issue 14 on the DEV set, each against the model's own decoding (paired).
 
-    python scripts/decoding_levers.py models/denoisesum-yelp ../shared/data/yelp/meansum_dev.jsonl \
+    python scripts/decoding_levers.py denoisesum-yelp ../shared/data/yelp/meansum_dev.jsonl \
         [--variants "rerank:rerank=true;sentence:no_repeat_in_sentence=true"] \
         [--json runs/levers/dev.json] [--markdown docs/results/decoding-levers.md]
 
@@ -119,7 +119,7 @@ def main() -> None:
         with atomic_write(args.markdown) as handle:
             handle.write(text)
     if args.write:
-        write_variant(args.model, rows[args.write]["changes"])
+        write_variant(summarizer.path, rows[args.write]["changes"])  # a name: where it is
 
 
 def write_variant(model: Path, changes: dict) -> None:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job: install, then summarize the bundled example review sets with the bundled default
-# model (models/denoisesum-yelp, trained on Yelp by scripts/train_yelp.sh), showing for every
-# summary sentence the reviews that support it.
+# The main job: install, then summarize the bundled example review sets with the default model
+# (denoisesum-yelp, trained on Yelp by scripts/train_yelp.sh, installed with the package from
+# src/denoisesum/pretrained/denoisesum-yelp), showing for every summary sentence the reviews that
+# support it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

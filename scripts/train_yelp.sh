@@ -11,14 +11,16 @@
 #   5. the summarizer ($CONFIG: configs/denoisesum-yelp-lm256.toml), selected on dev ROUGE
 #   6. decoding chosen on the dev set (scripts/tune_decoding.py, scripts/decoding_levers.py), then
 #      the test-set leaderboard next to the released systems (denoisesum leaderboard)
-#   7. the fp16 export that ships in models/denoisesum-yelp (scripts/export_model.py), SHIP=1 only
+#   7. the fp16 export that ships with the package, src/denoisesum/pretrained/denoisesum-yelp
+#      (scripts/export_model.py), SHIP=1 only
 #
 # Usage: bash scripts/train_yelp.sh [RUN_ROOT]      (default runs/yelp)
 #   nohup bash scripts/train_yelp.sh runs/yelp > runs/yelp.log 2>&1 &
 # Settings (environment): PAIRS (100000, the paper's), TRAIN_MINUTES (0: until max_steps; a
 # session budget otherwise: the run stops, saves, and the next call resumes it), CONFIG, NOISE_LM
 # (models/bilm-yelp), INIT_LM ($ROOT/bilm-256; train it unless it exists), DENOISESUM_DATA
-# (../shared/data), STAGES (all: lm,synthesize,topics,train,tune,test), SHIP (0; 1: export to models/).
+# (../shared/data), STAGES (all: lm,synthesize,topics,train,tune,test), SHIP (0; 1: export to
+# src/denoisesum/pretrained/denoisesum-yelp, the default model installed with the package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -31,6 +33,7 @@ NOISE_LM=${NOISE_LM:-models/bilm-yelp}
 INIT_LM=${INIT_LM:-$ROOT/bilm-256}
 STAGES=${STAGES:-lm,synthesize,topics,train,tune,test}
 SHIP=${SHIP:-0}
+SHIP_DIR=src/denoisesum/pretrained/denoisesum-yelp  # the default model, package data
 CORPUS="$DATA/yelp/corpus/part-*.jsonl.xz"
 DEV="$DATA/yelp/meansum_dev.jsonl"
 [ -d "$DATA/yelp/corpus" ] || { echo "no Yelp corpus under $DATA (set DENOISESUM_DATA)"; exit 1; }
@@ -75,6 +78,6 @@ stage test denoisesum leaderboard "$DATA/yelp/meansum_test.jsonl" \
   --systems "$DATA/yelp/systems" --predictions "denoisesum-ours=$ROOT/test.denoisesum.jsonl" \
   --baselines lexrank,clustroid,oracle -o "$ROOT/leaderboard.md"
 if [ "$SHIP" = 1 ]; then
-  python scripts/export_model.py "$ROOT/model" models/denoisesum-yelp --fp16
+  python scripts/export_model.py "$ROOT/model" "$SHIP_DIR" --fp16
 fi
 cat "$TIMES"

@@ -82,7 +82,7 @@ def main() -> None:
         with atomic_write(args.markdown) as handle:
             handle.write(table)
     if args.write:
-        config_path = args.model / "config.json"
+        config_path = summarizer.path / "config.json"  # a model name: where it is installed
         config = json.loads(config_path.read_text())
         decode = config.setdefault("summarize", {}).setdefault("decode", {})
         decode.update(min_length=best["min_length"], length_penalty=best["length_penalty"],

@@ -1,5 +1,6 @@
-"""The shipped Yelp model (models/denoisesum-yelp): it loads with no arguments, fits the size
-budget, and summarizes the bundled examples from Python and from the command line."""
+"""The shipped Yelp model (denoisesum-yelp, package data in src/denoisesum/pretrained/): it loads
+with no arguments or by name, fits the size budget, and summarizes the bundled examples from Python
+and from the command line. tests/test_packaging.py checks it installs with a wheel."""
 
 import json
 from pathlib import Path
@@ -7,9 +8,15 @@ from pathlib import Path
 from safetensors import safe_open
 from typer.testing import CliRunner
 
+import denoisesum
 from denoisesum.cli import app
 from denoisesum.data.reviewsets import read_review_sets
-from denoisesum.inference.summarizer import DEFAULT_MODEL_DIR, Summarizer
+from denoisesum.inference.summarizer import (
+    DEFAULT_MODEL_DIR,
+    Summarizer,
+    installed_models,
+    resolve_model,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "review_sets.jsonl"
@@ -21,6 +28,15 @@ def test_the_default_model_is_shipped_within_budget():
     assert sum(files.values()) <= 60 * 2**20
     with safe_open(str(DEFAULT_MODEL_DIR / "model.safetensors"), "pt") as weights:
         assert weights.get_tensor("embed.weight").dtype.itemsize == 2  # stored in fp16
+
+
+def test_the_default_model_is_package_data_found_by_name():
+    package = Path(denoisesum.__file__).parent
+    assert package / "pretrained" / "denoisesum-yelp" == DEFAULT_MODEL_DIR
+    assert installed_models() == ["denoisesum-yelp"]
+    assert resolve_model("denoisesum-yelp") == resolve_model(None) == DEFAULT_MODEL_DIR
+    assert '"denoisesum" = ["pretrained/*/*"]' in (ROOT / "pyproject.toml").read_text()
+    assert not (ROOT / "models" / "denoisesum-yelp").exists()  # one copy in the repository
 
 
 def test_from_pretrained_without_arguments_summarizes_a_review_set():

@@ -3,6 +3,7 @@
 import copy
 import csv
 import json
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -155,6 +156,47 @@ def test_no_default_model(monkeypatch, tmp_path):
     monkeypatch.setattr(summarizer_module, "DEFAULT_MODEL_DIR", tmp_path / "denoisesum-yelp")
     with pytest.raises(DenoiseSumError, match=r"no default model is installed.*--model DIR"):
         Summarizer.from_pretrained()
+
+
+@pytest.fixture
+def installed(monkeypatch, tmp_path, model_dir) -> Path:
+    """The tiny model installed with the package as 'tiny-yelp' (beside a folder that is not a
+    model), in a stand-in for denoisesum/pretrained."""
+    root = tmp_path / "pretrained"
+    shutil.copytree(model_dir, root / "tiny-yelp")
+    (root / "notes").mkdir()
+    monkeypatch.setattr(summarizer_module, "installed_models_dir", lambda: root)
+    return root
+
+
+def test_an_installed_model_loads_by_name(installed, tmp_path, monkeypatch):
+    assert summarizer_module.installed_models() == ["tiny-yelp"]
+    loaded = Summarizer.from_pretrained("tiny-yelp")
+    assert loaded.path == installed / "tiny-yelp" and loaded.config == SETTINGS
+    with pytest.raises(DenoiseSumError) as error:
+        Summarizer.from_pretrained("tiny")
+    assert str(error.value) == ("no model directory or installed model named 'tiny' "
+                                "(installed models: tiny-yelp)")
+    # an existing directory wins over a name; a path (a separator in it) is never a name
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(installed / "tiny-yelp", tmp_path / "tiny-yelp")
+    assert Summarizer.from_pretrained("tiny-yelp").path == Path("tiny-yelp")
+    with pytest.raises(InputError, match="no such model directory"):
+        Summarizer.from_pretrained("./tiny")
+
+
+def test_the_command_takes_an_installed_model_by_name(installed, tmp_path, summarizer):
+    sets = texts_by_entity(1)
+    source = tmp_path / "sets.jsonl"
+    source.write_text("".join(json.dumps({"entity_id": e, "reviews": r}) + "\n"
+                              for e, r in sets.items()))
+    result = runner.invoke(app, ["summarize", str(source), "--model", "tiny-yelp"])
+    assert result.exit_code == 0, result.output
+    assert [p["summary"] for p in read_jsonl(result.stdout)] == summarizer.summarize_batch(
+        list(sets.values()))
+    result = runner.invoke(app, ["summarize", str(source), "--model", "tiny"])
+    assert isinstance(result.exception, DenoiseSumError)
+    assert "installed models: tiny-yelp" in str(result.exception)
 
 
 # ---- command line -----------------------------------------------------------------------

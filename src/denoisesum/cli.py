@@ -29,6 +29,9 @@ TextField = Annotated[str, typer.Option(help="Field holding the review text.")]
 RatingField = Annotated[str, typer.Option(help="Optional field holding a numeric rating.")]
 CategoryField = Annotated[str, typer.Option(help="Optional field holding a category.")]
 Workers = Annotated[int, typer.Option(help="Tokenizer processes.")]
+ModelOption = Annotated[str | None, typer.Option(
+    metavar="DIR|NAME", help="Summarizer: a model directory, or the name of a model installed with "
+                             "the package (default: denoisesum-yelp, the Yelp model).")]
 SkipBad = Annotated[bool, typer.Option(
     "--skip-bad", help="Skip bad records (counted and reported) instead of stopping.")]
 
@@ -576,8 +579,7 @@ def summarize_command(
             metavar="INPUT", help="Review-set file (JSONL: entity_id, reviews), a review corpus "
                                   "(.csv/.tsv/.parquet: one review per row, grouped by entity), "
                                   "or '-' for review-set JSONL on standard input.")],
-        model: Annotated[Path | None, typer.Option(
-            help="Model directory (default: the packaged model).")] = None,
+        model: ModelOption = None,
         output: Annotated[str, typer.Option(
             "--output", "-o", help="Prediction file to write ('-': standard output).")] = "-",
         beam: Annotated[int | None, typer.Option(
@@ -675,8 +677,7 @@ def serve_command(
         host: Annotated[str, typer.Option(help="Address to listen on (0.0.0.0: every "
                                                "interface).")] = "127.0.0.1",
         port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
-        model: Annotated[Path | None, typer.Option(
-            help="Model directory (default: the packaged model).")] = None,
+        model: ModelOption = None,
         max_reviews: Annotated[int, typer.Option(min=1, help="Reviews per set, at most.")] = 100,
         max_review_chars: Annotated[int, typer.Option(
             min=1, help="Characters per review, at most.")] = 5000,

@@ -2,7 +2,8 @@
 `denoisesum summarize`.
 
     from denoisesum import Summarizer
-    summarizer = Summarizer.from_pretrained("runs/summarizer")   # None: the default model
+    summarizer = Summarizer.from_pretrained("runs/summarizer")   # a directory, or a name
+    summarizer = Summarizer.from_pretrained()   # the default model, installed with the package
     summarizer.summarize(["The ramen was rich...", "Great broth, slow service...", ...])
     summarizer.explain(reviews)      # the summary and the reviews supporting each sentence
 
@@ -20,9 +21,11 @@ min_length for its domain); absent keys take the SummarizerConfig defaults. Othe
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 import regex
@@ -40,8 +43,48 @@ from denoisesum.inference.support import explain as explain_support
 from denoisesum.models.denoisesum import DenoiseSum
 from denoisesum.models.store import CONFIG, load_denoisesum, parse_section
 
-# The packaged default model: models/denoisesum-yelp at the repository root, beside the BiLM.
-DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[3] / "models" / "denoisesum-yelp"
+# The models installed with the package: package data under denoisesum/pretrained/, one directory
+# per model (pyproject.toml), loaded by name; the default is the Yelp summarizer.
+PRETRAINED = "pretrained"
+DEFAULT_MODEL = "denoisesum-yelp"
+
+
+def installed_models_dir() -> Path:
+    """Where the installed models are: denoisesum/pretrained/ wherever the package is (a source
+    checkout, site-packages)."""
+    return Path(str(resources.files("denoisesum") / PRETRAINED))
+
+
+def installed_models() -> list[str]:
+    """The names of the installed models (directories with a config.json)."""
+    root = installed_models_dir()
+    return sorted(p.name for p in root.iterdir() if (p / CONFIG).is_file()) if root.is_dir() \
+        else []
+
+
+DEFAULT_MODEL_DIR = installed_models_dir() / DEFAULT_MODEL
+
+
+def resolve_model(name_or_path: str | Path | None) -> Path:
+    """A model directory from a path or the name of an installed model (None: the default). An
+    existing directory wins over a name; anything else that is not a name (it has a path
+    separator) is returned as given, for load_model to say what is wrong with it."""
+    if name_or_path is None:
+        if not DEFAULT_MODEL_DIR.is_dir():
+            raise DenoiseSumError(
+                f"no default model is installed (looked for {DEFAULT_MODEL_DIR}); pass a model "
+                "directory: Summarizer.from_pretrained('path/to/model') or `denoisesum summarize "
+                "--model DIR` (a directory with model.safetensors, config.json, vocab.json)")
+        return DEFAULT_MODEL_DIR
+    path = Path(name_or_path)
+    text = str(name_or_path)
+    if path.is_dir() or "/" in text or os.sep in text or text in ("", ".", ".."):
+        return path
+    if text in installed_models():
+        return installed_models_dir() / text
+    names = ", ".join(installed_models()) or "none"
+    raise DenoiseSumError(f"no model directory or installed model named {text!r} "
+                          f"(installed models: {names})")
 
 
 # An entity's reviews are flagged when fewer than this share of their words (tokens with a
@@ -96,15 +139,9 @@ class Summarizer:
     def from_pretrained(cls, path: str | Path | None = None,
                         config: SummarizerConfig | None = None,
                         device: str | torch.device = "cpu") -> Summarizer:
-        """Load a model directory (None: the packaged default model). `config` replaces the
-        settings saved with the model."""
-        if path is None:
-            path = DEFAULT_MODEL_DIR
-            if not path.is_dir():
-                raise DenoiseSumError(
-                    f"no default model is installed (looked for {path}); pass a model directory: "
-                    "Summarizer.from_pretrained('path/to/model') or `denoisesum summarize "
-                    "--model DIR` (a directory with model.safetensors, config.json, vocab.json)")
+        """Load a model directory, or an installed model by name (e.g. "denoisesum-yelp"; None:
+        the default model). `config` replaces the settings saved with the model."""
+        path = resolve_model(path)
         model, vocab, saved = load_model(path)
         summarizer = cls(model, vocab, config or saved, device)
         summarizer.path = Path(path)
