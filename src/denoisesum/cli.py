@@ -60,10 +60,10 @@ def _fit(trainer):
         raise typer.Exit(130) from None
 
 
-def _check_output_file(path: Path) -> None:
+def _check_output_file(path: Path, inputs: list[Path] | None = None) -> None:
     from denoisesum.io import check_output
 
-    check_output(path)
+    check_output(path, inputs or [])
 
 
 def _check_output_dir(path: Path) -> None:
@@ -128,8 +128,8 @@ def vocab(corpus: CorpusArg,
           rating_field: RatingField = "rating", category_field: CategoryField = "category",
           skip_bad: SkipBad = False) -> None:
     """Tokenize a corpus (cached) and build its vocabulary."""
-    _check_output_file(output)
     reader = _reader(corpus, entity_field, text_field, rating_field, category_field, skip_bad)
+    _check_output_file(output, reader.paths)
     encoded = _encode(reader, cache or output.parent / "encoded", workers)
     built = encoded.build_vocab(max_size, min_count)
     built.save(output)
@@ -378,10 +378,12 @@ def baseline(
     from denoisesum.baselines import summarize_file
     from denoisesum.data.corpus import FieldNames
     from denoisesum.data.reviewsets import write_predictions
-    from denoisesum.io import check_output
+    from denoisesum.io import check_output, check_output_dir, expand_paths
 
     if output != "-":
-        check_output(output, [review_sets])
+        check_output(output, [review_sets, *expand_paths(corpus or [])])
+    if model is not None and corpus:
+        check_output_dir(model)  # word2vec saves its vectors there, after training
     predictions = summarize_file(
         name, review_sets, words=words, seed=seed, corpus=corpus or [], sample=sample,
         model=model, fields=FieldNames(entity_id=entity_field, text=text_field), log=_log)
@@ -426,10 +428,8 @@ def leaderboard_command(
     table."""
     from denoisesum.baselines import leaderboard as board
     from denoisesum.evaluation.report import requested_metrics
-    from denoisesum.io import atomic_write, check_output
+    from denoisesum.io import atomic_write
 
-    named = [p.partition("=")[2] for p in predictions or []]
-    check_output(output, [gold, *named, *([notes] if notes else [])])
     groups, optional = requested_metrics(metrics, LeaderboardOptions.metrics)
     options = LeaderboardOptions(
         gold, systems=systems or [], baselines=baselines, predictions=predictions or [],

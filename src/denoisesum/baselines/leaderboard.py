@@ -21,7 +21,7 @@ from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.evaluation import EvaluationReport, evaluate, load_predictions
 from denoisesum.evaluation.inputs import check_ids, check_references
 from denoisesum.evaluation.report import not_computed_warning, split_metrics
-from denoisesum.io import require_file
+from denoisesum.io import check_output, check_output_dir, expand_paths, require_file
 
 KINDS = {"system": "released outputs", "baseline": "baseline", "predictions": "predictions"}
 COLUMNS = (("rouge1", "R1"), ("rouge2", "R2"), ("rougeL", "RL"),
@@ -138,7 +138,10 @@ def make_page(options: LeaderboardOptions, log: Log = silent,
                    for n in options.baseline_names()]
     files = prediction_files(options.systems)
     extra = parse_named(options.predictions)
-    notes = options.notes.read_text(encoding="utf-8") if options.notes is not None else ""
+    notes = _read_notes(options.notes) if options.notes is not None else ""
+    check_outputs(options, [s.name for s in summarizers], [
+        options.gold, *files.values(), *extra.values(), *expand_paths(options.corpus),
+        *([options.notes] if options.notes is not None else [])])
     gold = options.gold
     sets, references = _gold_sets(gold, options.limit)
     if not (files or extra or summarizers):
@@ -154,6 +157,28 @@ def make_page(options: LeaderboardOptions, log: Log = silent,
                   seconds=time.perf_counter() - started, notes=notes,
                   not_computed=score.not_computed)
     return entries, page
+
+
+def check_outputs(options: LeaderboardOptions, baselines: Sequence[str],
+                  inputs: Sequence[Path]) -> None:
+    """Refuse, before any work, a page or a baseline's saved predictions that cannot be written
+    or that would overwrite one of the `inputs`, and a word2vec folder to save in that is a
+    file."""
+    check_output(options.output, inputs)
+    if options.save_predictions is not None:
+        check_output_dir(options.save_predictions)
+        for name in baselines:
+            check_output(options.save_predictions / f"{name}.jsonl", inputs)
+    if options.word2vec_model is not None and options.corpus:
+        check_output_dir(options.word2vec_model)
+
+
+def _read_notes(path: Path) -> str:
+    try:
+        return require_file(path, field="--notes").read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", path=path,
+                         field="--notes") from None
 
 
 def _gold_sets(gold: Path, limit: int | None) -> tuple[list[ReviewSet], dict[str, list[str]]]:

@@ -1,0 +1,129 @@
+"""Faults found by auditing every command's file options (issue 16, "the same class of fault in
+the commands not named"): an output that would overwrite an input, an output checked only after
+the work, a traceback or a misleading message for a bad input. Each through the real command."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import synthetic_reviews, write_jsonl
+
+
+class Ran:
+    def __init__(self, done: subprocess.CompletedProcess) -> None:
+        self.exit_code, self.stdout, self.stderr = done.returncode, done.stdout, done.stderr
+        self.output = done.stdout + done.stderr
+
+    def refused(self, message: str) -> bool:
+        """An error of one line holding `message`, no traceback."""
+        lines = self.stderr.strip().splitlines()
+        return (self.exit_code == 2 and "Traceback" not in self.output
+                and lines[-1].startswith("error: ") and message in lines[-1])
+
+
+def run_cli(*args, cwd: Path | None = None) -> Ran:
+    return Ran(subprocess.run([sys.executable, "-m", "denoisesum.cli", *map(str, args)],
+                              capture_output=True, text=True, timeout=120, cwd=cwd,
+                              env={**os.environ, "OMP_NUM_THREADS": "1"}))
+
+
+@pytest.fixture
+def corpus(tmp_path) -> Path:
+    return write_jsonl(tmp_path / "corpus.jsonl", synthetic_reviews(3, 4))
+
+
+@pytest.fixture
+def sets(tmp_path) -> Path:
+    return write_jsonl(tmp_path / "sets.jsonl", [
+        {"entity_id": "a", "reviews": ["good food here", "nice staff"], "summaries": ["good food"]},
+        {"entity_id": "b", "reviews": ["cold soup", "rude waiter"], "summaries": ["cold soup"]}])
+
+
+@pytest.fixture
+def a_file(tmp_path) -> Path:
+    path = tmp_path / "a_file"
+    path.write_text("not a directory\n")
+    return path
+
+
+# ---- outputs that would overwrite an input --------------------------------------------------
+
+
+def test_vocab_refuses_to_overwrite_a_corpus_file(corpus, tmp_path):
+    before = corpus.read_text()
+    result = run_cli("vocab", "*.jsonl", "-o", "corpus.jsonl", cwd=tmp_path)  # a glob names it
+    assert result.refused("corpus.jsonl: is also an input"), result.output
+    assert corpus.read_text() == before
+
+
+def test_baseline_refuses_to_overwrite_its_corpus(corpus, sets):
+    before = corpus.read_text()
+    result = run_cli("baseline", "word2vec", sets, "--corpus", corpus, "-o", corpus)
+    assert result.refused("is also an input"), result.output
+    assert corpus.read_text() == before and "sampled" not in result.stderr  # before training
+
+
+def test_leaderboard_refuses_to_overwrite_a_system_or_corpus_file(corpus, sets, tmp_path):
+    systems = tmp_path / "systems"
+    systems.mkdir()
+    released = write_jsonl(systems / "first.jsonl",
+                           [{"entity_id": e, "summary": "good"} for e in "ab"])
+    before = {p: p.read_text() for p in (released, corpus)}
+    base = ("leaderboard", sets, "--metrics", "rouge", "--baselines", "first")
+    for args in (("--systems", systems, "-o", released),
+                 ("--baselines", "word2vec", "--corpus", corpus, "-o", corpus),
+                 ("--systems", systems, "--save-predictions", systems,  # would write first.jsonl
+                  "-o", tmp_path / "board.md")):
+        result = run_cli(*base, *args)
+        assert result.refused("is also an input"), (args, result.output)
+        assert "first:" not in result.stderr  # refused before any baseline ran
+    assert {p: p.read_text() for p in before} == before
+    assert not (tmp_path / "board.md").exists()
+
+
+def test_leaderboard_refuses_a_save_predictions_file_before_any_baseline(sets, a_file, tmp_path):
+    result = run_cli("leaderboard", sets, "--metrics", "rouge", "--baselines", "first",
+                     "--save-predictions", a_file, "-o", tmp_path / "board.md")
+    assert result.refused(f"{a_file}: is a file; the output must be a directory"), result.output
+    assert "first:" not in result.stderr and not (tmp_path / "board.md").exists()
+
+
+def test_a_word2vec_folder_that_is_a_file_is_refused_before_training(corpus, sets, a_file,
+                                                                      tmp_path):
+    for args in (("baseline", "word2vec", sets, "--corpus", corpus, "--model", a_file),
+                 ("leaderboard", sets, "--metrics", "rouge", "--baselines", "word2vec",
+                  "--corpus", corpus, "--word2vec-model", a_file, "-o", tmp_path / "b.md")):
+        result = run_cli(*args)
+        assert result.refused(f"{a_file}: is a file; the output must be a directory"), \
+            (args, result.output)
+        assert "fitted" not in result.stderr  # not trained, then refused
+
+
+# ---- bad inputs: one line naming the problem ------------------------------------------------
+
+
+def test_leaderboard_notes_that_are_a_directory_missing_or_not_text(sets, tmp_path):
+    (tmp_path / "notes_dir").mkdir()
+    (tmp_path / "latin1.md").write_bytes("Caf\xe9 notes".encode("latin-1"))
+    for notes, message in (("notes_dir", "is a directory, not a file"),
+                           ("missing.md", "no such file"),
+                           ("latin1.md", "not UTF-8 text (byte 3)")):
+        result = run_cli("leaderboard", sets, "--metrics", "rouge", "--baselines", "first",
+                         "--notes", tmp_path / notes, "-o", tmp_path / "board.md")
+        assert result.refused(f"{notes}, field '--notes': {message}"), result.output
+
+
+def test_leaderboard_predictions_without_a_name_is_one_line_when_the_page_exists(sets, tmp_path):
+    page = tmp_path / "board.md"
+    page.write_text("# an earlier page\n")
+    result = run_cli("leaderboard", sets, "--baselines", "", "--metrics", "rouge",
+                     "--predictions", "nofile", "-o", page)
+    assert result.refused("field '--predictions': expected NAME=FILE, got 'nofile'"), \
+        result.output
+    assert page.read_text() == "# an earlier page\n"
+    assert result.stdout == ""
