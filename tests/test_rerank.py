@@ -76,3 +76,22 @@ def test_decode_and_score_summarizes_and_scores_every_set(summarizer):
     assert run.report.entity_ids == ["e0", "e1", "e2"]
     assert set(run.means) == {"rouge1", "rouge2", "rougeL"}
     assert run.summaries[0] == " ".join(summarizer.summarize_tokens(sets[0].reviews))
+
+
+def test_the_decoding_levers_are_command_line_options(summarizer, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    sets = tmp_path / "sets.jsonl"
+    sets.write_text(json.dumps({"entity_id": "a", "reviews": [
+        "the pizza was great", "great pizza , slow staff", "the staff was slow"]}) + "\n")
+    model = summarizer.path
+    args = [sys.executable, "-m", "denoisesum.cli", "summarize", str(sets), "--model", str(model),
+            "--rerank", "--subsets", "2", "--no-repeat-in-sentence", "--max-word-repeats", "1"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["summary"]
+    bad = subprocess.run([*args[:7], "--subsets", "2", "--no-rerank"], capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode != 0 and "needs rerank" in bad.stderr and "Traceback" not in bad.stderr

@@ -595,6 +595,20 @@ def summarize_command(
         block_first_person: Annotated[bool | None, typer.Option(
             "--block-first-person/--allow-first-person",
             help="Ban i/me/my/mine/myself (default: the model's setting, else allowed).")] = None,
+        rerank: Annotated[bool | None, typer.Option(
+            "--rerank/--no-rerank",
+            help="Keep, among the beam's hypotheses (and --subsets'), the one whose words are "
+                 "closest to the input reviews (default: the model's setting).")] = None,
+        subsets: Annotated[int | None, typer.Option(
+            min=0, help="With --rerank: also decode from N subsets of the reviews, each "
+                        "leaving some out (N more decodes per entity).")] = None,
+        sentence_repeats: Annotated[bool | None, typer.Option(
+            "--no-repeat-in-sentence/--allow-repeat-in-sentence",
+            help="Ban a content word already used in the current sentence (default: the "
+                 "model's setting).")] = None,
+        max_word_repeats: Annotated[int | None, typer.Option(
+            min=0, help="A content word at most N times per summary (0: no limit; default: "
+                        "the model's setting).")] = None,
         batch_size: Annotated[int, typer.Option(min=1, help="Entities decoded together.")] = 8,
         bf16: Annotated[bool, typer.Option(
             "--bf16", help="Compute in bfloat16: ~2x faster on CPUs with AVX512-BF16/AMX "
@@ -634,7 +648,9 @@ def summarize_command(
     summarizer = Summarizer.from_pretrained(model)
     changes = {key: value for key, value in (
         ("beam_size", beam), ("min_length", min_length), ("max_length", max_length),
-        ("length_penalty", length_penalty), ("block_first_person", block_first_person))
+        ("length_penalty", length_penalty), ("block_first_person", block_first_person),
+        ("rerank", rerank), ("subsets", subsets), ("no_repeat_in_sentence", sentence_repeats),
+        ("max_word_repeats", max_word_repeats))
         if value is not None}
     decode = dataclasses.replace(summarizer.config.decode, **changes)
     decode.validate()  # e.g. --min-length above the model's max_length: fail before reading
