@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import resource
+import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -313,8 +314,27 @@ def synthesize(corpus: EncodedCorpus, out_dir: str | Path, lm_dir: str | Path,
     workers = os.cpu_count() or 1 if workers is None else workers
     results, worker_rss = run_shards(job, todo, prepared["pairs"], done_pairs, scheduler,
                                      workers, progress)
-    return _write_manifest(out, cfg, prepared, results, n_shards, worker_rss,
-                           prepare_seconds, time.perf_counter() - started)
+    manifest = _write_manifest(out, cfg, prepared, results, n_shards, worker_rss,
+                               prepare_seconds, time.perf_counter() - started)
+    if (warning := shortfall(manifest)) is not None:
+        print(f"warning: {warning}", file=sys.stderr)
+    return manifest
+
+
+def shortfall(manifest: dict[str, Any]) -> str | None:
+    """Why fewer pairs were made than asked for (each pair needs its own candidate summary, so
+    at most as many as reviews qualify), or None when all were made."""
+    asked, made, found = manifest["settings"]["pairs"], manifest["pairs"], \
+        manifest["candidate_filter"]
+    if made >= asked:
+        return None
+    rejected = ", ".join(f"{name.removeprefix('rejected_').replace('_', ' ')} {count:,}"
+                         for name, count in found.items()
+                         if name.startswith("rejected_") and count)
+    return (f"{made:,} pairs made of the {asked:,} asked for: only {found['eligible']:,} of "
+            f"{found['reviews']:,} reviews qualify as candidate summaries (rejected for "
+            f"{rejected or 'nothing'}); loosen the candidate constraints (preset, candidates.*) "
+            "or give more reviews")
 
 
 def _write_manifest(out: Path, cfg: SynthesisConfig, prepared: dict[str, Any], results: list,
