@@ -11,7 +11,7 @@ import denoisesum
 PACKAGE = Path(denoisesum.__file__).parent
 # lowest first; errors/io/config are the shared base every stage may use
 LAYERS = ["errors", "io", "config", "data", "models", "noising", "topics", "training",
-          "inference", "evaluation", "baselines", "serving", "cli", "__init__", "__main__"]
+          "inference", "evaluation", "baselines", "fit", "serving", "cli", "__init__", "__main__"]
 BASE = {"config", "io", "errors"}
 ALLOWED_UP = {("training", "denoisesum.inference.summarizer"),
               ("training", "denoisesum.evaluation.decoded"),

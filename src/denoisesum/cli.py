@@ -537,6 +537,51 @@ def train_command(
                f"{summary['pairs_per_second']:.1f} pairs/s; model in {output}")
 
 
+@app.command("fit")
+def fit_command(
+        corpus: CorpusArg,
+        output: Annotated[Path, typer.Option(
+            "--output", "-o", help="Model directory: the summarizer at its root, every stage "
+                                   "under work/ (rerun the same command to resume).")],
+        preset: Annotated[str, typer.Option(
+            help="Settings sized by hardware and time: tiny (tests), cpu-small (a laptop, a few "
+                 "hours), cpu (2 cores, Yelp sizes), paper (a GPU).")] = "cpu-small",
+        dev: Annotated[Path | None, typer.Option(
+            help="Review sets with reference summaries: select the model and the decoding "
+                 "min_length on their ROUGE (default: fully unsupervised).")] = None,
+        budget: Annotated[float | None, typer.Option(
+            help="Hours of training time, split between the LM and the summarizer (their "
+                 "max_minutes); the other stages come on top.")] = None,
+        lm: Annotated[Path | None, typer.Option(
+            help="A trained BiLM (train-lm) to noise with and start from, instead of training "
+                 "one.")] = None,
+        config: Annotated[Path | None, typer.Option(
+            help="TOML file: [lm], [synthesize], [topics], [train], [decode] sections.")] = None,
+        overrides: Annotated[list[str] | None, typer.Option(
+            "--set", help="Override a setting, e.g. --set train.train.lr=0.002 or --set "
+                          "synthesize.pairs=5000.")] = None,
+        entity_field: EntityField = "entity_id", text_field: TextField = "text",
+        rating_field: RatingField = "rating", category_field: CategoryField = "category",
+        skip_bad: SkipBad = False) -> None:
+    """Train a summarizer on a review corpus: LM, synthetic pairs, topics, summarizer, decoding
+    and export in one command; a stage done is skipped, one cut off is resumed."""
+    _check_output_dir(output)
+    from denoisesum.data.corpus import FieldNames
+    from denoisesum.fit import FitRequest, run_fit
+
+    request = FitRequest(
+        list(corpus), output, preset=preset, dev=dev, budget_hours=budget, lm=lm, config=config,
+        overrides=list(overrides or []), skip_bad=skip_bad,
+        fields=FieldNames(entity_field, text_field, rating_field, category_field))
+    try:
+        report = run_fit(request, log=_log, progress=sys.stderr.isatty())
+    except KeyboardInterrupt:
+        typer.echo("\ninterrupted; finished stages and checkpoints are kept. Run the same "
+                   "command again to finish.", err=True)
+        raise typer.Exit(130) from None
+    typer.echo(report.table())
+
+
 def _summarize_inputs(source: str, entity_field: str, text_field: str) -> list:
     """Review sets from a review-set JSONL file, standard input ('-') or a review corpus
     (CSV/TSV/Parquet, one review per row) grouped by entity."""

@@ -1,0 +1,134 @@
+"""The settings of `denoisesum fit`: one config with a section per stage, each holding the config
+dataclass that stage's own command reads (so any setting of `train-lm`, `synthesize`, `topics` or
+`train` can be changed here, with the same names):
+
+    [lm]          LMRunConfig          (denoisesum train-lm)
+    [synthesize]  SynthesisConfig      (denoisesum synthesize)
+    [topics]      TopicsStageConfig    (denoisesum topics: kind, source and the LDA settings)
+    [train]       SummarizerRunConfig  (denoisesum train: [train.model], [train.train], ...)
+    [decode]      DecodeChoiceConfig   (how the decoding min_length is chosen)
+    workers, budget_lm_share           (top level)
+
+Built from the preset, then a TOML file (--config), then `key=value` overrides (--set
+train.train.lr=0.002), then what the command line decides (--budget, --dev). The paths that
+link the stages (train.data.topics, train.train.init_lm, train.train.dev_set) are fit's: giving
+them is an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from denoisesum.config import build, load_config
+from denoisesum.errors import ConfigError
+from denoisesum.fit.presets import preset_settings
+from denoisesum.noising.pipeline import SynthesisConfig
+from denoisesum.topics.models import LDAConfig
+from denoisesum.training.lm import LMRunConfig
+from denoisesum.training.summarizer import SummarizerRunConfig
+
+
+@dataclass
+class TopicsStageConfig(LDAConfig):
+    """`denoisesum topics`: kind "lda" (LDAConfig's settings) or "human" (the corpus' category
+    field); LDA learns from the review corpus (source "corpus") or from the pairs' real reviews
+    (source "pairs": the summaries and document-noise reviews, already tokenized)."""
+
+    kind: str = "lda"
+    source: str = "corpus"
+
+    def validate(self) -> None:
+        if self.kind not in ("lda", "human"):
+            why = f"must be 'lda' or 'human', got {self.kind!r}"
+            raise ConfigError(f"topics.kind {why}", key="kind", reason=why)
+        if self.source not in ("corpus", "pairs"):
+            why = f"must be 'corpus' or 'pairs', got {self.source!r}"
+            raise ConfigError(f"topics.source {why}", key="source", reason=why)
+
+    def lda(self) -> LDAConfig:
+        return LDAConfig(**{f.name: getattr(self, f.name) for f in dataclasses.fields(LDAConfig)})
+
+
+@dataclass
+class DecodeChoiceConfig:
+    """How the exported model's decoding min_length is chosen. With a dev set: the best mean of
+    rouge-score R1/R2/RL F1 over `min_lengths` on its first `dev_entities` review sets (0: all);
+    without: the median length of the candidate summaries the pairs were made from."""
+
+    min_length: int | None = None  # a fixed value: no choice made
+    min_lengths: list[int] = field(default_factory=list)  # [] = the 25/50/75th percentiles
+    dev_entities: int = 0
+    summaries_sampled: int = 10000  # candidate summaries read for the median (no dev set)
+
+
+@dataclass
+class FitConfig:
+    # each section is the config of the stage that `denoisesum COMMAND` runs on its own
+    lm: LMRunConfig = field(default_factory=LMRunConfig, metadata={"command": "train-lm"})
+    synthesize: SynthesisConfig = field(default_factory=SynthesisConfig,
+                                        metadata={"command": "synthesize"})
+    topics: TopicsStageConfig = field(default_factory=TopicsStageConfig,
+                                      metadata={"command": "topics"})
+    train: SummarizerRunConfig = field(default_factory=SummarizerRunConfig,
+                                       metadata={"command": "train"})
+    decode: DecodeChoiceConfig = field(default_factory=DecodeChoiceConfig,
+                                       metadata={"command": "fit"})
+    workers: int = 0  # tokenizer and synthesis processes; 0: one per core; 1: in this process
+    budget_lm_share: float = 0.2  # with --budget: the LM's share of the training time
+    # set by fit itself (the links between stages, the dev set) or by another key
+    DERIVED: ClassVar[dict[str, str]] = {
+        "train.summarize.max_review_tokens": "train.data.max_review_tokens",
+        "train.data.topics": "fit (the topics stage's output)",
+        "train.train.init_lm": "fit (the lm stage's output, or --lm)",
+        "train.train.dev_set": "fit (--dev)",
+    }
+
+    def validate(self) -> None:
+        if not 0 < self.budget_lm_share < 1:
+            why = f"must be between 0 and 1, got {self.budget_lm_share}"
+            raise ConfigError(f"budget_lm_share {why}", key="budget_lm_share", reason=why)
+        if self.workers < 0:
+            why = f"must be at least 0, got {self.workers}"
+            raise ConfigError(f"workers {why}", key="workers", reason=why)
+
+
+def preset_config(preset: str) -> FitConfig:
+    return build(FitConfig, preset_settings(preset))
+
+
+def load_fit_config(preset: str, path: str | Path | None = None, overrides: Iterable[str] = (),
+                    base: FitConfig | None = None) -> FitConfig:
+    """The preset's settings (or `base`, made from them), then the TOML file, then the
+    `key=value` overrides."""
+    cfg = load_config(FitConfig, path, overrides, base=base or preset_config(preset))
+    cfg.synthesize.candidate_config()  # an unknown candidate preset fails before any work
+    return cfg
+
+
+def apply_budget(cfg: FitConfig, hours: float, train_lm: bool) -> dict[str, float]:
+    """Split `hours` of training time between the LM (budget_lm_share of it, when fit trains
+    one) and the summarizer, as their train.max_minutes; returns the minutes of each."""
+    if hours <= 0:
+        raise ConfigError(f"--budget must be more than 0 hours, got {hours}")
+    minutes = hours * 60
+    lm = round(minutes * cfg.budget_lm_share, 2) if train_lm else 0.0
+    cfg.lm.train.max_minutes = lm
+    cfg.train.train.max_minutes = round(minutes - lm, 2)
+    return {"lm": lm, "train": cfg.train.train.max_minutes}
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """{'a': {'b': (1, 2)}} -> {'a.b': [1, 2]}: settings as JSON values, compared key by key."""
+    if dataclasses.is_dataclass(value):
+        value = dataclasses.asdict(value)
+    if not isinstance(value, dict):
+        return {prefix: json.loads(json.dumps(value))}
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        out.update(flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+    return out

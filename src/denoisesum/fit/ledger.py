@@ -1,0 +1,93 @@
+"""What `denoisesum fit` knows of each stage between runs: a record next to the stage's output
+(MODEL_DIR/work/STAGE.stage.json, written atomically):
+
+    {"stage": "train", "output": "work/train",
+     "settings": {"train.train.lr": 0.001, ...},   every setting of the stage, flattened
+     "inputs": {"synthesize": "sha256...", ...},   digests of what it reads (earlier outputs)
+     "done": false | true, "seconds": 812.4,       wall time of the run that finished it
+     "summary": "one line", "result": {...}}
+
+A stage is *skipped* when its record is done, its output is there and its inputs are unchanged;
+*resumed* when its record is not done (a crash or Ctrl-C cut it off: the trainers continue from
+their last checkpoint, synthesis makes the missing shards, the short stages start again); and
+*refused* when its settings or inputs differ from the record's: its output cannot be reused with
+other settings, and the error names the stage and the first setting that differs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from denoisesum.errors import DenoiseSumError
+from denoisesum.io import read_json, write_json
+
+SUFFIX = ".stage.json"
+
+
+def record_path(work: Path, stage: str) -> Path:
+    return work / f"{stage}{SUFFIX}"
+
+
+def read_record(work: Path, stage: str) -> dict[str, Any] | None:
+    path = record_path(work, stage)
+    return read_json(path) if path.is_file() else None
+
+
+def write_record(work: Path, stage: str, record: dict[str, Any]) -> None:
+    work.mkdir(parents=True, exist_ok=True)
+    write_json(record_path(work, stage), {"stage": stage, **record})
+
+
+def digest(paths: Iterable[Path]) -> str:
+    """SHA-256 of the files' bytes, in order (what a later stage read)."""
+    h = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as handle:
+            while block := handle.read(1 << 20):
+                h.update(block)
+    return h.hexdigest()
+
+
+def digest_value(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def check_settings(stage: str, output: str, recorded: dict[str, Any],
+                   settings: dict[str, Any]) -> None:
+    """Refuse settings that differ from those the stage's output was made with."""
+    keys = sorted(set(recorded) | set(settings))
+    changed = [k for k in keys if recorded.get(k, "<unset>") != settings.get(k, "<unset>")]
+    if not changed:
+        return
+    key = changed[0]
+    more = f" (and {len(changed) - 1} more setting(s))" if len(changed) > 1 else ""
+    raise DenoiseSumError(
+        f"stage '{stage}' ({output}) was run with {key} = {_shown(recorded.get(key, '<unset>'))}, "
+        f"now {_shown(settings.get(key, '<unset>'))}{more}: its output cannot be reused with "
+        f"other settings. Run with the same settings, or give another output directory (or "
+        f"delete {output} and the stages after it to redo them)")
+
+
+def changed_inputs(recorded: dict[str, str], inputs: dict[str, str]) -> list[str]:
+    return sorted(k for k in {**recorded, **inputs} if recorded.get(k) != inputs.get(k))
+
+
+def check_inputs(stage: str, output: str, recorded: dict[str, str],
+                 inputs: dict[str, str]) -> None:
+    """Refuse a stage's earlier output made from other inputs (an earlier stage was redone
+    differently, or --lm / --dev point to other files)."""
+    changed = changed_inputs(recorded, inputs)
+    if changed:
+        raise DenoiseSumError(
+            f"stage '{stage}' ({output}) was run on other inputs ({', '.join(changed)} changed "
+            f"since): its output cannot be reused. Give another output directory (or delete "
+            f"{output} and the stages after it to redo them)")

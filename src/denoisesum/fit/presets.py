@@ -1,0 +1,122 @@
+"""The presets of `denoisesum fit`: the settings of every stage, sized by hardware and time.
+
+Each preset is what a fit config file (TOML) would hold, as a dict: sections [lm] (LMRunConfig),
+[synthesize] (SynthesisConfig), [topics] (TopicsStageConfig), [train] (SummarizerRunConfig),
+[decode] (DecodeChoiceConfig) and the top-level keys of FitConfig. Keys a preset leaves out keep
+their dataclass defaults (the paper's). In every preset the LM has the summarizer's LSTM sizes
+(lm.model.hidden_dim = train.model.hidden_dim = train.model.encoder_dim, equal embedding sizes),
+so that train.init_lm copies the embeddings and all four LSTMs (training/lm_init.py).
+
+    tiny       for tests: seconds on one core (a corpus of a few hundred short reviews)
+    cpu-small  a laptop, a few hours: 128-unit LSTMs, ~20k pairs, 10,000 summarizer steps
+    cpu        this project's 2 cores on Yelp: configs/bilm-yelp-256.toml (the LM) and
+               configs/denoisesum-yelp-lm256.toml (the summarizer), 100k pairs, bf16 autocast
+    paper      the paper's sizes, for a GPU: configs/denoisesum-yelp.toml with 256-unit encoder
+               directions (to take the LM's LSTMs), a 50k vocabulary, 100k pairs
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from denoisesum.errors import ConfigError
+
+TINY: dict[str, Any] = {
+    "workers": 1,
+    "lm": {
+        "model": {"embed_dim": 16, "hidden_dim": 16, "proj_dim": 16, "cutoffs": [10],
+                  "dropout": 0.0},
+        "vocab": {"max_size": 1000, "min_count": 1},
+        "train": {"batch_tokens": 256, "max_len": 40, "lr": 0.01, "warmup_steps": 5,
+                  "max_steps": 30, "eval_every": 30, "save_every": 10, "eval_reviews": 50,
+                  "heldout_percent": 10.0, "threads": 1},
+    },
+    "synthesize": {
+        "pairs": 24, "preset": "generic", "n_mean": 3.0, "n_std": 0.0,
+        "candidates": {"min_tokens": 8, "max_tokens": 60},
+        "inventory_reviews": 40, "shard_size": 8, "lm_batch": 8,
+    },
+    "topics": {"n_topics": 3, "sample": 400, "passes": 1, "min_docs": 2},
+    "train": {
+        "model": {"embed_dim": 16, "hidden_dim": 16, "encoder_dim": 16},
+        "vocab": {"max_size": 500, "min_count": 1},
+        "data": {"max_review_tokens": 40, "heldout_percent": 20.0, "eval_pairs": 0},
+        "train": {"batch_size": 4, "lr": 0.01, "max_steps": 30, "eval_every": 10,
+                  "save_every": 2, "log_every": 5, "patience": 0, "threads": 1,
+                  "device": "cpu", "precision": "fp32"},
+        "summarize": {"decode": {"beam_size": 2, "max_length": 30, "no_repeat_ngram": 2}},
+    },
+    "decode": {"dev_entities": 4},
+}
+
+CPU_SMALL: dict[str, Any] = {
+    "budget_lm_share": 0.2,
+    "lm": {
+        "model": {"embed_dim": 128, "hidden_dim": 128, "proj_dim": 128, "cutoffs": [2000, 8000]},
+        "vocab": {"max_size": 20000, "min_count": 3},
+        "train": {"batch_tokens": 4096, "lr": 0.002, "warmup_steps": 200, "max_steps": 2500,
+                  "eval_every": 500, "save_every": 250, "eval_reviews": 1000},
+    },
+    "synthesize": {"pairs": 20000, "preset": "generic"},
+    "topics": {"n_topics": 50, "sample": 20000},
+    "train": {
+        "model": {"embed_dim": 128, "hidden_dim": 128, "encoder_dim": 128},
+        "vocab": {"max_size": 20000, "min_count": 3},
+        "data": {"max_review_tokens": 100, "eval_pairs": 200},
+        "train": {"max_steps": 10000, "eval_every": 500, "save_every": 100, "log_every": 20,
+                  "patience": 5},
+        "summarize": {"decode": {"no_repeat_ngram": 2}},
+    },
+    "decode": {"dev_entities": 40},
+}
+
+CPU: dict[str, Any] = {  # configs/bilm-yelp-256.toml + configs/denoisesum-yelp-lm256.toml
+    "budget_lm_share": 0.1,
+    "lm": {
+        "model": {"embed_dim": 256, "hidden_dim": 256, "proj_dim": 256, "cutoffs": [2000, 10000]},
+        "vocab": {"max_size": 30000, "min_count": 3},
+        "train": {"batch_tokens": 4096, "max_len": 80, "lr": 0.002, "warmup_steps": 200,
+                  "max_steps": 4500, "max_minutes": 240.0, "eval_every": 500, "save_every": 250,
+                  "eval_reviews": 2000},
+    },
+    "synthesize": {"pairs": 100000, "preset": "yelp"},  # configs/synth-yelp.toml
+    "topics": {"n_topics": 100, "sample": 50000},  # as scripts/train_yelp.sh
+    "train": {
+        "model": {"embed_dim": 256, "hidden_dim": 256, "encoder_dim": 256},
+        "vocab": {"max_size": 30000, "min_count": 3},
+        "data": {"max_review_tokens": 100, "eval_pairs": 400},
+        "train": {"max_steps": 50000, "eval_every": 1000, "save_every": 100, "log_every": 20,
+                  "patience": 0, "dev_entities": 100, "precision": "bf16"},
+        "summarize": {"shortlist": 5000, "decode": {"no_repeat_ngram": 2}},
+    },
+    "decode": {"dev_entities": 100},
+}
+
+PAPER: dict[str, Any] = {  # configs/denoisesum-yelp.toml, on a GPU
+    "budget_lm_share": 0.15,
+    "lm": {
+        "model": {"embed_dim": 300, "hidden_dim": 256, "proj_dim": 300, "cutoffs": [2000, 10000]},
+        "vocab": {"max_size": 50000, "min_count": 3},
+        "train": {"batch_tokens": 8192, "max_steps": 20000, "eval_every": 1000,
+                  "save_every": 500},
+    },
+    "synthesize": {"pairs": 100000, "preset": "yelp"},
+    "topics": {"n_topics": 100, "sample": 100000},
+    "train": {
+        "model": {"embed_dim": 300, "hidden_dim": 256, "encoder_dim": 256},
+        "vocab": {"max_size": 50000, "min_count": 3},
+        "train": {"max_steps": 50000, "eval_every": 1000, "save_every": 500, "patience": 5},
+    },
+    "decode": {"dev_entities": 0},
+}
+
+PRESETS: dict[str, dict[str, Any]] = {"tiny": TINY, "cpu-small": CPU_SMALL, "cpu": CPU,
+                                      "paper": PAPER}
+DEFAULT_PRESET = "cpu-small"
+
+
+def preset_settings(name: str) -> dict[str, Any]:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ConfigError(f"unknown fit preset '{name}' (known: {', '.join(PRESETS)})") from None

@@ -1,0 +1,426 @@
+"""The stages of `denoisesum fit`, each a small function over the stage's own Python API, and the
+loop that runs them in order, skipping, resuming or refusing each (ledger.py).
+
+    tokenize    the corpus, once, into work/encoded          data.encoded.EncodedCorpus
+    lm          the cloze LM, for noising and to start the    training.lm.LMTrainer
+                summarizer (--lm DIR: that one instead)
+    synthesize  (noisy reviews, summary) pairs in work/pairs  noising.pipeline.synthesize
+    topics      the discriminator's topic model               topics.build.build_topics
+    train       the summarizer in work/train                  training.summarizer
+    decode      the decoding min_length: best dev ROUGE       evaluation.decoded
+                (--dev), else the candidate summaries' median length
+    export      model.safetensors, config.json, vocab.json at MODEL_DIR's root
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from denoisesum.data.corpus import CorpusReader, FieldNames, estimate_records
+from denoisesum.data.encoded import EncodedCorpus, source_fingerprint
+from denoisesum.data.reviewsets import read_review_sets
+from denoisesum.data.synthetic import find_shards, iter_pairs
+from denoisesum.data.tokenizer import Tokenizer
+from denoisesum.errors import ConfigError, InputError
+from denoisesum.fit import ledger
+from denoisesum.fit.config import (
+    FitConfig,
+    apply_budget,
+    flatten,
+    load_fit_config,
+    preset_config,
+)
+from denoisesum.fit.presets import DEFAULT_PRESET
+from denoisesum.fit.report import FitReport, seconds_text
+from denoisesum.io import atomic_write, read_json, write_json
+from denoisesum.models.store import CONFIG, VOCAB, WEIGHTS, load_bilm
+from denoisesum.noising.pipeline import shortfall, synthesize
+from denoisesum.noising.plan import review_set_sizes
+from denoisesum.training.checkpoint import latest_checkpoint
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class FitRequest:
+    """What the `fit` command line says."""
+
+    corpus: list[str]
+    output: Path
+    preset: str = DEFAULT_PRESET
+    dev: Path | None = None  # review sets with reference summaries
+    budget_hours: float | None = None
+    lm: Path | None = None  # a trained BiLM to reuse
+    config: Path | None = None
+    overrides: list[str] = field(default_factory=list)
+    fields: FieldNames = field(default_factory=FieldNames)
+    skip_bad: bool = False
+
+
+@dataclass
+class Stage:
+    name: str
+    output: Path
+    settings: dict[str, Any]  # flattened; compared with the record's before any work
+    inputs: Callable[[], dict[str, str]]  # digests of the earlier outputs it reads
+    complete: Callable[[], bool]  # its output is there
+    run: Callable[[], tuple[str, dict[str, Any]]]  # -> (one-line summary, result)
+    what: str  # shown when it starts
+    remake: bool = False  # made whole from its inputs: made again when they changed
+
+
+def fit_config(request: FitRequest) -> FitConfig:
+    """The preset, what --dev implies (N from the dev sets, selection on dev ROUGE), --config,
+    --set, then --budget."""
+    base = preset_config(request.preset)
+    if request.dev is not None:
+        base.synthesize.n_mean, base.synthesize.n_std = review_set_sizes(request.dev)
+        base.train.train.select_on = "dev-rouge"
+    cfg = load_fit_config(request.preset, request.config, request.overrides, base=base)
+    if cfg.train.train.select_on == "dev-rouge" and request.dev is None:
+        raise ConfigError("train.train.select_on = 'dev-rouge' needs --dev (review sets with "
+                          "reference summaries)")
+    if request.budget_hours is not None:
+        apply_budget(cfg, request.budget_hours, train_lm=request.lm is None)
+    return cfg
+
+
+def _dev_sets(path: Path) -> list:
+    sets = list(read_review_sets(path))
+    missing = [s.entity_id for s in sets if not s.summaries]
+    if not sets or missing:
+        raise InputError("--dev needs review sets with reference summaries" + (
+            f" (none for {', '.join(missing[:5])})" if missing else " (the file is empty)"),
+            path=path, field="summaries")
+    return sets
+
+
+class Recipe:
+    def __init__(self, request: FitRequest, log: Log, progress: bool) -> None:
+        self.request, self.log, self.progress = request, log, progress
+        self.root = Path(request.output)
+        self.work = self.root / "work"
+        self.reader = CorpusReader(request.corpus, request.fields, skip_bad=request.skip_bad)
+        self.cfg = fit_config(request)
+        self.dev_sets = _dev_sets(request.dev) if request.dev is not None else None
+        if request.lm is not None:
+            load_bilm(request.lm)  # not a trained BiLM: an error before any work
+        self.workers = self.cfg.workers or os.cpu_count() or 1
+        self.lm_dir = Path(request.lm) if request.lm is not None else self.work / "lm"
+        self.dirs = {"tokenize": self.work / "encoded", "lm": self.lm_dir,
+                     "synthesize": self.work / "pairs", "topics": self.work / "topics",
+                     "train": self.work / "train"}
+        self._corpus: EncodedCorpus | None = None
+
+    # ---- what the stages read ---------------------------------------------------------------
+
+    @property
+    def corpus(self) -> EncodedCorpus:
+        if self._corpus is None:
+            self._corpus = EncodedCorpus(self.dirs["tokenize"])
+        return self._corpus
+
+    def _digests(self, *names: str) -> dict[str, str]:
+        files = {"tokenize": [self.dirs["tokenize"] / "meta.json"],
+                 "lm": [self.lm_dir / WEIGHTS],
+                 "synthesize": [self.dirs["synthesize"] / "manifest.json"],
+                 "topics": sorted(self.dirs["topics"].glob("topics.*")),
+                 "train": [self.dirs["train"] / WEIGHTS, self.dirs["train"] / CONFIG]}
+        out = {name: ledger.digest(files[name]) for name in names if name in files}
+        if "decode" in names:
+            out["decode"] = ledger.digest_value(self._decoding())
+        if self.request.dev is not None and "dev" in names:
+            out["dev"] = ledger.digest([Path(self.request.dev)])
+        return out
+
+    def _decoding(self) -> dict[str, Any]:
+        return (ledger.read_record(self.work, "decode") or {}).get("result", {})
+
+    def _relative(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.root).as_posix() if path != self.root else str(path)
+        except ValueError:
+            return str(path)
+
+    # ---- the stages -------------------------------------------------------------------------
+
+    def stages(self) -> list[Stage]:
+        c, d = self.cfg, self.dirs
+        fields = dataclasses.asdict(self.request.fields)
+        out = [Stage("tokenize", d["tokenize"], flatten({
+            "corpus": source_fingerprint(self.reader.paths), "fields": fields,
+            "skip_bad": self.request.skip_bad}), dict,
+            lambda: (d["tokenize"] / "meta.json").is_file(), self.tokenize,
+            f"tokenizing {len(self.reader.paths)} file(s)")]
+        if self.request.lm is None:
+            t = c.lm.train
+            out.append(Stage("lm", d["lm"], flatten(c.lm, "lm"),
+                             lambda: self._digests("tokenize"),
+                             lambda: (d["lm"] / "results.json").is_file(), self.train_lm,
+                             f"training the cloze LM ({c.lm.model.hidden_dim}-unit LSTMs, up to "
+                             f"{t.max_steps:,} steps{self._minutes(t.max_minutes)})"))
+        out.append(Stage("synthesize", d["synthesize"], flatten(c.synthesize, "synthesize"),
+                         lambda: self._digests("tokenize", "lm"),
+                         lambda: (d["synthesize"] / "manifest.json").is_file(), self.synthesize,
+                         f"making {c.synthesize.pairs:,} synthetic pairs"))
+        if c.train.model.discriminator:
+            source = "synthesize" if c.topics.source == "pairs" else "tokenize"
+            out.append(Stage("topics", d["topics"], flatten(c.topics, "topics"),
+                             lambda: self._digests(source),
+                             lambda: (d["topics"] / "topics.json").is_file(), self.topics,
+                             f"the topic model ({c.topics.kind}, from the {c.topics.source})",
+                             remake=True))
+        t = c.train.train
+        out.append(Stage("train", d["train"], flatten(c.train, "train"),
+                         lambda: self._digests("synthesize", "lm", "dev", *(
+                             ("topics",) if c.train.model.discriminator else ())),
+                         lambda: (d["train"] / "results.json").is_file(), self.train,
+                         f"training the summarizer (up to {t.max_steps:,} steps"
+                         f"{self._minutes(t.max_minutes)}, selected on {t.select_on})"))
+        out.append(Stage("decode", ledger.record_path(self.work, "decode"),
+                         {**flatten(c.decode, "decode"), "dev": self.request.dev is not None},
+                         lambda: self._digests("train", "synthesize", "dev"),
+                         lambda: True, self.choose_decoding,
+                         "choosing the decoding min_length", remake=True))
+        out.append(Stage("export", self.root, {}, lambda: self._digests("train", "decode"),
+                         lambda: all((self.root / f).is_file() for f in (WEIGHTS, CONFIG, VOCAB)),
+                         self.export, "exporting the model", remake=True))
+        return out
+
+    @staticmethod
+    def _minutes(minutes: float) -> str:
+        return f" or {minutes:g} minutes" if minutes else ""
+
+    def tokenize(self) -> tuple[str, dict[str, Any]]:
+        encoded = EncodedCorpus.build(self.reader, self.dirs["tokenize"], Tokenizer(),
+                                      workers=self.workers,
+                                      total=estimate_records(self.reader.paths))
+        self._corpus = encoded
+        skipped = encoded.meta.get("skipped_bad_records", 0)
+        if self.reader.skipped.count:
+            self.log(self.reader.skipped.report())
+        result = {"reviews": len(encoded), "entities": len(encoded.entities),
+                  "tokens": encoded.n_tokens, "skipped_bad_records": skipped}
+        return (f"{len(encoded):,} reviews of {len(encoded.entities):,} entities, "
+                f"{encoded.n_tokens:,} tokens" + (f", {skipped:,} bad records skipped"
+                                                   if skipped else "")), result
+
+    def train_lm(self) -> tuple[str, dict[str, Any]]:
+        from denoisesum.training.lm import LMTrainer
+
+        out = self.dirs["lm"]
+        trainer = LMTrainer(self.corpus, out, copy.deepcopy(self.cfg.lm),
+                            resume=latest_checkpoint(out) is not None, progress=self.progress)
+        self._note_start(trainer.state["step"])
+        result = trainer.fit()
+        held = result["heldout"]
+        quality = (f"held-out perplexity {held['ppl']:.2f}" if held["tokens"]
+                   else "no held-out reviews")
+        return (f"{result['steps']:,} steps, {quality}, vocabulary {result['vocab_size']:,}, "
+                f"{result['tokens_per_second']:,.0f} tokens/s"), result
+
+    def _note_start(self, step: int) -> None:
+        if step:
+            self.log(f"  continuing from the checkpoint of step {step:,}")
+
+    def synthesize(self) -> tuple[str, dict[str, Any]]:
+        s = self.cfg.synthesize
+        manifest = synthesize(self.corpus, self.dirs["synthesize"], self.lm_dir,
+                              copy.deepcopy(s), workers=0 if self.workers == 1 else self.workers,
+                              progress=self.progress)
+        found = manifest["candidate_filter"]
+        constraints = "custom" if s.candidates is not None else f"'{s.preset}'"
+        warning = shortfall(manifest)
+        result = {"pairs": manifest["pairs"], "asked": s.pairs, "candidates": found,
+                  "warning": warning}
+        return (f"{manifest['pairs']:,} pairs of the {s.pairs:,} asked for; {found['eligible']:,}"
+                f" of {found['reviews']:,} reviews qualify as candidate summaries ({constraints}"
+                " constraints)" + ("; too few candidates, see the warning" if warning else "")
+                ), result
+
+    def topics(self) -> tuple[str, dict[str, Any]]:
+        from denoisesum.topics.build import build_topics
+
+        t = self.cfg.topics
+        sources = ([str(self.dirs["synthesize"])] if t.source == "pairs"
+                   else list(self.request.corpus))
+        model = build_topics(sources, lambda: self.reader, t.kind, t.lda(), log=self.log)
+        model.save(self.dirs["topics"])
+        if model.kind != "lda":
+            return (f"{model.n_topics} categories over {len(model.entities):,} entities",
+                    {"kind": model.kind, "topics": model.n_topics})
+        return (f"{model.n_topics} topics over {len(model.words):,} words; the first: "
+                f"{' '.join(model.top_words(0, 6))}"), {"kind": model.kind,
+                                                         "topics": model.n_topics}
+
+    def train(self) -> tuple[str, dict[str, Any]]:
+        from denoisesum.training.summarizer import SummarizerTrainer
+
+        cfg, out = copy.deepcopy(self.cfg.train), self.dirs["train"]
+        cfg.train.init_lm = str(self.lm_dir)
+        if cfg.model.discriminator:
+            cfg.data.topics = str(self.dirs["topics"])
+        if cfg.train.select_on == "dev-rouge":
+            cfg.train.dev_set = str(self.request.dev)
+        trainer = SummarizerTrainer(self.dirs["synthesize"], out, cfg,
+                                    resume=latest_checkpoint(out) is not None,
+                                    progress=self.progress)
+        self._note_start(trainer.state["step"])
+        result = trainer.fit()
+        start = read_json(out / "lm-init.json") if (out / "lm-init.json").is_file() else None
+        rouge, loss = result["best_dev_rouge"], result["best_val_loss"]
+        chosen = (f"dev ROUGE {rouge:.2f}" if rouge is not None else
+                  f"validation loss {loss:.4f}" if loss is not None else "the last model")
+        line = (f"{result['steps']:,} steps ({result['epochs']:.1f} epochs of "
+                f"{result['train_pairs']:,} pairs), kept step {result['best_step']:,} by "
+                f"{chosen}; {result['pairs_per_second']:.1f} pairs/s")
+        if start is not None:
+            line += (f"; from the LM: {start['embedding_rows']:,} embedding rows, "
+                     f"{len(start['copied'])} of {len(start['copied']) + len(start['skipped'])}"
+                     " parts")
+        return line, {**result, "lm_init": start}
+
+    def choose_decoding(self) -> tuple[str, dict[str, Any]]:
+        d = self.cfg.decode
+        if d.min_length is not None:
+            return f"min_length {d.min_length} (set)", {"min_length": d.min_length, "how": "set"}
+        lengths = candidate_lengths(self.dirs["synthesize"], d.summaries_sampled)
+        if self.dev_sets is None:
+            chosen = int(np.median(lengths))
+            result = {"min_length": chosen, "how": "candidate-median", "summaries": len(lengths)}
+            return (f"min_length {chosen}: the median length of {len(lengths):,} candidate "
+                    "summaries (no dev set)"), result
+        grid = d.min_lengths or sorted({int(np.percentile(lengths, q)) for q in (25, 50, 75)})
+        sets = self.dev_sets[: d.dev_entities or None]
+        rows = search_min_length(self.dirs["train"], sets, grid, self.log)
+        best = max(rows, key=lambda row: row["mean"])
+        return (f"min_length {best['min_length']} of {grid}: dev ROUGE (mean of R1/R2/RL) "
+                f"{best['mean']:.2f} on {len(sets)} review sets"), {
+                    "min_length": best["min_length"], "how": "dev-rouge", "search": rows}
+
+    def export(self) -> tuple[str, dict[str, Any]]:
+        from denoisesum.inference.summarizer import load_model
+
+        source, choice = self.dirs["train"], self._decoding()
+        config = read_json(source / CONFIG)
+        decode = config.setdefault("summarize", {}).setdefault("decode", {})
+        decode["min_length"] = min(choice["min_length"], decode.get("max_length", 100))
+        config["fit"] = {"preset": self.request.preset, "min_length": choice["how"],
+                         "select_on": config["train"]["select_on"]}
+        for name in (WEIGHTS, VOCAB):
+            with atomic_write(self.root / name, "wb", encoding=None) as handle:
+                handle.write((source / name).read_bytes())
+        write_json(self.root / CONFIG, config)
+        model, vocab, _ = load_model(self.root)  # what `summarize --model` will load
+        params = sum(p.numel() for p in model.parameters())
+        return (f"{params:,} parameters, vocabulary {len(vocab):,}, min_length "
+                f"{decode['min_length']}: denoisesum summarize REVIEW_SETS --model {self.root}"
+                ), {"parameters": params}
+
+    # ---- the loop ---------------------------------------------------------------------------
+
+    def run(self) -> FitReport:
+        stages = self.stages()
+        records = {s.name: ledger.read_record(self.work, s.name) for s in stages}
+        for s in stages:  # every settings check before any work
+            if records[s.name] is not None:
+                ledger.check_settings(s.name, self._relative(s.output),
+                                      records[s.name]["settings"], s.settings)
+        self.work.mkdir(parents=True, exist_ok=True)
+        write_json(self.work / "fit-config.json", dataclasses.asdict(self.cfg))
+        report = FitReport(self.root, preset=self.request.preset,
+                           dev=str(self.request.dev) if self.request.dev else None,
+                           budget_hours=self.request.budget_hours)
+        for number, stage in enumerate(stages, 1):
+            if stage.name == "synthesize" and self.request.lm is not None:
+                report.add("lm", "given", str(self.lm_dir), summary=f"the BiLM in {self.lm_dir}")
+            if stage.name == "train" and not self.cfg.train.model.discriminator:
+                report.add("topics", "not needed", "", summary="train.model.discriminator = false")
+            label = f"[{number}/{len(stages)}] {stage.name}"
+            try:
+                self._run_stage(stage, records[stage.name], label, report)
+            except BaseException as exc:
+                cut = isinstance(exc, KeyboardInterrupt)
+                report.add(stage.name, "interrupted" if cut else "failed",
+                           self._relative(stage.output), summary=str(exc)[:500])
+                report.write(interrupted_in=stage.name if cut else None)
+                raise
+            report.write()
+        report.write(finished=True)
+        return report
+
+    def _run_stage(self, stage: Stage, record: dict[str, Any] | None, label: str,
+                   report: FitReport) -> None:
+        where = self._relative(stage.output)
+        inputs = stage.inputs()
+        changed = ledger.changed_inputs(record["inputs"], inputs) if record is not None else []
+        if changed and stage.remake:
+            self.log(f"{label}: {', '.join(changed)} changed since it ran: making it again")
+            record = None
+        done_before = record is not None and record["done"] and stage.complete()
+        if record is not None and (done_before or not record["done"]):
+            ledger.check_inputs(stage.name, where, record["inputs"], inputs)
+        if done_before:
+            self.log(f"{label}: skipped (done earlier, in {seconds_text(record['seconds'])}): "
+                     f"{record['summary']}")
+            report.add(stage.name, "skipped", where, summary=record["summary"],
+                       seconds_when_done=record["seconds"],
+                       warning=record["result"].get("warning"))
+            return
+        resumed = record is not None and not record["done"]
+        self.log(f"{label}: {stage.what} -> {where}" + (
+            " (resuming: cut off in an earlier run)" if resumed else ""))
+        entry = {"output": where, "settings": stage.settings, "inputs": inputs}
+        ledger.write_record(self.work, stage.name, {**entry, "done": False})
+        start = time.perf_counter()
+        summary, result = stage.run()
+        seconds = time.perf_counter() - start
+        ledger.write_record(self.work, stage.name, {**entry, "done": True, "seconds": seconds,
+                                                    "summary": summary, "result": result})
+        self.log(f"{label}: done in {seconds_text(seconds)}: {summary}")
+        report.add(stage.name, "resumed" if resumed else "ran", where, seconds, summary,
+                   warning=result.get("warning"))
+
+
+def candidate_lengths(pairs_dir: Path, limit: int) -> np.ndarray:
+    """Lengths (tokens) of the first `limit` candidate summaries of the pairs: a uniform sample,
+    since the synthesis plan draws candidates at random."""
+    pairs = islice(iter_pairs(find_shards(pairs_dir)), limit or None)
+    return np.array([len(pair.summary) for pair in pairs], dtype=np.int64)
+
+
+def search_min_length(model_dir: Path, sets: list, grid: list[int], log: Log) -> list[dict]:
+    """Decode the review sets with each min_length of `grid` (the model's other settings) and
+    score the summaries against the references (rouge-score F1): a row per value."""
+    from denoisesum.evaluation.decoded import decode_and_score
+    from denoisesum.evaluation.rouge import ROUGE_TYPES
+    from denoisesum.inference.summarizer import Summarizer, load_model
+
+    summarizer = Summarizer(*load_model(model_dir))
+    base = summarizer.config.decode
+    rows = []
+    for value in grid:
+        summarizer.config.decode = dataclasses.replace(base, min_length=min(value,
+                                                                            base.max_length))
+        run = decode_and_score(summarizer, sets, "rouge")
+        scores = {t: float(run.means[t]) for t in ROUGE_TYPES}
+        rows.append({"min_length": value, **scores, "mean": float(np.mean(list(scores.values()))),
+                     "words": float(np.mean([len(s.split()) for s in run.summaries]))})
+        log(f"  min_length {value}: dev ROUGE mean {rows[-1]['mean']:.2f}, "
+            f"{rows[-1]['words']:.1f} words")
+    return rows
+
+
+def run_fit(request: FitRequest, log: Log = print, progress: bool = True) -> FitReport:
+    """Run (or finish) every stage of the recipe into request.output; returns the report."""
+    return Recipe(request, log, progress).run()

@@ -1,0 +1,217 @@
+"""`denoisesum fit`: the whole chain on a tiny corpus with the `tiny` preset; a rerun skips every
+stage; a changed setting is refused; a run killed in the middle of training finishes, when run
+again, with the same model as an uninterrupted run."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+from typer.testing import CliRunner
+
+from conftest import synthetic_reviews, write_jsonl
+from denoisesum.cli import app
+from denoisesum.data.reviewsets import ReviewSet
+from denoisesum.errors import ConfigError, DenoiseSumError
+from denoisesum.fit.config import apply_budget, flatten, preset_config
+from denoisesum.fit.presets import PRESETS
+from denoisesum.fit.recipe import FitRequest, fit_config, search_min_length
+from denoisesum.noising.pipeline import shortfall
+
+STAGES = ["tokenize", "lm", "synthesize", "topics", "train", "decode", "export"]
+
+
+def fit_args(corpus: Path, model: Path, *extra: str) -> list[str]:
+    return ["fit", str(corpus), "-o", str(model), "--preset", "tiny", *extra]
+
+
+def report(model: Path) -> dict:
+    return json.loads((model / "fit-report.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """One uninterrupted run of the whole chain (the reference of the other tests)."""
+    root = tmp_path_factory.mktemp("fit")
+    corpus = write_jsonl(root / "corpus.jsonl", synthetic_reviews())
+    model = root / "model"
+    threads = torch.get_num_threads()
+    result = CliRunner().invoke(app, fit_args(corpus, model))
+    torch.set_num_threads(threads)
+    assert result.exit_code == 0, result.output
+    return {"root": root, "corpus": corpus, "model": model, "output": result.output}
+
+
+def test_fit_runs_every_stage_into_one_directory(fitted):
+    model, output = fitted["model"], fitted["output"]
+    for number, stage in enumerate(STAGES, 1):  # each stage says its name, then one summary line
+        assert f"[{number}/7] {stage}: " in output
+        assert sum(line.startswith(f"[{number}/7] {stage}: done in ") for line in
+                   output.splitlines()) == 1
+    assert "24 pairs of the 24 asked for; 360 of 360 reviews qualify" in output
+    saved = report(model)
+    assert saved["finished"] and [s["stage"] for s in saved["stages"]] == STAGES
+    assert {s["status"] for s in saved["stages"]} == {"ran"}
+    for sub in ("encoded", "lm", "pairs", "topics", "train"):
+        assert (model / "work" / sub).is_dir()
+    # the model at the root is the trained one, with the chosen decoding
+    config = json.loads((model / "config.json").read_text())
+    decode = json.loads((model / "work" / "decode.stage.json").read_text())["result"]
+    assert decode["how"] == "candidate-median" and decode["min_length"] in (15, 16)
+    assert config["summarize"]["decode"]["min_length"] == decode["min_length"]
+    assert config["train"]["select_on"] == "synthetic-loss"
+    weights, trained = (load_file(str(d / "model.safetensors"))
+                        for d in (model, model / "work" / "train"))
+    assert all(torch.equal(weights[k], trained[k]) for k in trained)
+    # the LM had the summarizer's sizes: every LSTM was copied
+    init = json.loads((model / "work" / "train" / "lm-init.json").read_text())
+    assert init["skipped"] == [] and len(init["copied"]) == 4
+    sets = write_jsonl(fitted["root"] / "sets.jsonl", [
+        {"entity_id": "a", "reviews": ["the pizza was great and the staff was friendly ."]}])
+    result = CliRunner().invoke(app, ["summarize", str(sets), "--model", str(model)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output.splitlines()[0])["summary"]
+
+
+def test_a_rerun_skips_every_stage(fitted):
+    model = fitted["model"]
+    before = (model / "model.safetensors").stat().st_mtime_ns
+    result = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
+    assert result.exit_code == 0, result.output
+    assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 7
+    assert result.output.count(": skipped (done earlier") == 7
+    assert "fit: 7 skipped" in result.output
+    assert (model / "model.safetensors").stat().st_mtime_ns == before
+
+
+@pytest.mark.parametrize(("override", "stage"), [("train.train.lr=0.02", "train"),
+                                                 ("synthesize.pairs=30", "synthesize")])
+def test_a_changed_setting_is_refused_before_any_work(fitted, override, stage):
+    model = fitted["model"]
+    records = {p.name: p.read_bytes() for p in (model / "work").glob("*.stage.json")}
+    result = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--set", override))
+    assert isinstance(result.exception, DenoiseSumError)
+    key, value = override.split("=")
+    message = str(result.exception)
+    assert message.startswith(f"stage '{stage}' (work/") and f"{key} = " in message
+    assert f"now {value}" in message
+    assert {p.name: p.read_bytes() for p in (model / "work").glob("*.stage.json")} == records
+
+
+def test_changed_inputs_remake_a_cheap_stage_and_refuse_the_others(fitted, tmp_path):
+    model = tmp_path / "model"
+    shutil.copytree(fitted["model"], model)
+    record_path = model / "work" / "decode.stage.json"
+    record = json.loads(record_path.read_text())
+    record["inputs"]["train"] = "0" * 64  # as if made from another summarizer
+    record_path.write_text(json.dumps(record))
+    result = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
+    assert result.exit_code == 0, result.output
+    assert "[6/7] decode: train changed since it ran: making it again" in result.output
+    # the same choice again: the export, made from it, is still up to date
+    assert [s["status"] for s in report(model)["stages"]][-2:] == ["ran", "skipped"]
+    # another LM: the pairs made with the old one cannot be reused
+    weights = load_file(str(model / "work" / "lm" / "model.safetensors"))
+    weights["embed.weight"] = weights["embed.weight"] + 1
+    other = tmp_path / "other-lm"
+    shutil.copytree(model / "work" / "lm", other)
+    save_file(weights, str(other / "model.safetensors"))
+    result = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--lm", str(other)))
+    assert isinstance(result.exception, DenoiseSumError)
+    assert str(result.exception).startswith(
+        "stage 'synthesize' (work/pairs) was run on other inputs (lm changed since)")
+
+
+def test_settings_fit_owns_are_refused(fitted, tmp_path):
+    result = CliRunner().invoke(app, fit_args(fitted["corpus"], tmp_path / "m", "--set",
+                                              'train.train.init_lm="x"'))
+    assert isinstance(result.exception, ConfigError)
+    assert "'train.train.init_lm' is set by 'fit" in str(result.exception)
+    dev = write_jsonl(tmp_path / "dev.jsonl", [
+        {"entity_id": f"d{i}", "reviews": ["good ."] * (3 + i), "summaries": ["good ."]}
+        for i in range(2)])
+    cfg = fit_config(FitRequest([str(fitted["corpus"])], tmp_path / "m", preset="tiny", dev=dev,
+                                overrides=["synthesize.n_std=0.25"], budget_hours=1))
+    assert (cfg.synthesize.n_mean, cfg.synthesize.n_std) == (3.5, 0.25)  # --set wins over --dev
+    assert cfg.train.train.select_on == "dev-rouge" and cfg.train.train.max_minutes == 48
+    with pytest.raises(ConfigError, match="needs --dev"):
+        fit_config(FitRequest([str(fitted["corpus"])], tmp_path / "m", preset="tiny",
+                              overrides=['train.train.select_on="dev-rouge"']))
+
+
+def test_a_run_killed_while_training_finishes_with_the_same_model(fitted, tmp_path):
+    """SIGKILL once the summarizer has written a checkpoint, then the same command again."""
+    source, model = fitted["model"] / "work", tmp_path / "model"
+    redo = {"train", "train.stage.json", "decode.stage.json", "export.stage.json"}
+    shutil.copytree(source, model / "work",  # the earlier stages' outputs, done: skipped
+                    ignore=lambda d, names: redo & set(names) if Path(d) == source else set())
+    command = [sys.executable, "-m", "denoisesum.cli", *fit_args(fitted["corpus"], model)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    latest = model / "work" / "train" / "checkpoints" / "LATEST"
+    with open(tmp_path / "log", "wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=log, env=env)
+        deadline = time.monotonic() + 120
+        while not latest.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    assert process.returncode == -signal.SIGKILL, (tmp_path / "log").read_text()
+    record = json.loads((model / "work" / "train.stage.json").read_text())
+    assert record["done"] is False  # cut off in the middle of the stage
+    assert not (model / "model.safetensors").exists()
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "(resuming: cut off in an earlier run)" in done.stderr
+    assert "continuing from the checkpoint of step" in done.stderr
+    statuses = {s["stage"]: s["status"] for s in report(model)["stages"]}
+    assert statuses == {"tokenize": "skipped", "lm": "skipped", "synthesize": "skipped",
+                        "topics": "skipped", "train": "resumed", "decode": "ran", "export": "ran"}
+    resumed, reference = (load_file(str(d / "model.safetensors")) for d in (model,
+                                                                             fitted["model"]))
+    assert resumed.keys() == reference.keys()
+    assert all(torch.equal(resumed[k], reference[k]) for k in reference)
+
+
+def test_decoding_min_length_on_dev_rouge(fitted):
+    sets = [ReviewSet(entity_id=f"e{i}", reviews=[r["text"] for r in group],
+                      summaries=[group[0]["text"]])
+            for i, group in enumerate([synthetic_reviews(1, 4, seed=s) for s in (1, 2)])]
+    logged = []
+    rows = search_min_length(fitted["model"] / "work" / "train", sets, [5, 12], logged.append)
+    assert [r["min_length"] for r in rows] == [5, 12] and len(logged) == 2
+    assert all(0 <= r["mean"] <= 100 and r["words"] >= r["min_length"] for r in rows)
+
+
+def test_presets_give_the_lm_the_summarizers_lstm_sizes():
+    for name in PRESETS:
+        cfg = preset_config(name)
+        lm, model = cfg.lm.model, cfg.train.model
+        assert lm.hidden_dim == model.hidden_dim == model.encoder_dim, name
+        assert lm.embed_dim == model.embed_dim, name
+
+
+def test_budget_splits_training_time_between_lm_and_summarizer():
+    cfg = preset_config("cpu")
+    assert apply_budget(cfg, 10, train_lm=True) == {"lm": 60.0, "train": 540.0}
+    assert (cfg.lm.train.max_minutes, cfg.train.train.max_minutes) == (60.0, 540.0)
+    assert apply_budget(cfg, 2, train_lm=False) == {"lm": 0.0, "train": 120.0}
+    with pytest.raises(ConfigError):
+        apply_budget(cfg, 0, train_lm=True)
+    assert flatten({"a": {"b": (1, 2)}, "c": 3}) == {"a.b": [1, 2], "c": 3}
+
+
+def test_too_few_candidates_is_a_warning_with_the_counts():
+    manifest = {"settings": {"pairs": 12}, "pairs": 9,
+                "candidate_filter": {"reviews": 40, "rejected_length": 30,
+                                     "rejected_symbols": 1, "eligible": 9}}
+    warning = shortfall(manifest)
+    assert warning.startswith("9 pairs made of the 12 asked for: only 9 of 40 reviews qualify")
+    assert "length 30, symbols 1" in warning
+    assert shortfall({**manifest, "pairs": 12}) is None
