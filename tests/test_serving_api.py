@@ -36,10 +36,16 @@ REVIEWS = ["the pizza was great and the staff was friendly . we will come back .
 OTHER = ["the sushi was fresh and the owner was friendly .", "fresh sushi , will come back ."]
 
 
-@pytest.fixture(scope="module")
-def summarizer(tmp_path_factory) -> Summarizer:
+def tiny_summarizer(tmp_path_factory) -> Summarizer:
+    """The tiny random model, saved and loaded as a trained one is (test_serving_faults.py
+    uses it too)."""
     return Summarizer.from_pretrained(
         save_tiny_summarizer(tmp_path_factory.mktemp("models") / "tiny", SETTINGS))
+
+
+@pytest.fixture(scope="module")
+def summarizer(tmp_path_factory) -> Summarizer:
+    return tiny_summarizer(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +199,8 @@ def test_bad_json_and_content_type(client):
 def test_oversize_bodies_are_refused_before_parsing(summarizer):
     limits = ServiceLimits(max_reviews=5, max_review_chars=300, max_sets=3,
                            max_body_bytes=2048)
-    assert ServiceLimits(max_reviews=5, max_review_chars=300, max_sets=3).body_limit() > 3 * 5 * 300
+    assert ServiceLimits(max_reviews=5, max_review_chars=300,
+                         max_sets=3).body_limits()["/v1/summarize"] > 5 * 300 * 12
     with TestClient(create_app(summarizer, limits)) as client:
         big = json.dumps({"reviews": ["word " * 50] * 5}).encode()
         assert len(big) > 1024
@@ -201,8 +208,9 @@ def test_oversize_bodies_are_refused_before_parsing(summarizer):
         response = client.post("/v1/summarize", content=big,
                                headers={"Content-Type": "application/json"})
         assert response.status_code == 413
-        assert response.json()["error"] == {"status": 413, "field": "body",
-                                            "message": "the body is larger than 2,048 bytes"}
+        assert response.json()["error"] == {
+            "status": 413, "field": "body",
+            "message": "the body is larger than 2,048 bytes, the most /v1/summarize takes"}
 
         def chunks():  # no Content-Length: counted while it is read
             yield big[:1000]

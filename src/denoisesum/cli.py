@@ -760,9 +760,8 @@ def serve_command(
     from denoisesum.inference.summarizer import DEFAULT_MODEL_DIR, Summarizer
 
     try:
-        import uvicorn
-
         from denoisesum.serving import ServiceLimits, create_app
+        from denoisesum.serving.server import serve  # uvicorn, with read timeouts
     except ImportError as exc:
         raise DenoiseSumError(f"serving needs the 'serve' extra ({exc.name} is not installed): "
                               "pip install -e '.[serve]'") from None
@@ -781,7 +780,7 @@ def serve_command(
     service = create_app(summarizer, limits)
     typer.echo(f"model {summarizer.path}; serving on http://{host}:{port}/ (API: /docs); "
                "Ctrl-C stops", err=True)
-    uvicorn.run(service, host=host, port=port, log_level=log_level)
+    serve(service, host=host, port=port, log_level=log_level)
 
 
 def main() -> None:

@@ -28,6 +28,7 @@ from denoisesum.serving.worker import InferenceQueue, QueueFull
 
 if TYPE_CHECKING:  # app.py imports this module
     from denoisesum.serving.app import ServiceLimits
+    from denoisesum.serving.guard import BodyBudget
 
 STATIC = Path(str(resources.files("denoisesum.serving") / "static"))
 
@@ -85,17 +86,19 @@ async def run(queue: InferenceQueue, sets: list[list[str]],
 
 
 def add_service_routes(app: FastAPI, summarizer: Summarizer, queue: InferenceQueue,
-                       limits: "ServiceLimits", model_id: str) -> None:
+                       limits: "ServiceLimits", model_id: str, budget: "BodyBudget") -> None:
     info = model_info(summarizer, model_id)
+    shown_limits = asdict(limits) | {"body_limits": limits.body_limits(),
+                                     "buffer_limit": limits.buffer_limit()}
 
     @app.get("/v1/models", tags=["service"], summary="The loaded model")
     async def models() -> dict:
-        return {"models": [info], "limits": asdict(limits) | {"body_limit": limits.body_limit()}}
+        return {"models": [info], "limits": shown_limits}
 
-    @app.get("/healthz", tags=["service"], summary="Liveness and queue state")
+    @app.get("/healthz", tags=["service"], summary="Liveness, queue and buffer state")
     async def healthz() -> dict:
         return {"status": "ok", "model": model_id, "pending_sets": queue.pending_sets,
-                "batches": queue.batches}
+                "batches": queue.batches, "buffered_bytes": budget.used}
 
 
 def model_info(summarizer: Summarizer, model_id: str) -> dict:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # app.py imports this module
     from denoisesum.serving.app import ServiceLimits
 
 MAX_LISTED_ERRORS = 20
+MAX_ID_CHARS = 256  # a batch set's id (bounded so that the body limit can be sized)
 
 
 # ---- request bodies -------------------------------------------------------------------------
@@ -43,7 +44,9 @@ def request_models(limits: "ServiceLimits") -> tuple[type[BaseModel], type[BaseM
 
     class ReviewSetIn(BaseModel):
         model_config = ConfigDict(extra="forbid")
-        id: StrictStr | None = Field(default=None, description="Echoed in the result.")
+        id: Annotated[StrictStr, StringConstraints(max_length=MAX_ID_CHARS)] | None = Field(
+            default=None, description=f"Echoed in the result; at most {MAX_ID_CHARS} "
+                                      "characters.")
         reviews: Reviews
 
     class BatchRequest(BaseModel):
@@ -127,10 +130,12 @@ class ErrorResponse(BaseModel):
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse, "description": description} for status, description in (
         (400, "The body is not valid JSON."),
-        (413, "The body is too large."),
+        (408, "The body stopped arriving (Connection: close)."),
+        (413, "The body is larger than this endpoint takes."),
         (415, "The body is not sent as application/json."),
         (422, "A field is missing, of the wrong type, empty, too long, too many or unknown."),
-        (503, "The queue is full, or the request waited in it past the timeout (Retry-After)."),
+        (503, "The queue is full, the request waited in it past the timeout, or request "
+              "bodies fill the server's buffer (Retry-After)."),
         (504, "Summarizing took longer than the timeout."))}
 
 

@@ -1,0 +1,135 @@
+"""Running the service: `serve(app, host, port, log_level)` (what `denoisesum serve` does) runs
+the app under uvicorn, with read timeouts that uvicorn lacks.
+
+uvicorn (h11) times only the gap between two requests on a connection (`timeout_keep_alive`,
+5 s, kept): a client that opens a connection and sends nothing, half a request head, or the
+rest of a body the app has already answered, holds the connection for ever. `TimedH11Protocol`
+closes it:
+
+- the request head must arrive whole within `ServiceLimits.header_timeout_s` of its first byte
+  (or of the connection opening); else 408 (when part of it came) and the connection closes;
+- a body the app answered early (413, 415, 503) is read and dropped; when none of it comes
+  for `body_timeout_s`, the connection closes.
+
+While the app reads a body, the guard (guard.py) times it: 408 when it stalls for
+`body_timeout_s`. uvicorn buffers at most 64 KiB of a body per connection (it pauses reading),
+and h11 at most 16 KiB of a head (then 400), so neither needs a byte budget of its own.
+"""
+
+import asyncio
+import copy
+import json
+import logging
+
+import h11
+import uvicorn
+from fastapi import FastAPI
+from uvicorn.config import LOG_LEVELS, LOGGING_CONFIG
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+log = logging.getLogger("uvicorn.error")
+
+
+class TimedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, which closes a connection whose client stalls (see above)."""
+
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 10.0
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._stall: asyncio.TimerHandle | None = None
+        self._stall_kind = ""  # "head": a total deadline; "drain": reset by every byte
+
+    def connection_made(self, transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm("head", self.header_timeout_s, self._head_stalled)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._watch()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._watch(answered=True)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _watch(self, answered: bool = False) -> None:
+        """Time the client whenever the server waits for it and no app does."""
+        if self.transport.is_closing():
+            self._disarm()
+        elif self.cycle is not None and not self.cycle.response_complete:
+            self._disarm()  # the app has the request; the guard times its body
+        elif self.conn.their_state is h11.SEND_BODY:  # answered early: drop the rest
+            self._arm("drain", self.body_timeout_s, self._body_stalled)
+        elif self.conn.their_state is h11.IDLE:
+            if answered:  # between requests: uvicorn's keep-alive timer closes an idle one
+                self._disarm()
+            elif self._stall_kind != "head":  # the first bytes of a head
+                self._arm("head", self.header_timeout_s, self._head_stalled)
+
+    def _arm(self, kind: str, seconds: float, callback) -> None:
+        self._disarm()
+        self._stall_kind = kind
+        self._stall = self.loop.call_later(seconds, callback)
+
+    def _disarm(self) -> None:
+        if self._stall is not None:
+            self._stall.cancel()
+        self._stall, self._stall_kind = None, ""
+
+    def _head_stalled(self) -> None:
+        self._stall, self._stall_kind = None, ""
+        if self.transport.is_closing() or (self.cycle is not None
+                                           and not self.cycle.response_complete):
+            return
+        partial, _ = self.conn.trailing_data
+        if partial and self.conn.our_state is h11.IDLE:
+            log.info("%s - the request head did not arrive within %g s: 408, closed",
+                     _peer(self.client), self.header_timeout_s)
+            self.transport.write(_timeout_response(
+                f"the request head did not arrive within {self.header_timeout_s:g} s"))
+        self.transport.close()
+
+    def _body_stalled(self) -> None:
+        self._stall, self._stall_kind = None, ""
+        if not self.transport.is_closing():
+            log.info("%s - the rest of an answered body stopped for %g s: closed",
+                     _peer(self.client), self.body_timeout_s)
+            self.transport.close()
+
+
+def _peer(client: tuple[str, int] | None) -> str:
+    return f"{client[0]}:{client[1]}" if client else "client"
+
+
+def _timeout_response(message: str) -> bytes:
+    body = json.dumps({"error": {"status": 408, "message": message, "field": None}}).encode()
+    return (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+            b"connection: close\r\ncontent-length: " + str(len(body)).encode() + b"\r\n\r\n"
+            + body)
+
+
+def server_config(app: FastAPI, host: str = "127.0.0.1", port: int = 8000,
+                  log_level: str = "info", **settings) -> uvicorn.Config:
+    """uvicorn's settings for the app: its protocol times reads by the app's ServiceLimits, and
+    the service's own log lines (denoisesum.serving) go where uvicorn's go."""
+    limits = app.state.limits
+    protocol = type("TimedH11Protocol", (TimedH11Protocol,),
+                    {"header_timeout_s": limits.header_timeout_s,
+                     "body_timeout_s": limits.body_timeout_s})
+    log_config = copy.deepcopy(LOGGING_CONFIG)
+    log_config["loggers"]["denoisesum.serving"] = {
+        "handlers": ["default"], "level": LOG_LEVELS.get(log_level, logging.INFO),
+        "propagate": False}
+    return uvicorn.Config(app, host=host, port=port, log_level=log_level, http=protocol,
+                          log_config=log_config, **settings)
+
+
+def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000,
+          log_level: str = "info") -> None:
+    """Serve until interrupted (Ctrl-C)."""
+    uvicorn.Server(server_config(app, host, port, log_level)).run()
