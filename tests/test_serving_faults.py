@@ -1,6 +1,7 @@
 """The HTTP service's faults (issue 16), against a real server on 127.0.0.1 (uvicorn in a
 thread, configured as `denoisesum serve` configures it) with a tiny model: body limits per
-endpoint, a bound on the bodies held at once, read timeouts and a client leaving mid-body.
+endpoint, a bound on the bodies held at once, read timeouts, a client leaving mid-body, HEAD,
+the model shown by name, and error messages in plain words.
 
 Every socket has a timeout; the read timeouts are 1 s here, so the file runs in seconds."""
 
@@ -9,6 +10,7 @@ import logging
 import socket
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -20,7 +22,7 @@ import httpx
 import uvicorn
 
 from denoisesum.serving import ServiceLimits, create_app
-from denoisesum.serving.schemas import MAX_ID_CHARS
+from denoisesum.serving.schemas import MAX_ID_CHARS, plain
 from denoisesum.serving.server import server_config
 from test_serving_api import REVIEWS, tiny_summarizer
 
@@ -354,6 +356,59 @@ def test_a_client_leaving_mid_body_is_one_quiet_line(port, served):
     assert line.levelno == logging.INFO
     assert "POST /v1/summarize (27 bytes came)" in line.getMessage()
     assert post(port, "/v1/summarize", {"reviews": REVIEWS}).status_code == 200
+
+
+# ---- HEAD, /v1/models, messages -------------------------------------------------------------
+
+
+def test_head_answers_like_get_without_a_body(port, summarizer):
+    with warnings.catch_warnings():  # HEAD adds no operation to the OpenAPI description
+        warnings.simplefilter("error")
+        schema = create_app(summarizer, LIMITS).openapi()
+    assert list(schema["paths"]["/healthz"]) == ["get"] and "/" not in schema["paths"]
+    base = f"http://127.0.0.1:{port}"
+    for path in ("/", "/healthz"):
+        got, headed = httpx.get(base + path, timeout=10), httpx.head(base + path, timeout=10)
+        assert headed.status_code == got.status_code == 200, path
+        assert headed.content == b"" and got.content
+        assert headed.headers["content-type"] == got.headers["content-type"]
+    page = httpx.head(base + "/", timeout=10)
+    assert page.headers["content-length"] == str(len(httpx.get(base + "/").content))
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+
+
+def test_models_shows_the_model_by_name_not_by_path(port, summarizer):
+    response = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=10)
+    [model] = response.json()["models"]
+    assert model["id"] == model["name"] == "tiny"
+    assert str(summarizer.path.parent) not in response.text
+
+
+@pytest.mark.parametrize(("body", "status", "field", "message"), [
+    (b'{"reviews": ["caf\xe9"]}', 400, "body",
+     "the body is not valid JSON: it is not UTF-8 (byte 0xe9 at byte 17)"),
+    (b"[" * 20_000, 400, "body", "the body is not valid JSON: it is nested too deeply"),
+    (b'["good food"]', 422, "body", "body: Input should be a JSON object"),
+    (b'{"reviews": ["\\ud800 good"]}', 422, "reviews[0]", "reviews[0]: Input should be a "
+     "valid string (it holds a lone surrogate such as \\ud800, which is not a character)"),
+    (b'{"reviews": ["good", " "]}', 422, "reviews[1]",
+     "reviews[1]: review is empty (or only white space)"),
+])
+def test_error_messages_read_plainly(port, body, status, field, message):
+    response = httpx.post(f"http://127.0.0.1:{port}/v1/summarize", content=body,
+                          headers={"Content-Type": "application/json"}, timeout=10)
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["field"] == field and error["message"] == message
+    for text in [error["message"], *(e["message"] for e in error.get("errors", []))]:
+        assert not text.startswith(("Value error", "Assertion failed")), text
+        assert "error parsing the body" not in text and "extract fields" not in text, text
+
+
+def test_pydantic_prefixes_are_stripped():
+    assert plain("Value error, review is empty") == "review is empty"
+    assert plain("Assertion failed, too long") == "too long"
+    assert plain("Input should be a valid list") == "Input should be a valid list"
 
 
 def test_the_new_limits_are_checked():

@@ -10,10 +10,10 @@ Endpoints:
                               -> {"summary": str, "support": {...}, "model": str}
     POST /v1/summarize/batch  {"sets": [{"id": str (optional), "reviews": [str, ...]}, ...]}
                               -> {"results": [{"id", "summary", "support"}, ...], "model": str}
-    GET  /v1/models           the loaded model and its settings
+    GET  /v1/models           the loaded model (by name, not by path) and its settings
     GET  /healthz             {"status": "ok", ...}
-    GET  /                    the web page (static/, no external resources: a strict
-                              Content-Security-Policy forbids them)
+    GET  /                    the web page (HEAD too; static/, no external resources: a
+                              strict Content-Security-Policy forbids them)
     GET  /docs, /openapi.json the OpenAPI description (Swagger UI from the swagger-ui-bundle
                               package when installed, so it works offline; else from a CDN)
 
@@ -22,7 +22,7 @@ supporting each sentence, with scores. Requests are validated against `ServiceLi
 errors are JSON, `{"error": {"status", "message", "field", "errors": [{"field", "message",
 "type"}]}}`, with `field` a path into the request body such as `sets[1].reviews[0]`:
 
-    400  the body is not valid JSON
+    400  the body is not valid JSON (nor UTF-8)
     408  the body stopped arriving for ServiceLimits.body_timeout_s (the connection closes);
          a request head that does not arrive whole within header_timeout_s gets a 408 from
          the server itself (server.py)
@@ -67,11 +67,13 @@ from denoisesum.serving.schemas import (
     ServiceError,
     error_response,
     field_path,  # noqa: F401  (imported from here by the tests)
+    unparsable_body,
     validation_error,
 )
 from denoisesum.serving.worker import InferenceQueue
 
 log = logging.getLogger("denoisesum.serving")
+FASTAPI_PARSE_ERROR = "There was an error parsing the body"  # FastAPI's 400: not UTF-8, ...
 
 DESCRIPTION = ("Opinion summaries of review sets (DenoiseSum), with the reviews supporting each "
                "summary sentence. The web page is at /.")
@@ -187,6 +189,8 @@ def add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and exc.detail == FASTAPI_PARSE_ERROR:
+            return unparsable_body(exc.__cause__)
         return error_response(exc.status_code, str(exc.detail), headers=exc.headers)
 
     @app.exception_handler(Exception)

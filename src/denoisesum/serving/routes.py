@@ -100,10 +100,16 @@ def add_service_routes(app: FastAPI, summarizer: Summarizer, queue: InferenceQue
         return {"status": "ok", "model": model_id, "pending_sets": queue.pending_sets,
                 "batches": queue.batches, "buffered_bytes": budget.used}
 
+    # HEAD as GET without the body (a route of its own: one route for both methods would give
+    # the OpenAPI description two operations with one id)
+    app.add_api_route("/healthz", healthz, methods=["HEAD"], include_in_schema=False)
+
 
 def model_info(summarizer: Summarizer, model_id: str) -> dict:
+    """The model by its name (its directory's), never its path: where the server keeps its
+    files is none of a client's business."""
     settings = asdict(summarizer.config)
-    return {"id": model_id, "path": str(summarizer.path) if summarizer.path else None,
+    return {"id": model_id, "name": summarizer.path.name if summarizer.path else None,
             "kind": "denoisesum", "vocab_size": len(summarizer.vocab),
             "parameters": sum(p.numel() for p in summarizer.model.parameters()),
             "device": str(summarizer.device), "settings": settings}
@@ -113,7 +119,7 @@ def model_info(summarizer: Summarizer, model_id: str) -> dict:
 
 
 def add_page_routes(app: FastAPI) -> None:
-    @app.get("/", include_in_schema=False)
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", media_type="text/html")
 

@@ -183,18 +183,46 @@ def validation_error(exc: RequestValidationError) -> JSONResponse:
 def _invalid_json(err: dict) -> JSONResponse:
     ctx = err.get("ctx") or {}
     where = err.get("loc", ())[-1] if err.get("loc") else None
-    detail = ctx.get("error", "invalid JSON")
+    detail = plain(str(ctx.get("error", "invalid JSON")))
     at = f" at character {where}" if isinstance(where, int) else ""
     return error_response(400, f"the body is not valid JSON: {detail}{at}", "body")
 
 
+def unparsable_body(cause: BaseException | None) -> JSONResponse:
+    """400 for a body FastAPI could not parse other than as bad JSON syntax (it says only
+    "There was an error parsing the body"): the cause in the words the other 400s use."""
+    if isinstance(cause, UnicodeDecodeError):
+        detail = (f"it is not UTF-8 (byte 0x{cause.object[cause.start]:02x} at byte "
+                  f"{cause.start})")
+    elif isinstance(cause, RecursionError):
+        detail = "it is nested too deeply"
+    else:
+        detail = plain(str(cause)) if cause is not None else "it cannot be parsed"
+    return error_response(400, f"the body is not valid JSON: {detail}", "body")
+
+
+# pydantic's wording: a prefix naming the kind of error, and phrases about its own internals
+PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
+PLAIN_MESSAGES = {
+    "missing": "required field is missing",
+    "extra_forbidden": "unknown field",
+    "model_attributes_type": "Input should be a JSON object",
+    "dict_type": "Input should be a JSON object",
+    "string_unicode": "Input should be a valid string (it holds a lone surrogate such as "
+                      "\\ud800, which is not a character)",
+}
+
+
+def plain(message: str) -> str:
+    """A message without pydantic's prefix ("Value error, review is empty" -> "review is
+    empty"), so that every message reads alike."""
+    for prefix in PYDANTIC_PREFIXES:
+        if message.startswith(prefix):
+            return message[len(prefix):]
+    return message
+
+
 def _field_error(err: dict) -> dict:
     """One pydantic error as {"field", "message", "type"}, its message in plain words."""
-    message = err.get("msg", "invalid")
-    if err.get("type") == "missing":
-        message = "required field is missing"
-    elif err.get("type") == "extra_forbidden":
-        message = "unknown field"
-    elif message.startswith("Value error, "):
-        message = message[len("Value error, "):]
+    message = PLAIN_MESSAGES.get(err.get("type") or "") or plain(str(err.get("msg", "invalid")))
     return {"field": field_path(err.get("loc", ())), "message": message, "type": err.get("type")}
