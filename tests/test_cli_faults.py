@@ -127,3 +127,62 @@ def test_leaderboard_predictions_without_a_name_is_one_line_when_the_page_exists
         result.output
     assert page.read_text() == "# an earlier page\n"
     assert result.stdout == ""
+
+
+def test_a_config_that_is_a_directory_missing_or_not_utf8_is_one_line(corpus, tmp_path):
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "latin1.toml").write_bytes("# caf\xe9\n".encode("latin-1"))
+    for args, message in (
+            (("train-lm", corpus, "-o", tmp_path / "lm", "--config", tmp_path / "configs"),
+             "configs, field '--config': is a directory, not a file"),
+            (("synthesize", corpus, "--lm", tmp_path / "lm", "-o", tmp_path / "pairs",
+              "--config", tmp_path / "none.toml"), "none.toml, field '--config': no such file"),
+            (("train", tmp_path, "-o", tmp_path / "run", "--config", tmp_path / "latin1.toml"),
+             "latin1.toml, field '--config': not UTF-8 text (byte 5)")):
+        result = run_cli(*args)
+        assert result.refused(message), (args, result.output)
+
+
+def test_a_cache_that_is_a_file_is_refused_before_tokenizing(corpus, a_file, tmp_path):
+    for args in (("vocab", corpus, "-o", tmp_path / "vocab.json"),
+                 ("train-lm", corpus, "-o", tmp_path / "lm"),
+                 ("synthesize", corpus, "--lm", tmp_path / "lm", "-o", tmp_path / "pairs"),
+                 ("train", tmp_path, "-o", tmp_path / "run")):
+        result = run_cli(*args, "--cache", a_file)
+        assert result.refused(f"{a_file}: is a file; the output must be a directory"), \
+            (args, result.output)
+        assert "tokenizing" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file", "corpus.jsonl"]
+
+
+def test_synthesize_checks_its_language_model_before_tokenizing(corpus, tmp_path):
+    (tmp_path / "empty").mkdir()
+    for lm, message in (("missing", "no such model directory"),
+                        ("empty", "not a model directory: model.safetensors is missing")):
+        result = run_cli("synthesize", corpus, "--lm", tmp_path / lm, "-o", tmp_path / "pairs",
+                         "--workers", "0")
+        assert result.refused(f"{lm}: {message}"), result.output
+        assert "tokenizing" not in result.stderr and not (tmp_path / "pairs").exists()
+
+
+def test_synthesize_dev_and_excluded_entities_are_named_not_called_corrupt(corpus, tmp_path):
+    (tmp_path / "dev").mkdir()
+    for option, path, message in (("--dev", "dev", "is a directory, not a file"),
+                                  ("--exclude-entities", "ids.txt", "no such file")):
+        result = run_cli("synthesize", corpus, "--lm", tmp_path / "lm", "-o", tmp_path / "out",
+                         option, tmp_path / path)
+        assert result.refused(f"{path}, field '{option}': {message}"), result.output
+        assert "corrupt" not in result.output
+
+
+def test_train_checks_its_vocab_and_topic_model_before_the_caches(a_file, tmp_path):
+    (tmp_path / "pairs").mkdir()
+    (tmp_path / "vocab_dir").mkdir()
+    for args, message in (
+            (("--vocab", tmp_path / "vocab_dir"),
+             "vocab_dir, field '--vocab': is a directory, not a file"),
+            (("--topics", a_file),
+             f"{a_file}: not a topic model directory (topics.json is missing")):
+        result = run_cli("train", tmp_path / "pairs", "-o", tmp_path / "run", *args)
+        assert result.refused(message), (args, result.output)
+        assert not (tmp_path / "run").exists()  # refused before the run directory is made

@@ -72,6 +72,21 @@ def _check_output_dir(path: Path) -> None:
     check_output_dir(path)
 
 
+def _load_config(cls: type, path: Path | None, overrides: list[str]):
+    """load_config, with a --config that is a directory, missing or not UTF-8 said in one line."""
+    from denoisesum.config import load_config
+    from denoisesum.errors import InputError
+    from denoisesum.io import require_file
+
+    if path is not None:
+        require_file(path, field="--config")
+    try:
+        return load_config(cls, path, overrides)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", path=path,
+                         field="--config") from None
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"denoisesum {__version__}")
@@ -130,6 +145,7 @@ def vocab(corpus: CorpusArg,
     """Tokenize a corpus (cached) and build its vocabulary."""
     reader = _reader(corpus, entity_field, text_field, rating_field, category_field, skip_bad)
     _check_output_file(output, reader.paths)
+    _check_output_dir(cache or output.parent / "encoded")
     encoded = _encode(reader, cache or output.parent / "encoded", workers)
     built = encoded.build_vocab(max_size, min_count)
     built.save(output)
@@ -171,7 +187,7 @@ def train_lm(corpus: CorpusArg,
              skip_bad: SkipBad = False) -> None:
     """Train the bidirectional cloze language model used by segment noising."""
     _check_output_dir(output)
-    from denoisesum.config import load_config
+    _check_output_dir(cache or output / "encoded")
     from denoisesum.training import distributed
     from denoisesum.training.lm import LMRunConfig, LMTrainer
 
@@ -180,7 +196,7 @@ def train_lm(corpus: CorpusArg,
         extra.append(f"train.max_minutes={max_minutes}")
     if max_steps is not None:
         extra.append(f"train.max_steps={max_steps}")
-    cfg = load_config(LMRunConfig, config, extra)
+    cfg = _load_config(LMRunConfig, config, extra)
     reader = _reader(corpus, entity_field, text_field, rating_field, category_field, skip_bad)
     with distributed.setup().main_first():  # under torchrun: rank 0 tokenizes, the others reuse
         encoded = _encode(reader, cache or output / "encoded", workers)
@@ -240,22 +256,26 @@ def synthesize(corpus: CorpusArg,
                skip_bad: SkipBad = False) -> None:
     """Make (noisy reviews, summary) training pairs by segment and document noising."""
     _check_output_dir(output)
-    from denoisesum.config import load_config
+    _check_output_dir(cache or output / "encoded")
+    from denoisesum.io import require_file
+    from denoisesum.models.store import load_bilm
     from denoisesum.noising.pipeline import SynthesisConfig
     from denoisesum.noising.pipeline import synthesize as run
     from denoisesum.noising.plan import read_entity_list, review_set_sizes
 
     extra = list(overrides or [])
     if dev is not None:
-        mean, std = review_set_sizes(dev)
+        mean, std = review_set_sizes(require_file(dev, field="--dev"))
         extra += [f"n_mean={mean}", f"n_std={std}"]
     for key, value in (("preset", preset and f'"{preset}"'), ("pairs", pairs),
                        ("n_mean", n_mean), ("n_std", n_std)):
         if value is not None:
             extra.append(f"{key}={value}")
-    cfg = load_config(SynthesisConfig, config, extra)
+    cfg = _load_config(SynthesisConfig, config, extra)
     cfg.candidate_config()  # an unknown preset fails here, before any work
-    excluded = read_entity_list(exclude_entities) if exclude_entities else []
+    excluded = (read_entity_list(require_file(exclude_entities, field="--exclude-entities"))
+                if exclude_entities else [])
+    load_bilm(lm)  # a missing or damaged LM: an error now, not after tokenizing the corpus
     reader = _reader(corpus, entity_field, text_field, rating_field, category_field, skip_bad)
     encoded = _encode(reader, cache or output / "encoded", 2 if workers is None else
                       max(workers, 1))
@@ -503,8 +523,11 @@ def train_command(
             help="Encoded-pairs cache (default: RUN_DIR/data).")] = None) -> None:
     """Train the DenoiseSum summarizer on synthetic pairs."""
     _check_output_dir(output)
-    from denoisesum.config import load_config
+    if cache is not None:
+        _check_output_dir(cache)
     from denoisesum.data.vocab import Vocab
+    from denoisesum.io import require_file
+    from denoisesum.topics import load_topics
     from denoisesum.training.summarizer import SummarizerRunConfig, SummarizerTrainer
 
     extra = list(overrides or [])
@@ -512,11 +535,14 @@ def train_command(
                        ("data.topics", topics and json.dumps(str(topics)))):
         if value is not None:
             extra.append(f"{key}={value}")
-    cfg = load_config(SummarizerRunConfig, config, extra)
+    cfg = _load_config(SummarizerRunConfig, config, extra)
+    if cfg.model.discriminator and cfg.data.topics:
+        load_topics(cfg.data.topics)  # a bad topic model: an error now, not after the caches
     if (pairs / "shards").is_dir() and not (pairs / "manifest.json").exists():
         typer.echo(f"note: {pairs} has no manifest.json (synthesis unfinished?); training on the "
                    "shards present", err=True)
-    trainer = SummarizerTrainer(pairs, output, cfg, vocab=Vocab.load(vocab) if vocab else None,
+    vocab_given = Vocab.load(require_file(vocab, field="--vocab")) if vocab else None
+    trainer = SummarizerTrainer(pairs, output, cfg, vocab=vocab_given,
                                 resume=resume, cache_dir=cache, progress=sys.stderr.isatty())
     if trainer.dist.is_main:
         typer.echo(f"{len(trainer.train_pairs):,} training pairs, {len(trainer.held_pairs):,} "
