@@ -186,3 +186,13 @@ def test_train_checks_its_vocab_and_topic_model_before_the_caches(a_file, tmp_pa
         result = run_cli("train", tmp_path / "pairs", "-o", tmp_path / "run", *args)
         assert result.refused(message), (args, result.output)
         assert not (tmp_path / "run").exists()  # refused before the run directory is made
+
+
+def test_fit_names_a_config_or_dev_that_is_a_directory(corpus, tmp_path):
+    (tmp_path / "folder").mkdir()
+    for option in ("--config", "--dev"):
+        result = run_cli("fit", corpus, "-o", tmp_path / "model", "--preset", "tiny",
+                         option, tmp_path / "folder")
+        assert result.refused(f"folder, field '{option}': is a directory, not a file"), \
+            result.output
+        assert not (tmp_path / "model").exists()

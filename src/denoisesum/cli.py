@@ -594,7 +594,11 @@ def fit_command(
     _check_output_dir(output)
     from denoisesum.data.corpus import FieldNames
     from denoisesum.fit import FitRequest, run_fit
+    from denoisesum.io import require_file
 
+    for path, option in ((config, "--config"), (dev, "--dev")):
+        if path is not None:
+            require_file(path, field=option)  # a directory is named as one, not a traceback
     request = FitRequest(
         list(corpus), output, preset=preset, dev=dev, budget_hours=budget, lm=lm, config=config,
         overrides=list(overrides or []), skip_bad=skip_bad,
