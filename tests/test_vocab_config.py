@@ -76,3 +76,12 @@ def test_a_derived_key_is_refused_not_overwritten(tmp_path):
         load_config(SummarizerRunConfig, None, ["summarize.max_review_tokens=9"])
     cfg = load_config(SummarizerRunConfig, None, ["data.max_review_tokens=80"])
     assert cfg.data.max_review_tokens == 80
+
+
+def test_an_unreadable_config_file_is_one_error(tmp_path):
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfe lr = 1")
+    with pytest.raises(ConfigError, match="invalid TOML"):
+        load_config(Outer, binary)
+    with pytest.raises(ConfigError, match="is a directory"):
+        load_config(Outer, tmp_path)
