@@ -42,3 +42,16 @@ def cpu_name() -> str:
     except OSError:
         pass
     return processor()
+
+
+def parse_variants(text: str) -> dict[str, dict]:
+    """'name:key=value,key=value;name2:...' -> {name: {key: value}}, values read as TOML
+    literals (true, 3, 0.5, "x"); a variant with no settings is the model's own decoding."""
+    import tomllib
+
+    out: dict[str, dict] = {}
+    for item in filter(None, (v.strip() for v in text.split(";"))):
+        name, _, settings = item.partition(":")
+        pairs = [kv.split("=", 1) for kv in settings.split(",") if kv]
+        out[name.strip()] = {k.strip(): tomllib.loads(f"v = {v.strip()}")["v"] for k, v in pairs}
+    return out

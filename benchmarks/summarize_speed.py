@@ -2,6 +2,9 @@
 
     python benchmarks/summarize_speed.py --model denoisesum-yelp \
         --review-sets ../shared/data/yelp/meansum_dev.jsonl [--shortlist N] [--bf16]
+    python benchmarks/summarize_speed.py --model denoisesum-yelp \
+        --review-sets ../shared/data/yelp/meansum_dev.jsonl \
+        --variants "default:;whole-vocabulary:shortlist=0;rerank:rerank=true,subsets=3"
     nice -n 15 python benchmarks/summarize_speed.py [--entities 20] [--threads 2]
 
 With --model and --review-sets, the model summarizes the first --entities review sets with its
@@ -12,6 +15,11 @@ a randomly initialised DenoiseSum with DenoiseSumConfig's defaults (embeddings 3
 and a 30,000-word vocabulary summarizes synthetic entities of 8 reviews of about 100 words each,
 through the whole `Summarizer` path (tokenize, encode, beam search, detokenize), beam 5:
 latency per entity one at a time (p50/p95) and throughput in batches of 8.
+
+With --variants (`name:key=value,...;...`, keys of DecodeConfig or `shortlist`/`bf16`), every
+variant decodes the same entities in the same run, interleaved entity by entity so that a busy
+machine slows all of them alike, and each is reported as a ratio to the first variant, with the
+absolute times beside it (absolute CPU times differ up to 3x between machines here).
 
 A random model almost never produces </s> (its probability is about 1/30,000), so every summary
 runs to max_length (100 words): an upper bound on decoding time. A trained Yelp model stops
@@ -28,7 +36,7 @@ import statistics
 import time
 
 import torch
-from common import percentile, system
+from common import parse_variants, percentile, system
 
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.vocab import SPECIALS, Vocab
@@ -48,6 +56,48 @@ def make_entities(vocab: Vocab, n: int, reviews: int, words: int,
              for _ in range(reviews)] for _ in range(n)]
 
 
+def configured(base: SummarizerConfig, changes: dict) -> SummarizerConfig:
+    """A copy of `base` with a variant's changes: shortlist/bf16 on the summarizer config,
+    everything else on its decode config."""
+    top = {k: v for k, v in changes.items() if k in ("shortlist", "bf16")}
+    decode = dataclasses.replace(base.decode, **{k: v for k, v in changes.items()
+                                                 if k not in top})
+    decode.validate()
+    return dataclasses.replace(base, decode=decode, **top)
+
+
+def compare_variants(summarizer: Summarizer, entities: list, variants: dict[str, dict],
+                     batch_size: int) -> dict:
+    """Latency one entity at a time (interleaved across variants) and batched throughput of
+    each variant, with ratios to the first."""
+    base = summarizer.config
+    configs = {name: configured(base, changes) for name, changes in variants.items()}
+    latencies: dict[str, list[float]] = {name: [] for name in configs}
+    for reviews in entities:
+        for name, config in configs.items():
+            summarizer.config = config
+            start = time.perf_counter()
+            summarizer.summarize_tokens(reviews)
+            latencies[name].append(time.perf_counter() - start)
+    throughput = {}
+    for name, config in configs.items():
+        summarizer.config = config
+        start = time.perf_counter()
+        summarizer.summarize_batch(entities, batch_size=batch_size, warn=False)
+        throughput[name] = len(entities) / (time.perf_counter() - start)
+    summarizer.config = base
+    first = next(iter(configs))
+    p50 = {name: statistics.median(values) for name, values in latencies.items()}
+    return {"entities": len(entities), "reference": first, "torch_threads":
+            torch.get_num_threads(), "machine": system(), "variants": {
+                name: {"changes": variants[name], "p50_ms": 1000 * p50[name],
+                       "p95_ms": 1000 * percentile(latencies[name], 0.95),
+                       "p50_ratio_to_reference": p50[name] / p50[first],
+                       "batched_entities_per_s": throughput[name],
+                       "throughput_ratio_to_reference": throughput[name] / throughput[first]}
+                for name in configs}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entities", type=int, default=20, help="timed entities per test")
@@ -63,6 +113,7 @@ def main() -> None:
     parser.add_argument("--model", help="a model directory or an installed model's name "
                                         "(default: random weights)")
     parser.add_argument("--review-sets", help="review-set file to summarize (with --model)")
+    parser.add_argument("--variants", help="decodings to compare side by side (see above)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -84,6 +135,10 @@ def main() -> None:
     model = summarizer.model
     warmup, entities = entities[:2], entities[2:]
     summarizer.summarize_batch(warmup, batch_size=2)
+    if args.variants:
+        print(json.dumps(compare_variants(summarizer, entities, parse_variants(args.variants),
+                                          args.batch_size), indent=2))
+        return
 
     latencies, lengths = [], []
     for reviews in entities:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import tomllib
+import sys
 from pathlib import Path
 
 from denoisesum.data.reviewsets import read_review_sets
@@ -28,6 +28,9 @@ from denoisesum.evaluation.stats import paired_test
 from denoisesum.evaluation.style import style_report
 from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import atomic_write, write_json
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from common import parse_variants
 
 DEFAULT_VARIANTS = ";".join([
     "rerank-r1:rerank=true,rerank_ngrams=1",
@@ -39,15 +42,6 @@ DEFAULT_VARIANTS = ";".join([
     "word-limit-1:max_word_repeats=1",
     "third-person:block_first_person=true",
 ])
-
-
-def parse_variants(text: str) -> dict[str, dict]:
-    out: dict[str, dict] = {"base": {}}
-    for item in filter(None, (v.strip() for v in text.split(";"))):
-        name, _, settings = item.partition(":")
-        pairs = [kv.split("=", 1) for kv in settings.split(",") if kv]
-        out[name] = {k.strip(): tomllib.loads(f"v = {v.strip()}")["v"] for k, v in pairs}
-    return out
 
 
 def run_variant(summarizer: Summarizer, base, sets: list, changes: dict) -> dict:
@@ -104,7 +98,7 @@ def main() -> None:
     base = summarizer.config.decode
     rows = {} if args.force or not args.json.exists() else json.loads(args.json.read_text())
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    for name, changes in parse_variants(args.variants).items():
+    for name, changes in {"base": {}, **parse_variants(args.variants)}.items():
         if name in rows and rows[name]["changes"] == changes:
             continue
         rows[name] = run_variant(summarizer, base, sets, changes)
@@ -113,7 +107,11 @@ def main() -> None:
               flush=True)
     paired_tests(rows)
     write_json(args.json, rows)
-    text = table(rows, args.model, args.dev, len(sets))
+    command = ("python scripts/decoding_levers.py " + " ".join(
+        [str(args.model), str(args.dev), "--variants", f"'{args.variants}'", "--json",
+         str(args.json)] + (["--limit", str(args.limit)] if args.limit else [])))
+    text = f"# Decoding levers (dev set)\n\n```bash\n{command}\n```\n\n" + table(
+        rows, args.model, args.dev, len(sets))
     print(text)
     if args.markdown:
         with atomic_write(args.markdown) as handle:
