@@ -80,11 +80,12 @@ def _load_config(cls: type, path: Path | None, overrides: list[str]):
 
     if path is not None:
         require_file(path, field="--config")
-    try:
-        return load_config(cls, path, overrides)
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", path=path,
-                         field="--config") from None
+        try:
+            path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8 text (byte {exc.start})", path=path,
+                             field="--config") from None
+    return load_config(cls, path, overrides)
 
 
 def _version(value: bool) -> None:
@@ -707,7 +708,8 @@ def summarize_command(
                              "a 'warnings' field and a warning on standard error.")] = False,
         entity_field: EntityField = "entity_id", text_field: TextField = "text") -> None:
     """Summarize every entity's reviews with a trained DenoiseSum model; writes predictions
-    (JSONL: entity_id, summary)."""
+    (JSONL: entity_id, summary; reviews_read and reviews_total when the model chose which
+    reviews to read: at most its read_reviews setting, by default the most central)."""
     import contextlib
     import dataclasses
 
@@ -745,6 +747,7 @@ def summarize_command(
             for review_set, tokens in zip(chunk, summaries, strict=True):
                 text = " ".join(tokens) if raw else detokenize(tokens)
                 record: dict = {"entity_id": review_set.entity_id, "summary": text}
+                record.update(summarizer.reading_fields(len(review_set.reviews)))
                 if review_set.entity_id in flags:
                     record["warnings"] = flags[review_set.entity_id]
                 if explain:
@@ -753,6 +756,9 @@ def summarize_command(
                                          if k != "summary"}
                 if as_text:
                     flagged = "".join(f"  warning: {w}\n" for w in record.get("warnings", []))
+                    if "reviews_read" in record:
+                        flagged += (f"  read {record['reviews_read']} of "
+                                    f"{record['reviews_total']} reviews\n")
                     handle.write(f"{review_set.entity_id}\n  {text}\n{flagged}" + (
                         format_explanation(explanation, "    ") + "\n" if explain else ""))
                 else:

@@ -125,8 +125,10 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: Iterabl
                 given = tomllib.load(handle)
         except FileNotFoundError as exc:
             raise ConfigError(f"config file not found: {path}") from exc
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
         except IsADirectoryError:
             raise ConfigError(f"{path}: is a directory, not a config file") from None
     for text in overrides:
