@@ -11,12 +11,17 @@ A model directory (format and checks: models/store.py) of kind "denoisesum" may 
 "kind" and "model", the settings to summarize with:
 
     config.json         {"kind": "denoisesum", "model": {...},
-                         "summarize": {"max_review_tokens": 150, "max_reviews": 50,
+                         "summarize": {"max_review_tokens": 150, "read_reviews": 8,
                                        "decode": {DecodeConfig fields}}}
 
 "summarize" is optional: it lets a model ship the decoding settings it was tuned with (e.g. a
 min_length for its domain); absent keys take the SummarizerConfig defaults. Other top-level keys
 (the training run's settings, say) are ignored.
+
+Many reviews: the model reads at most `read_reviews` (8, the size of the sets it was trained on)
+of an entity's reviews, by default the most central ones (`select`; inference/selection.py);
+`reviews_read(reviews)` says which, `read_count(len(reviews))` how many, and `reading_fields`
+what the summarize command and the service report (reviews_read, reviews_total).
 """
 
 from __future__ import annotations
@@ -34,9 +39,10 @@ import torch
 from denoisesum.data.batch import inference_batch
 from denoisesum.data.tokenizer import detokenize
 from denoisesum.data.vocab import SPECIALS, Vocab
-from denoisesum.errors import DenoiseSumError
+from denoisesum.errors import ConfigError, DenoiseSumError
 from denoisesum.inference.beam import DecodeConfig, WordLists, banned_words, beam_search
 from denoisesum.inference.rerank import choose, review_subsets
+from denoisesum.inference.selection import SELECT_MODES, select_reviews
 from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
 from denoisesum.inference.support import STOPWORDS, Explanation, SupportConfig
 from denoisesum.inference.support import explain as explain_support
@@ -102,7 +108,13 @@ class UnreadableInputWarning(UserWarning):
 @dataclass
 class SummarizerConfig:
     max_review_tokens: int = 150  # each review is cut to its first words (encoder cost is linear)
-    max_reviews: int = 50  # an entity's first reviews only
+    # an entity's first max_reviews reviews are considered (the rest are ignored); the model
+    # reads read_reviews of them (all when there are no more), chosen by `select`: "central"
+    # (most similar to the others: inference/selection.py), "first", or "random" (seeded)
+    max_reviews: int = 1000
+    read_reviews: int = 8
+    select: str = "central"
+    seed: int = 0  # for select = "random"
     # bfloat16 matmuls and LSTMs (torch.autocast): about 2x faster on CPUs with AVX512-BF16
     # or AMX (decoding is bound by reading the 30k-word output layers every step), maybe slower
     # without; log-probabilities change in the third digit, so a close beam may go another way
@@ -111,6 +123,15 @@ class SummarizerConfig:
     # vocabulary): cheaper output layers, normalised over fewer words (inference/shortlist.py)
     shortlist: int = 0
     decode: DecodeConfig = field(default_factory=DecodeConfig)
+
+    def validate(self) -> None:
+        for name, ok, why in [("max_reviews", self.max_reviews >= 1, "must be at least 1"),
+                              ("read_reviews", self.read_reviews >= 1, "must be at least 1"),
+                              ("select", self.select in SELECT_MODES,
+                               f"must be one of {', '.join(SELECT_MODES)}")]:
+            if not ok:
+                value = getattr(self, name)
+                raise ConfigError(f"{name}={value!r} {why}", key=name, reason=f"{value!r} {why}")
 
 
 def load_model(directory: str | Path) -> tuple[DenoiseSum, Vocab, SummarizerConfig]:
@@ -150,6 +171,34 @@ class Summarizer:
     # ---- input ------------------------------------------------------------------------------
 
     def encode_reviews(self, reviews: Sequence[str], where: str = "") -> list[list[int]]:
+        """Review texts -> the word ids the model reads: the reviews of `reviews_read`, each cut
+        to max_review_tokens words."""
+        encoded = self._encode_all(reviews, where)
+        return [encoded[i] for i in self._select(encoded)]
+
+    def reviews_read(self, reviews: Sequence[str]) -> list[int]:
+        """Indices (into `reviews`, ascending) of the reviews the model reads: all of the first
+        max_reviews when there are at most read_reviews, else read_reviews of them chosen by
+        `config.select` (inference/selection.py)."""
+        return self._select(self._encode_all(reviews))
+
+    def read_count(self, total: int) -> int:
+        """How many of `total` reviews the model reads (len(reviews_read), without reading)."""
+        return min(total, self.config.max_reviews, self.config.read_reviews)
+
+    def reading_fields(self, total: int) -> dict[str, int]:
+        """{"reviews_read": n, "reviews_total": total} when the model chooses which of `total`
+        reviews to read (more than read_reviews among the first max_reviews), else {}: what
+        the summarize command and the service add to a summary."""
+        if min(total, self.config.max_reviews) <= self.config.read_reviews:
+            return {}
+        return {"reviews_read": self.read_count(total), "reviews_total": total}
+
+    def _select(self, encoded: list[list[int]]) -> list[int]:
+        return select_reviews(encoded, self.config.read_reviews, self.config.select,
+                              self.config.seed)
+
+    def _encode_all(self, reviews: Sequence[str], where: str = "") -> list[list[int]]:
         """Review texts -> word ids, cut to max_reviews reviews of max_review_tokens words."""
         if isinstance(reviews, str) or not isinstance(reviews, Sequence):
             raise DenoiseSumError(f"{where}reviews must be a list of review texts, got "
@@ -167,8 +216,9 @@ class Summarizer:
         return out
 
     def known_share(self, reviews: Sequence[str]) -> float | None:
-        """The share of the words the model reads (tokens with a letter or digit, of the
-        reviews it reads) that its vocabulary knows; None when there is no word at all."""
+        """The share of the words the model considers (tokens with a letter or digit, of the
+        first max_reviews reviews, whichever of them it reads) that its vocabulary knows; None
+        when there is no word at all."""
         tokens = [t for text in list(reviews)[: self.config.max_reviews] if isinstance(text, str)
                   for t in self.vocab.tokenizer.tokenize(text)[: self.config.max_review_tokens]]
         words = [t for t in tokens if _HAS_WORD.search(t)]
