@@ -88,7 +88,7 @@ BODY_SLACK = 4096  # the rest: the top-level keys, brackets and white space
 
 @dataclass
 class ServiceLimits:
-    max_reviews: int = 100  # reviews in one set (the model reads its first max_reviews only)
+    max_reviews: int = 100  # reviews in one set (the model reads read_reviews of them)
     max_review_chars: int = 5000  # characters in one review
     max_sets: int = 16  # review sets in one batch request
     timeout_s: float = 60.0  # a request waiting or running longer gets a 503/504

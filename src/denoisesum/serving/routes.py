@@ -45,7 +45,7 @@ def add_summarize_routes(app: FastAPI, queue: InferenceQueue, limits: "ServiceLi
     async def summarize(body: SummarizeRequest) -> dict:  # type: ignore[valid-type]
         [(summary, support_, warnings)] = await run(queue, [body.reviews], limits.timeout_s)
         return {"summary": summary, "support": support_, "warnings": warnings,
-                "model": model_id}
+                **queue.summarizer.reading_fields(len(body.reviews)), "model": model_id}
 
     @app.post("/v1/summarize/batch", response_model=BatchResponse, tags=["summarize"],
               summary="Summarize several review sets in one request",
@@ -53,7 +53,8 @@ def add_summarize_routes(app: FastAPI, queue: InferenceQueue, limits: "ServiceLi
     async def summarize_batch(body: BatchRequest) -> dict:  # type: ignore[valid-type]
         results = await run(queue, [s.reviews for s in body.sets], limits.timeout_s)
         return {"results": [{"id": s.id, "summary": summary, "support": support_,
-                             "warnings": warnings}
+                             "warnings": warnings,
+                             **queue.summarizer.reading_fields(len(s.reviews))}
                             for s, (summary, support_, warnings) in zip(body.sets, results,
                                                                           strict=True)],
                 "model": model_id}

@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictStr,
+    StringConstraints,
+    model_serializer,
+)
 
 if TYPE_CHECKING:  # app.py imports this module
     from denoisesum.serving.app import ServiceLimits
@@ -90,18 +98,40 @@ WARNINGS = Field(default_factory=list, description=(
     "are unknown to the model (another language?). Empty when the input is readable."))
 
 
-class SummarizeResponse(BaseModel):
+READ = Field(default=None, description=(
+    "How many of the reviews the model read, only when it chose which: more reviews than its "
+    "read_reviews setting (by default it reads the most central ones)."))
+TOTAL = Field(default=None, description="How many reviews it was given, with reviews_read.")
+
+
+class ReadCounts(BaseModel):
+    """reviews_read and reviews_total are left out when they are None (no choice was made)."""
+
+    @model_serializer(mode="wrap")
+    def _omit_counts_when_all_read(self, handler):
+        data = handler(self)
+        for key in ("reviews_read", "reviews_total"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
+
+
+class SummarizeResponse(ReadCounts):
     summary: str
     support: SupportOut
     warnings: list[str] = WARNINGS
+    reviews_read: int | None = READ
+    reviews_total: int | None = TOTAL
     model: str
 
 
-class BatchResult(BaseModel):
+class BatchResult(ReadCounts):
     id: str | None
     summary: str
     support: SupportOut
     warnings: list[str] = WARNINGS
+    reviews_read: int | None = READ
+    reviews_total: int | None = TOTAL
 
 
 class BatchResponse(BaseModel):
