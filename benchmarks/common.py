@@ -55,3 +55,13 @@ def parse_variants(text: str) -> dict[str, dict]:
         pairs = [kv.split("=", 1) for kv in settings.split(",") if kv]
         out[name.strip()] = {k.strip(): tomllib.loads(f"v = {v.strip()}")["v"] for k, v in pairs}
     return out
+
+
+def emit(text: str, markdown: Path | None = None) -> None:
+    """Print a report and, when asked, write it to `markdown` atomically."""
+    print(text)
+    if markdown:
+        from denoisesum.io import atomic_write  # only here: the load client has no torch
+
+        with atomic_write(markdown) as handle:
+            handle.write(text)

@@ -11,11 +11,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from common import percentile
+from common import emit, percentile
 
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.inference.summarizer import MIN_KNOWN_SHARE, Summarizer
-from denoisesum.io import atomic_write
 
 # two reviews per language, written for this check (restaurant reviews, as Yelp's)
 OTHER_LANGUAGES = {
@@ -57,10 +56,7 @@ def main() -> None:
         flag = "yes" if summarizer.input_warnings(reviews) else "no"
         lines.append(f"| {name} | {shown} | {flag} |")
     text = "\n".join(lines) + "\n"
-    print(text)
-    if args.markdown:
-        with atomic_write(args.markdown) as handle:
-            handle.write(text)
+    emit(text, args.markdown)
 
 
 if __name__ == "__main__":

@@ -159,7 +159,10 @@ def main() -> None:
                         help="an already trained run to score and compare with the rest "
                              "(for example a full row trained in fp32)")
     args = parser.parse_args()
-    from denoisesum.io import atomic_write, write_json
+    from denoisesum.io import write_json
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from common import emit
 
     rows = args.rows.split(",")
     for row in rows:
@@ -181,10 +184,7 @@ def main() -> None:
         label, _, run = extra.partition("=")
         scores[label] = score(Path(run), args)
     text = table(scores, args)
-    print(text)
-    if args.markdown:
-        with atomic_write(args.markdown) as handle:
-            handle.write(text)
+    emit(text, args.markdown)
 
 
 if __name__ == "__main__":

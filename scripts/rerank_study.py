@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -30,7 +31,10 @@ from denoisesum.evaluation.rouge import rouge_f1_per_entity
 from denoisesum.evaluation.stats import paired_test
 from denoisesum.inference.rerank import OverlapScorer, review_subsets
 from denoisesum.inference.summarizer import Summarizer
-from denoisesum.io import atomic_write, write_json
+from denoisesum.io import write_json
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from common import emit
 
 
 def decode_candidates(summarizer: Summarizer, sets: list, subsets: int) -> list[list[dict]]:
@@ -109,10 +113,7 @@ def main() -> None:
                      f"{test.difference:+.2f} | {test.p_value:.3f} |")
     lines.append(f"| oracle (reference-based ceiling) | {np.mean(best):.2f} | | | | |")
     text = "\n".join(lines) + "\n"
-    print(text)
-    if args.markdown:
-        with atomic_write(args.markdown) as handle:
-            handle.write(text)
+    emit(text, args.markdown)
 
 
 if __name__ == "__main__":
