@@ -102,7 +102,10 @@ def main() -> None:
         results[name] = rouge_f1_per_entity(chosen, refs)
     best = [max(rouge_f1_per_entity(t, [r] * len(t))["rouge1"]) for t, r in zip(texts, refs,
                                                                                    strict=True)]
-    lines = [f"Choosing among {np.mean([len(c) for c in candidates]):.1f} candidates per dev "
+    command = (f"python scripts/rerank_study.py {args.model} {args.dev} --subsets {args.subsets} "
+               f"--candidates {args.candidates}")
+    lines = ["# Choosing among candidate summaries (dev set)", "", f"```bash\n{command}\n```",
+             "", f"Choosing among {np.mean([len(c) for c in candidates]):.1f} candidates per dev "
              f"entity (beam hypotheses of the full review set and of {args.subsets} subsets), "
              f"model `{args.model}`, rouge-score F1; ΔR1 and p against `model`.", "",
              "| chooser | R1 | R2 | RL | ΔR1 | p |", "|---|--:|--:|--:|--:|--:|"]
