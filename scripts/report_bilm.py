@@ -40,28 +40,37 @@ def main() -> None:
     parser.add_argument("--tokenize-seconds", type=float, help="measured corpus tokenizing time")
     parser.add_argument("--wall-seconds", type=float, help="wall time of the train-lm command")
     parser.add_argument("--note", default="", help="a sentence on the conditions of the run")
+    parser.add_argument("--title", default="Bidirectional cloze LM on the Yelp corpus")
+    parser.add_argument("--purpose", default=(
+        "The LM that segment noising samples replacement words from (paper §3.1)."))
+    parser.add_argument("--command", help="the commands that made it (default: the noising "
+                                          "LM's recipe)")
+    parser.add_argument("--cache", type=Path, help="its tokenized-corpus cache (default: "
+                                                   "RUN/encoded)")
     args = parser.parse_args()
     results = json.loads((args.run / "results.json").read_text())
     cfg = json.loads((args.run / "run-config.json").read_text())
-    meta = json.loads((args.run / "encoded" / "meta.json").read_text())
+    meta = json.loads(((args.cache or args.run / "encoded") / "meta.json").read_text())
     metrics = [json.loads(x) for x in (args.run / "metrics.jsonl").read_text().splitlines()]
     held = results["heldout"]
     m, t = cfg["model"], cfg["train"]
     out = [
-        "# Bidirectional cloze LM on the Yelp corpus",
+        f"# {args.title}",
         "",
-        "The LM that segment noising samples replacement words from (paper §3.1). Word *j* is",
-        "predicted from the forward LSTM state after word *j−1* and the backward LSTM state after",
-        "word *j+1*.",
+        f"{args.purpose} Word *j* is predicted from the forward LSTM state after word *j−1* and",
+        "the backward LSTM state after word *j+1*.",
         "",
         "## How it was made",
         "",
         "```bash",
-        "bash scripts/train_bilm_yelp.sh runs/bilm-yelp   # train-lm with configs/bilm-yelp.toml",
-        "python benchmarks/bilm_throughput.py runs/bilm-yelp > runs/bilm-throughput.json",
-        "python scripts/report_bilm.py runs/bilm-yelp --throughput runs/bilm-throughput.json \\",
-        f"    --tokenize-seconds {args.tokenize_seconds or 0:.0f} "
-        f"--wall-seconds {args.wall_seconds or 0:.0f} --note '...' > docs/results/bilm.md",
+        *(args.command.splitlines() if args.command else [
+            "bash scripts/train_bilm_yelp.sh runs/bilm-yelp   # train-lm with "
+            "configs/bilm-yelp.toml",
+            "python benchmarks/bilm_throughput.py runs/bilm-yelp > runs/bilm-throughput.json",
+            "python scripts/report_bilm.py runs/bilm-yelp --throughput "
+            "runs/bilm-throughput.json \\",
+            f"    --tokenize-seconds {args.tokenize_seconds or 0:.0f} "
+            f"--wall-seconds {args.wall_seconds or 0:.0f} --note '...' > docs/results/bilm.md"]),
         "```",
         "",
         f"Machine: {os.cpu_count()} CPU cores ({cpu_name()}), no GPU, torch {torch.__version__}, "

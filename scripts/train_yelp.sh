@@ -18,7 +18,8 @@
 #   nohup bash scripts/train_yelp.sh runs/yelp > runs/yelp.log 2>&1 &
 # Settings (environment): PAIRS (100000, the paper's), TRAIN_MINUTES (0: until max_steps; a
 # session budget otherwise: the run stops, saves, and the next call resumes it), CONFIG, NOISE_LM
-# (models/bilm-yelp), INIT_LM ($ROOT/bilm-256; train it unless it exists), DENOISESUM_DATA
+# (models/bilm-yelp), INIT_LM (models/bilm-yelp-256 if shipped, else $ROOT/bilm-256, trained
+# unless it exists), DENOISESUM_DATA
 # (../shared/data), STAGES (all: lm,synthesize,topics,train,tune,test), SHIP (0; 1: export to
 # src/denoisesum/pretrained/denoisesum-yelp, the default model installed with the package).
 set -euo pipefail
@@ -30,7 +31,9 @@ PAIRS=${PAIRS:-100000}
 TRAIN_MINUTES=${TRAIN_MINUTES:-0}
 CONFIG=${CONFIG:-configs/denoisesum-yelp-lm256.toml}
 NOISE_LM=${NOISE_LM:-models/bilm-yelp}
-INIT_LM=${INIT_LM:-$ROOT/bilm-256}
+# the shipped 256-unit LM when there is one (its training is the slowest stage on a CPU)
+INIT_LM=${INIT_LM:-$([ -f models/bilm-yelp-256/model.safetensors ] && echo models/bilm-yelp-256 \
+  || echo "$ROOT/bilm-256")}
 STAGES=${STAGES:-lm,synthesize,topics,train,tune,test}
 SHIP=${SHIP:-0}
 SHIP_DIR=src/denoisesum/pretrained/denoisesum-yelp  # the default model, package data
