@@ -63,7 +63,11 @@ def main() -> None:
     a, b = (run.report.scores for run in scored)
     tests = {t: paired_test(a[t], b[t]) for t in ("rouge1", "rouge2", "rougeL")}
     lines += ["", "With minus without --dev, paired over the businesses: " + "; ".join(
-        f"{t} {x.difference:+.2f} (p {x.p_value:.3f})" for t, x in tests.items()) + "."]
+        f"{t} {x.difference:+.2f} (p {x.p_value:.3f})" for t, x in tests.items()) + ".",
+              "", "Both summarizers had the same training budget in minutes; on a shared "
+              "machine that is not the same number of steps (the train rows below say how "
+              "many), so the difference mixes what --dev buys (selection and a longer, "
+              "dev-chosen min_length) with how much each run could train."]
     for name, report in zip(names, reports, strict=True):
         lines += ["", f"## Stages, {name}", "", *stage_table(report)]
     emit("\n".join(lines) + "\n", args.markdown)
