@@ -76,7 +76,7 @@ CPU: dict[str, Any] = {  # configs/bilm-yelp-256.toml + configs/denoisesum-yelp-
         "model": {"embed_dim": 256, "hidden_dim": 256, "proj_dim": 256, "cutoffs": [2000, 10000]},
         "vocab": {"max_size": 30000, "min_count": 3},
         "train": {"batch_tokens": 4096, "max_len": 80, "lr": 0.002, "warmup_steps": 200,
-                  "max_steps": 4500, "max_minutes": 240.0, "eval_every": 500, "save_every": 250,
+                  "max_steps": 3000, "max_minutes": 240.0, "eval_every": 500, "save_every": 250,
                   "eval_reviews": 2000},
     },
     "synthesize": {"pairs": 100000, "preset": "yelp"},  # configs/synth-yelp.toml
