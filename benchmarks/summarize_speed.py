@@ -36,7 +36,7 @@ import statistics
 import time
 
 import torch
-from common import parse_variants, percentile, system
+from common import emit, parse_variants, percentile, system
 
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.vocab import SPECIALS, Vocab
@@ -98,6 +98,26 @@ def compare_variants(summarizer: Summarizer, entities: list, variants: dict[str,
                 for name in configs}}
 
 
+def emit_markdown(result: dict, args) -> None:
+    """The side-by-side table, with the command that made it."""
+    command = (f"python benchmarks/summarize_speed.py --model {args.model} --review-sets "
+               f"{args.review_sets} --entities {args.entities} --threads {args.threads} "
+               f"--variants '{args.variants}'")
+    lines = ["# Decoding speed, side by side", "", f"```bash\n{command}\n```", "",
+             f"{result['entities']} businesses of 8 reviews, one at a time (p50, p95) and in "
+             f"batches of {args.batch_size}; {result['torch_threads']} torch threads; "
+             f"{result['machine']}. Ratios are to `{result['reference']}`, measured in the same "
+             "run, entity by entity in turn, so that a busy machine slows every variant alike.",
+             "", "| decoding | settings | p50 ms | p95 ms | time vs reference | businesses/s "
+             "batched | throughput vs reference |", "|---|---|--:|--:|--:|--:|--:|"]
+    for name, v in result["variants"].items():
+        settings = ", ".join(f"{k}={x}" for k, x in v["changes"].items()) or "the model's own"
+        lines.append(f"| {name} | {settings} | {v['p50_ms']:.0f} | {v['p95_ms']:.0f} | "
+                     f"{v['p50_ratio_to_reference']:.2f}x | {v['batched_entities_per_s']:.2f} | "
+                     f"{v['throughput_ratio_to_reference']:.2f}x |")
+    emit("\n".join(lines) + "\n", args.markdown)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entities", type=int, default=20, help="timed entities per test")
@@ -114,6 +134,7 @@ def main() -> None:
                                         "(default: random weights)")
     parser.add_argument("--review-sets", help="review-set file to summarize (with --model)")
     parser.add_argument("--variants", help="decodings to compare side by side (see above)")
+    parser.add_argument("--markdown", help="with --variants: also write the table here")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -136,8 +157,11 @@ def main() -> None:
     warmup, entities = entities[:2], entities[2:]
     summarizer.summarize_batch(warmup, batch_size=2)
     if args.variants:
-        print(json.dumps(compare_variants(summarizer, entities, parse_variants(args.variants),
-                                          args.batch_size), indent=2))
+        result = compare_variants(summarizer, entities, parse_variants(args.variants),
+                                  args.batch_size)
+        print(json.dumps(result, indent=2))
+        if args.markdown:
+            emit_markdown(result, args)
         return
 
     latencies, lengths = [], []
