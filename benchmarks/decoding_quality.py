@@ -17,8 +17,6 @@ import argparse
 import json
 from pathlib import Path
 
-import numpy as np
-
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.evaluation.decoded import decode_and_score
 from denoisesum.inference.summarizer import Summarizer
@@ -40,9 +38,8 @@ def apply_variant(summarizer: Summarizer, variant: str) -> None:
 def run_variant(summarizer: Summarizer, sets: list, variant: str) -> dict:
     apply_variant(summarizer, variant)
     run = decode_and_score(summarizer, sets, "rouge")
-    return {"variant": variant, **run.means,
-            "words": float(np.mean([len(s.split()) for s in run.summaries])),
-            "seconds": run.seconds, "summaries": run.summaries}
+    return {"variant": variant, **run.means, "words": run.words, "seconds": run.seconds,
+            "summaries": run.summaries}
 
 
 def main() -> None:

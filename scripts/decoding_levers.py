@@ -47,8 +47,7 @@ DEFAULT_VARIANTS = ";".join([
 def run_variant(summarizer: Summarizer, base, sets: list, changes: dict) -> dict:
     summarizer.config.decode = dataclasses.replace(base, **changes)
     run = decode_and_score(summarizer, sets, "rouge,pooled")
-    words = sum(len(s.split()) for s in run.summaries) / len(run.summaries)
-    return {"changes": changes, "scores": run.means, "seconds": run.seconds, "words": words,
+    return {"changes": changes, "scores": run.means, "seconds": run.seconds, "words": run.words,
             "style": style_report(run.summaries).to_dict(), "summaries": run.summaries,
             "per_entity": run.report.scores}
 

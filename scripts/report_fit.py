@@ -55,10 +55,9 @@ def main() -> None:
              "| run | R1 | R2 | RL | words | total wall time |", "|---|--:|--:|--:|--:|--:|"]
     for name, run, report in zip(names, scored, reports, strict=True):
         m = run.means
-        words = sum(len(s.split()) for s in run.summaries) / len(run.summaries)
         lines.append(f"| {name} | {m['rouge1']:.2f} ({m['pooled_rouge1']:.2f}) | "
                      f"{m['rouge2']:.2f} ({m['pooled_rouge2']:.2f}) | {m['rougeL']:.2f} "
-                     f"({m['pooled_rougeL']:.2f}) | {words:.1f} | "
+                     f"({m['pooled_rougeL']:.2f}) | {run.words:.1f} | "
                      f"{report['seconds'] / 60:.1f} min |")
     a, b = (run.report.scores for run in scored)
     tests = {t: paired_test(a[t], b[t]) for t in ("rouge1", "rouge2", "rougeL")}

@@ -19,22 +19,15 @@ import itertools
 import json
 from pathlib import Path
 
-import numpy as np
-
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.evaluation.decoded import decode_and_score
-from denoisesum.evaluation.rouge import ROUGE_TYPES
 from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import atomic_write
 
 
 def score(summarizer: Summarizer, sets: list) -> dict[str, float]:
     run = decode_and_score(summarizer, sets, "rouge")
-    out = dict(run.means)
-    out["mean"] = float(np.mean([out[t] for t in ROUGE_TYPES]))
-    out["words"] = float(np.mean([len(s.split()) for s in run.summaries]))
-    out["seconds"] = run.seconds
-    return out
+    return {**run.means, "mean": run.rouge_mean, "words": run.words, "seconds": run.seconds}
 
 
 def main() -> None:

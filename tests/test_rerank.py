@@ -75,6 +75,8 @@ def test_decode_and_score_summarizes_and_scores_every_set(summarizer):
     assert len(run.summaries) == 3 and run.seconds > 0
     assert run.report.entity_ids == ["e0", "e1", "e2"]
     assert set(run.means) == {"rouge1", "rouge2", "rougeL"}
+    assert run.rouge_mean == pytest.approx(sum(run.means.values()) / 3)
+    assert run.words == pytest.approx(sum(len(s.split()) for s in run.summaries) / 3)
     assert run.summaries[0] == " ".join(summarizer.summarize_tokens(sets[0].reviews))
 
 

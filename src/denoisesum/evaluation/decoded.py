@@ -3,7 +3,7 @@ one way the decoding search, the decoding benchmarks and the trainer's dev-ROUGE
 measure a model.
 
     run = decode_and_score(summarizer, read_review_sets(dev_file), metrics="rouge,pooled")
-    run.means["rouge1"], run.seconds, run.summaries[0]
+    run.means["rouge1"], run.rouge_mean, run.words, run.seconds, run.summaries[0]
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from denoisesum.data.reviewsets import ReviewSet
 from denoisesum.evaluation.report import EvaluationReport, evaluate
+from denoisesum.evaluation.rouge import ROUGE_TYPES
 
 
 @dataclass
@@ -25,6 +26,16 @@ class DecodedRun:
     @property
     def means(self) -> dict[str, float]:
         return self.report.means
+
+    @property
+    def rouge_mean(self) -> float:
+        """The mean of rouge-score R1, R2 and RL F1: what decoding searches choose by."""
+        return sum(self.means[t] for t in ROUGE_TYPES) / len(ROUGE_TYPES)
+
+    @property
+    def words(self) -> float:
+        """Mean summary length in tokens."""
+        return sum(len(s.split()) for s in self.summaries) / max(1, len(self.summaries))
 
 
 def decode_and_score(summarizer, sets: Iterable[ReviewSet], metrics: Sequence[str] | str = "rouge",

@@ -413,9 +413,8 @@ def search_min_length(model_dir: Path, sets: list, grid: list[int], log: Log) ->
         summarizer.config.decode = dataclasses.replace(base, min_length=min(value,
                                                                             base.max_length))
         run = decode_and_score(summarizer, sets, "rouge")
-        scores = {t: float(run.means[t]) for t in ROUGE_TYPES}
-        rows.append({"min_length": value, **scores, "mean": float(np.mean(list(scores.values()))),
-                     "words": float(np.mean([len(s.split()) for s in run.summaries]))})
+        rows.append({"min_length": value, **{t: run.means[t] for t in ROUGE_TYPES},
+                     "mean": run.rouge_mean, "words": run.words})
         log(f"  min_length {value}: dev ROUGE mean {rows[-1]['mean']:.2f}, "
             f"{rows[-1]['words']:.1f} words")
     return rows
