@@ -52,6 +52,12 @@ class Markov:
         return self.log_tables[state.entity, prev], state
 
 
+def banning(always: torch.Tensor) -> WordMasks:
+    """Word masks that ban exactly `always` [V] and list no content words."""
+    none = torch.zeros(V, dtype=torch.bool)
+    return WordMasks(always, none, none)
+
+
 def fake_batch(n: int = 1):
     return SimpleNamespace(n_pairs=n, reviews=torch.zeros(n, 1, dtype=torch.long))
 
@@ -140,8 +146,8 @@ def test_greedy_is_beam_one():
     for e in range(4):  # the constrained argmax, step by step
         words, prev = [], BOS_ID
         while len(words) <= cfg.max_length:
-            ban = constraint_mask(torch.tensor([words], dtype=torch.long),
-                                  torch.tensor([i in (PAD_ID, UNK_ID, BOS_ID) for i in range(V)]),
+            always = torch.tensor([i in (PAD_ID, UNK_ID, BOS_ID) for i in range(V)])
+            ban = constraint_mask(torch.tensor([words], dtype=torch.long), banning(always),
                                   cfg)[0]
             prev = int(model.log_tables[e, prev].masked_fill(ban, -math.inf).argmax())
             if prev == EOS_ID:
@@ -204,7 +210,7 @@ def test_an_entity_with_every_word_banned_keeps_what_it_has():
 def test_constraint_mask_bans_what_would_repeat_a_trigram():
     cfg = DecodeConfig(min_length=0, no_immediate_repeat=False)
     history = torch.tensor([[A, B, C, A, B], [A, B, A, B, A], [A, B, C, D, E]])
-    ban = constraint_mask(history, torch.zeros(V, dtype=torch.bool), cfg)
+    ban = constraint_mask(history, banning(torch.zeros(V, dtype=torch.bool)), cfg)
     assert ban[0].nonzero().flatten().tolist() == [C]  # "a b" was followed by c
     assert ban[1].nonzero().flatten().tolist() == [B]  # "b a" was followed by b
     assert not ban[2, len(SPECIALS):].any()  # specials are always banned

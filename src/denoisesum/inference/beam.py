@@ -163,13 +163,11 @@ def _content_repeats(ban: torch.Tensor, history: torch.Tensor, masks: WordMasks,
         ban |= uses >= config.max_word_repeats
 
 
-def constraint_mask(history: torch.Tensor, always: torch.Tensor | WordMasks,
+def constraint_mask(history: torch.Tensor, masks: WordMasks,
                     config: DecodeConfig) -> torch.Tensor:
-    """True where a next word is banned. history [N, t] words so far, always [V] bool (or the
-    WordMasks of every word list) -> [N, V] bool."""
-    masks = always if isinstance(always, WordMasks) else None
+    """True where a next word is banned. history [N, t] words so far -> [N, V] bool."""
     n, t = history.shape
-    ban = (masks.always if masks else always).expand(n, -1).clone()  # [N, V]
+    ban = masks.always.expand(n, -1).clone()  # [N, V]
     if t < config.min_length:
         ban[:, EOS_ID] = True
     if t >= config.max_length:  # only </s> is left
@@ -184,7 +182,7 @@ def constraint_mask(history: torch.Tensor, always: torch.Tensor | WordMasks,
         prefix = history[:, t - size + 1:]  # [N, size-1], what the next word would extend
         match = (windows[:, :, :-1] == prefix.unsqueeze(1)).all(-1)  # [N, W]
         _mark(ban, windows[:, :, -1], match)
-    if masks is not None and t > 0:
+    if t > 0:
         _content_repeats(ban, history, masks, config)
     return ban
 
