@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 def review_subsets(n_reviews: int, count: int) -> list[list[int]]:
     """Up to `count` index subsets of n_reviews reviews: subset j leaves out the reviews i with
-    i % (count + 1) == j. None when there are fewer than 3 reviews (nothing left to vary)."""
+    i % (count + 1) == j. No subset when there are fewer than 3 reviews (nothing to vary)."""
     if n_reviews < 3:
         return []
     out = []
