@@ -73,19 +73,14 @@ def _check_output_dir(path: Path) -> None:
 
 
 def _load_config(cls: type, path: Path | None, overrides: list[str]):
-    """load_config, with a --config that is a directory, missing or not UTF-8 said in one line."""
+    """load_config, with a --config that is a directory, missing or unreadable said in one line
+    naming the option."""
     from denoisesum.config import load_config
-    from denoisesum.errors import InputError
     from denoisesum.io import require_file
 
     if path is not None:
         require_file(path, field="--config")
-        try:
-            path.read_bytes().decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 text (byte {exc.start})", path=path,
-                             field="--config") from None
-    return load_config(cls, path, overrides)
+    return load_config(cls, path, overrides, field="--config")
 
 
 def _version(value: bool) -> None:

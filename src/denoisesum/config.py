@@ -116,21 +116,23 @@ def _reject_derived(cls: type, given: dict[str, Any]) -> None:
 
 
 def load_config(cls: type[T], path: str | Path | None = None, overrides: Iterable[str] = (),
-                base: T | None = None) -> T:
-    """Build a `cls` from its defaults (or `base`), a TOML file, then `key=value` overrides."""
+                base: T | None = None, field: str | None = None) -> T:
+    """Build a `cls` from its defaults (or `base`), a TOML file, then `key=value` overrides.
+    `field`: the option that named the file (e.g. "--config"), said in the file's errors."""
     given: dict[str, Any] = {}
     if path is not None:
+        where = f"{path}, field '{field}'" if field else str(path)
         try:
             with open(path, "rb") as handle:
                 given = tomllib.load(handle)
         except FileNotFoundError as exc:
             raise ConfigError(f"config file not found: {path}") from exc
         except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+            raise ConfigError(f"{where}: invalid TOML: {exc}") from None
         except UnicodeDecodeError as exc:
-            raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+            raise ConfigError(f"{where}: not UTF-8 text (byte {exc.start})") from None
         except IsADirectoryError:
-            raise ConfigError(f"{path}: is a directory, not a config file") from None
+            raise ConfigError(f"{where}: is a directory, not a config file") from None
     for text in overrides:
         given = _merge(given, parse_override(text))
     _reject_derived(cls, given)
