@@ -54,7 +54,7 @@ import torch
 from common import cpu_name
 
 from denoisesum.inference.summarizer import Summarizer
-from denoisesum.inference.support import STOPWORDS
+from denoisesum.inference.support import is_content_word
 from denoisesum.io import atomic_write
 
 CORPUS = Path("../shared/data/yelp/corpus")
@@ -76,7 +76,7 @@ def read_shards(paths: list[Path]) -> tuple[dict[str, list[str]], dict[str, list
 
 
 def content_words(tokens: list[str]) -> list[str]:
-    return [t for t in tokens if t.isalpha() and t not in STOPWORDS]
+    return [t for t in tokens if is_content_word(t)]
 
 
 def lexicon(tokenized: list[list[str]], ratings: list[float]) -> dict[str, float]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import regex
 
-from denoisesum.inference.support import STOPWORDS
+from denoisesum.inference.support import is_content_word
 
 FIRST_PERSON_SINGULAR = frozenset({"i", "me", "my", "mine", "myself", "i'm", "i've", "i'd",
                                    "i'll"})
@@ -40,7 +40,7 @@ def sentences(text: str) -> list[list[str]]:
 
 
 def _content(words: Sequence[str]) -> list[str]:
-    return [w for w in words if w.isalpha() and w not in STOPWORDS]
+    return [w for w in words if is_content_word(w)]
 
 
 def repeated_words(text: str) -> int:

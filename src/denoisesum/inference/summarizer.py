@@ -44,7 +44,7 @@ from denoisesum.inference.beam import DecodeConfig, WordLists, banned_words, bea
 from denoisesum.inference.rerank import choose, review_subsets
 from denoisesum.inference.selection import SELECT_MODES, select_reviews
 from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
-from denoisesum.inference.support import STOPWORDS, Explanation, SupportConfig
+from denoisesum.inference.support import Explanation, SupportConfig, is_content_word
 from denoisesum.inference.support import explain as explain_support
 from denoisesum.models.denoisesum import DenoiseSum
 from denoisesum.models.store import CONFIG, load_denoisesum, parse_section
@@ -269,7 +269,7 @@ class Summarizer:
         if self._classes is None:
             tokens = self.vocab.tokens
             content = [i for i, w in enumerate(tokens)
-                       if i >= len(SPECIALS) and w.isalpha() and w not in STOPWORDS]
+                       if i >= len(SPECIALS) and is_content_word(w)]
             ends = [self.vocab.index[w] for w in (".", "!", "?") if w in self.vocab.index]
             ignore = {i for i, w in enumerate(tokens)
                       if i < len(SPECIALS) or not any(ch.isalnum() for ch in w)}

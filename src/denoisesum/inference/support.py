@@ -128,6 +128,12 @@ def fold(word: str) -> str:
     return word
 
 
+def is_content_word(word: str) -> bool:
+    """Alphabetic and not a stopword: the words that decoding limits the repetition of and that
+    evaluation.style counts (support itself also keeps words with digits)."""
+    return word.isalpha() and word not in STOPWORDS
+
+
 def content_words(tokens: Sequence[str]) -> list[tuple[str, str]]:
     """(folded key, lower-cased word) of each content word of a token list, in order."""
     out = []
