@@ -24,13 +24,14 @@ from pathlib import Path
 
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.evaluation.decoded import decode_and_score
+from denoisesum.evaluation.rouge import ROUGE_TYPES
 from denoisesum.evaluation.stats import paired_test
 from denoisesum.evaluation.style import style_report
 from denoisesum.inference.summarizer import Summarizer
-from denoisesum.io import atomic_write, write_json
+from denoisesum.io import write_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from common import parse_variants
+from common import emit, parse_variants
 
 DEFAULT_VARIANTS = ";".join([
     "rerank-r1:rerank=true,rerank_ngrams=1",
@@ -41,6 +42,10 @@ DEFAULT_VARIANTS = ";".join([
     "word-limit-2:max_word_repeats=2",
     "word-limit-1:max_word_repeats=1",
     "third-person:block_first_person=true",
+    "third-person+sentence:block_first_person=true,no_repeat_in_sentence=true",
+    "sentence+rerank-subsets3:no_repeat_in_sentence=true,rerank=true,subsets=3",
+    "third-person+sentence+rerank-subsets3:block_first_person=true,no_repeat_in_sentence=true,"
+    "rerank=true,subsets=3",
 ])
 
 
@@ -92,7 +97,8 @@ def main() -> None:
     parser.add_argument("--force", action="store_true", help="recompute stored variants")
     parser.add_argument("--write", metavar="VARIANT",
                         help="save this variant's settings into the model's config.json "
-                             "(summarize.decode), e.g. the one the table shows helps")
+                             "(summarize.decode); 'best': the variant with the best mean of "
+                             "R1/R2/RL (rouge-score), base included (then nothing changes)")
     args = parser.parse_args()
     sets = list(read_review_sets(args.dev))[: args.limit or None]
     summarizer = Summarizer.from_pretrained(args.model)
@@ -113,12 +119,17 @@ def main() -> None:
          str(args.json)] + (["--limit", str(args.limit)] if args.limit else [])))
     text = f"# Decoding levers (dev set)\n\n```bash\n{command}\n```\n\n" + table(
         rows, args.model, args.dev, len(sets))
-    print(text)
-    if args.markdown:
-        with atomic_write(args.markdown) as handle:
-            handle.write(text)
+    emit(text, args.markdown)
     if args.write:
-        write_variant(summarizer.path, rows[args.write]["changes"])  # a name: where it is
+        name = best_variant(rows) if args.write == "best" else args.write
+        if name not in rows:
+            raise SystemExit(f"--write: no variant named {name!r} (measured: {', '.join(rows)})")
+        write_variant(summarizer.path, rows[name]["changes"])  # a name: where it is
+
+
+def best_variant(rows: dict[str, dict]) -> str:
+    """The variant with the best mean of rouge-score R1/R2/RL (the first among equals)."""
+    return max(rows, key=lambda name: sum(rows[name]["scores"][t] for t in ROUGE_TYPES))
 
 
 def write_variant(model: Path, changes: dict) -> None:

@@ -9,7 +9,8 @@
 #   3. synthetic pairs: segment + document noise                  (denoisesum synthesize)
 #   4. the LDA topic model of the discriminator                   (denoisesum topics)
 #   5. the summarizer ($CONFIG: configs/denoisesum-yelp-lm256.toml), selected on dev ROUGE
-#   6. decoding chosen on the dev set (scripts/tune_decoding.py, scripts/decoding_levers.py), then
+#   6. decoding chosen on the dev set (scripts/tune_decoding.py: length and n-gram blocking;
+#      scripts/decoding_levers.py --write best: voice, repetition and reranking), then
 #      the test-set leaderboard next to the released systems (denoisesum leaderboard)
 #   7. the fp16 export that ships with the package, src/denoisesum/pretrained/denoisesum-yelp
 #      (scripts/export_model.py), SHIP=1 only
@@ -74,7 +75,7 @@ stage train denoisesum train "$ROOT/pairs" -o "$ROOT/model" --config "$CONFIG" \
 stage tune python scripts/tune_decoding.py "$ROOT/model" "$DEV" \
   --min-lengths 55,65,75 --no-repeat-ngrams 2 --write --markdown "$ROOT/decoding-dev.md"
 stage tune python scripts/decoding_levers.py "$ROOT/model" "$DEV" --json "$ROOT/levers-dev.json" \
-  --markdown "$ROOT/levers-dev.md"
+  --markdown "$ROOT/levers-dev.md" --write best
 stage test denoisesum summarize "$DATA/yelp/meansum_test.jsonl" --model "$ROOT/model" \
   -o "$ROOT/test.denoisesum.jsonl"
 stage test denoisesum leaderboard "$DATA/yelp/meansum_test.jsonl" \
