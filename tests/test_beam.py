@@ -12,6 +12,7 @@ import torch
 from denoisesum.data.batch import inference_batch
 from denoisesum.data.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID
 from denoisesum.errors import ConfigError
+from denoisesum.evaluation.style import restated_sentences
 from denoisesum.inference.beam import (
     DecodeConfig,
     WordLists,
@@ -19,6 +20,7 @@ from denoisesum.inference.beam import (
     banned_words,
     beam_search,
     constraint_mask,
+    restating,
 )
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
 
@@ -255,6 +257,48 @@ def test_sentence_blocking_changes_the_decoded_words():
     assert strict == [A, B, C, DOT]
 
 
+def test_a_sentence_that_restates_an_earlier_one_cannot_end():
+    cfg = DecodeConfig(min_length=0, no_immediate_repeat=False, no_repeat_ngram=0,
+                       restate_overlap=0.5)
+    history = torch.tensor([[A, B, DOT, B, A],  # the same two content words: restated
+                            [A, B, DOT, C, A],  # half of {C, A} was said: restated
+                            [A, B, DOT, C, D],  # one content word (D is none): may end
+                            [A, B, C, D, A]])  # no earlier sentence
+    ban = constraint_mask(history, masks(), cfg)
+    assert ban[:, DOT].tolist() == [True, True, False, False]
+    assert ban[:, EOS_ID].tolist() == [True, True, False, False]
+    assert not ban[0, [A, B, C, D]].any()  # only ending is banned: it must say something new
+
+
+def test_restating_agrees_with_the_style_measure():
+    # ids -> words: A-C content words, D a stopword, DOT a sentence end
+    text = {A: "apple", B: "bread", C: "cheese", D: "the", DOT: "."}
+    rng = random.Random(3)
+    for _ in range(300):
+        history = [rng.choice([A, B, C, D, DOT]) for _ in range(rng.randint(1, 14))]
+        current = " ".join(text[w] for w in history)
+        ended = restated_sentences(current + " .") - restated_sentences(
+            " ".join(text[w] for w in history[:len(history) - history[::-1].index(DOT)])
+            if DOT in history else "")
+        got = restating(torch.tensor([history]), masks(), 0.5)
+        assert bool(got[0]) == (ended > 0 and history[-1] != DOT), history
+
+
+def test_restatement_blocking_changes_the_decoded_words():
+    # likeliest: "a b . a b" then </s>; blocked (share 0.7), the second sentence must bring in
+    # a new content word before it may end: "a b . a b c"
+    t = table({BOS_ID: {A: 0.9}, A: {B: 0.9}, B: {DOT: 0.5, EOS_ID: 0.4, C: 0.05},
+               DOT: {A: 0.9}, C: {EOS_ID: 0.9}}, floor=1e-4)
+    cfg = DecodeConfig(beam_size=3, min_length=5, max_length=7, no_repeat_ngram=0,
+                       no_immediate_repeat=False, length_penalty=0.0)
+    words = WordLists((), [A, B, C], [DOT])
+    loose = beam_search(Markov(t[None]), fake_batch(), cfg, words=words)[0][0].tokens
+    assert loose == [A, B, DOT, A, B]
+    cfg.restate_overlap = 0.7
+    strict = beam_search(Markov(t[None]), fake_batch(), cfg, words=words)[0][0].tokens
+    assert strict == [A, B, DOT, A, B, C]
+
+
 def test_first_person_blocking():
     index = {"<pad>": 0, "<unk>": 1, "<s>": 2, "</s>": 3, "i": A, "my": B, "food": C, "good": D}
     assert banned_words(DecodeConfig(), index) == []
@@ -275,6 +319,7 @@ def test_bad_settings_are_named():
                                                         "min_length"),
                      ({"length_penalty": -1.0}, "length_penalty"),
                      ({"max_word_repeats": -1}, "max_word_repeats"),
+                     ({"restate_overlap": 1.5}, "restate_overlap"),
                      ({"subsets": 2}, "subsets"), ({"rerank_ngrams": 0}, "rerank_ngrams")]:
         with pytest.raises(ConfigError, match=f"decode.{key}="):
             beam_search(Markov(torch.ones(1, V, V)), fake_batch(), DecodeConfig(**bad))

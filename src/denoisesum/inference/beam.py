@@ -29,7 +29,11 @@ pool was clean and clean"): they apply to the words the caller lists as content 
 (`WordLists.content`; the Summarizer passes alphabetic non-stopwords). `no_repeat_in_sentence`
 bans a content word already used in the current sentence (since the last of
 `WordLists.sentence_ends`); `max_word_repeats` = k bans a content word once the hypothesis holds
-it k times.
+it k times. And one against restated sentences ("the staff is friendly . the staff is very
+friendly"): with `restate_overlap` = s, a sentence may not end (no sentence end, no `</s>`) while
+it has at least two content words and a share s of them were all in one earlier sentence, the
+measure of `evaluation.style.restated_sentences` at s = 0.5; the hypothesis must go on to say
+something new, or lose to one that does.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ class DecodeConfig:
     first_person: tuple[str, ...] = FIRST_PERSON
     no_repeat_in_sentence: bool = False  # ban a content word already in the current sentence
     max_word_repeats: int = 0  # a content word appears at most this often; 0: no limit
+    restate_overlap: float = 0.0  # no sentence ends restating one earlier sentence; 0: off
     # input-aware choice (inference/rerank.py): among the beam's finished hypotheses, plus those
     # decoded from `subsets` subsets of the reviews, keep the one closest to the input reviews
     rerank: bool = False
@@ -73,6 +78,8 @@ class DecodeConfig:
                   ("length_penalty", self.length_penalty >= 0, "must be >= 0"),
                   ("no_repeat_ngram", self.no_repeat_ngram >= 0, "must be >= 0 (0: off)"),
                   ("max_word_repeats", self.max_word_repeats >= 0, "must be >= 0 (0: off)"),
+                  ("restate_overlap", 0 <= self.restate_overlap <= 1,
+                   "must be between 0 (off) and 1"),
                   ("subsets", self.subsets >= 0, "must be >= 0"),
                   ("subsets", self.rerank or not self.subsets,
                    "needs rerank = true (the candidates of the subsets must be chosen among)"),
@@ -163,6 +170,29 @@ def _content_repeats(ban: torch.Tensor, history: torch.Tensor, masks: WordMasks,
         ban |= uses >= config.max_word_repeats
 
 
+def restating(history: torch.Tensor, masks: WordMasks, share: float) -> torch.Tensor:
+    """[N] True where the unfinished sentence of history [N, t] restates an earlier one: >= 2
+    distinct content words, of which at least `share` all occur in one earlier sentence."""
+    n, t = history.shape
+    ends = masks.ends[history].long()  # [N, t]
+    sentence = ends.cumsum(1) - ends  # [N, t] sentence index; an end belongs to its sentence
+    current = sentence == ends.sum(1, keepdim=True)  # [N, t] the unfinished sentence
+    content = masks.content[history]
+    same = history.unsqueeze(2) == history.unsqueeze(1)  # [N, t(i), t(j)] same word at i and j
+    before = torch.ones(t, t, dtype=torch.bool, device=history.device).tril(-1)  # j < i
+    again = (same & before & current.unsqueeze(1)).any(2)  # word i already said in this sentence
+    words = content & current & ~again  # [N, t] distinct content words of the current sentence
+    size = words.sum(1)  # [N]
+    n_sentences = int(ends.sum(1).max()) + 1
+    if n_sentences == 1:
+        return torch.zeros(n, dtype=torch.bool, device=history.device)
+    earlier = (same & (content & ~current).unsqueeze(1)).long()  # [N, i, j] word i said at j
+    found = torch.zeros(n, t, n_sentences, dtype=torch.long, device=history.device)
+    found.scatter_add_(2, sentence.unsqueeze(1).expand(n, t, t), earlier)  # [N, i, sentence]
+    overlap = ((found > 0) & words.unsqueeze(2)).sum(1)  # [N, sentence] words shared with each
+    return (size >= 2) & (overlap >= share * size.unsqueeze(1)).any(1)
+
+
 def constraint_mask(history: torch.Tensor, masks: WordMasks,
                     config: DecodeConfig) -> torch.Tensor:
     """True where a next word is banned. history [N, t] words so far -> [N, V] bool."""
@@ -184,6 +214,10 @@ def constraint_mask(history: torch.Tensor, masks: WordMasks,
         _mark(ban, windows[:, :, -1], match)
     if t > 0:
         _content_repeats(ban, history, masks, config)
+    if t > 0 and config.restate_overlap:
+        rows = restating(history, masks, config.restate_overlap)  # [N]
+        ban[rows] |= masks.ends
+        ban[rows, EOS_ID] = True
     return ban
 
 
