@@ -90,10 +90,30 @@ def test_the_decoding_levers_are_command_line_options(summarizer, tmp_path):
         "the pizza was great", "great pizza , slow staff", "the staff was slow"]}) + "\n")
     model = summarizer.path
     args = [sys.executable, "-m", "denoisesum.cli", "summarize", str(sets), "--model", str(model),
-            "--rerank", "--subsets", "2", "--no-repeat-in-sentence", "--max-word-repeats", "1"]
+            "--rerank", "--subsets", "2", "--no-repeat-in-sentence", "--max-word-repeats", "1",
+            "--restate-overlap", "0.5"]
     done = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["summary"]
     bad = subprocess.run([*args[:7], "--subsets", "2", "--no-rerank"], capture_output=True,
                          text=True, timeout=120)
     assert bad.returncode != 0 and "needs rerank" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_recipe_never_picks_reranking_as_the_default():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "decoding_levers.py"
+    spec = importlib.util.spec_from_file_location("decoding_levers", path)
+    levers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(levers)
+
+    def row(changes, r1):
+        return {"changes": changes, "scores": {"rouge1": r1, "rouge2": 5.0, "rougeL": 15.0}}
+
+    rows = {"base": row({}, 30.0), "restate": row({"restate_overlap": 0.5}, 30.5),
+            "rerank": row({"rerank": True, "subsets": 3}, 31.0)}
+    assert levers.best_variant(rows) == "restate"  # reranking scores best but costs 4x
+    rows["restate"]["scores"]["rouge1"] = 29.0
+    assert levers.best_variant(rows) == "base"
