@@ -1,0 +1,93 @@
+"""scripts/report_yelp.py on a run directory laid out as scripts/train_yelp.sh leaves it.
+
+The predictions are real systems' outputs on the MeanSum sets (so the scores are known), the
+training files are small stand-ins written here."""
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+from conftest import SHARED_DATA, needs_data, write_jsonl
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "report_yelp.py"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("report_yelp", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def style(first_person: float) -> dict:
+    return {"summaries": 100, "with_repeated_words": 0.02, "repeated_words": 0.02,
+            "with_restated_sentence": 0.5, "restated_sentences": 0.6,
+            "first_person": first_person}
+
+
+def lever(changes: dict, r1: float, first_person: float) -> dict:
+    return {"changes": changes, "scores": {"rouge1": r1, "rouge2": 8.0, "rougeL": 19.0},
+            "style": style(first_person)}
+
+
+def fake_run(run: Path) -> None:
+    yelp = SHARED_DATA / "yelp"
+    (run / "model").mkdir(parents=True)
+    (run / "pairs").mkdir()
+    (run / "stage-seconds.tsv").write_text("synthesize\t1800\ntrain\t6000\ncompare\t40\n"
+                                           "compare\t50\n")
+    (run / "pairs" / "manifest.json").write_text(json.dumps(
+        {"pairs": 100000, "settings": {"preset": "yelp", "n_mean": 8.0}}))
+    (run / "model" / "results.json").write_text(json.dumps(
+        {"steps": 2000, "epochs": 0.16, "train_pairs": 99000, "pairs_per_second": 12.5,
+         "train_seconds": 1280.0, "best_step": 1000, "device": "cpu"}))
+    (run / "model" / "config.json").write_text(json.dumps(
+        {"model": {"hidden_dim": 256}, "train": {"batch_size": 8, "dev_entities": 50,
+                                                "init_lm": "models/bilm-yelp-256"},
+         "summarize": {"decode": {"block_first_person": True, "min_length": 65}}}))
+    (run / "model" / "lm-init.json").write_text(json.dumps(
+        {"embedding_rows": 30000, "vocab_size": 30000, "copied": ["encoder forward LSTM"],
+         "skipped": []}))
+    write_jsonl(run / "model" / "metrics.jsonl", [
+        {"step": 1000, "loss": 5.0, "pairs": 8000},
+        {"step": 1000, "val_nll": 4.25, "dev_rouge1": 34.0, "dev_rouge2": 8.0,
+         "dev_rougeL": 19.5, "dev_mean": 20.5, "best": True},
+        {"step": 2000, "loss": 4.8, "pairs": 16000},
+        {"step": 2000, "val_nll": 4.10, "dev_rouge1": 33.0, "dev_rouge2": 7.5,
+         "dev_rougeL": 19.0, "dev_mean": 19.8, "best": False}])
+    (run / "decoding-dev.md").write_text("| min_length | R1 |\n|--:|--:|\n| 65 | 34.0 |\n")
+    levers = {"base": lever({}, 34.0, 0.0),
+              "first-person": lever({"block_first_person": False}, 34.2, 0.98)}
+    levers["first-person"]["vs_base"] = {m: {"difference": d, "p_value": 0.5} for m, d in
+                                         [("rouge1", 0.2), ("rouge2", 0.0), ("rougeL", -0.1)]}
+    (run / "levers-dev.json").write_text(json.dumps(levers))
+    dev = [json.loads(line) for line in (yelp / "meansum_dev.jsonl").read_text().splitlines()]
+    for name, review in (("new", 0), ("previous", 1)):  # a review as the "summary"
+        write_jsonl(run / f"dev.{name}.jsonl", [
+            {"entity_id": s["entity_id"], "summary": s["reviews"][review]} for s in dev])
+    shutil.copy(yelp / "systems" / "plansum.test.jsonl", run / "test.new.jsonl")
+    shutil.copy(yelp / "systems" / "denoisesum.test.jsonl", run / "test.previous.jsonl")
+    (run / "leaderboard.md").write_text("# board\n\n| system | R1 |\n|---|--:|\n| plansum | 34 |\n")
+
+
+@needs_data
+def test_the_report_is_computed_from_the_run_files(tmp_path):
+    fake_run(tmp_path / "run")
+    text = load_script().report(tmp_path / "run")
+    # PlanSum's outputs (as "this model") against the target and the released DenoiseSum ones
+    assert "this model **34.95/7.12/19.82**" in text
+    assert "**The target is not reached** on pooled R1, pooled R2, pooled RL." in text
+    assert "| test: this model vs PlanSum (released outputs) | R1 | 34.37 | 34.37 | +0.00 |" in text
+    previous = next(line for line in text.splitlines()
+                    if line.startswith("| test: this model vs previous default | R1 |"))
+    assert "| 34.37 | 29.77 | +4.60 |" in previous
+    assert "dev (50 unseen)" in text and "dev (all 100)" in text
+    # learning curve, lever table with what was shipped, what the LM start copied
+    assert "| 1,000 | 8,000 | 4.250 | 34.00 | 8.00 | 19.50 | 20.50 | yes |" in text
+    assert "| base | the model's own |" in text and "| yes |" in text
+    first = next(line for line in text.splitlines() if line.startswith("| first-person |"))
+    assert "+0.20 (p 0.500)" in first and first.endswith("| 98% |  |")
+    assert "copied 30,000 embedding rows and the LSTMs encoder forward LSTM" in text
+    assert "| compare | 1.5 min |" in text  # a stage run twice is summed
+    assert text.count("- **this model:**") == 5
