@@ -28,7 +28,13 @@
 # (../shared/data), STAGES (all: lm,synthesize,topics,train,tune,compare,test), SHIP (0; 1: export
 # to src/denoisesum/pretrained/denoisesum-yelp, the default model installed with the package),
 # PREVIOUS (denoisesum-yelp: the model this run is compared with, by name or path), LEVERS (the
-# decoding levers measured on dev, each against the model's own decoding).
+# decoding levers measured on dev, each against the model's own decoding), INIT_MODEL (continue
+# from a trained summarizer's weights instead of the LM, e.g. the packaged model a shorter session
+# shipped: its own vocabulary, fresh optimizer) with SEED (1; another seed for a continuation, so
+# it does not see the pairs again in the order the first run saw them).
+# A run that stops at TRAIN_MINUTES resumes from its checkpoint when called again (same ROOT).
+# Across sessions, where runs/ is gone, the pairs are made again (the same shards, seed 1) and
+# INIT_MODEL carries the weights on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -80,8 +86,13 @@ stage synthesize denoisesum synthesize "$CORPUS" --lm "$NOISE_LM" -o "$ROOT/pair
 [ -f "$ROOT/topics/topics.json" ] ||
   stage topics denoisesum topics "$CORPUS" -o "$ROOT/topics" --topics 100 --sample 50000
 # shellcheck disable=SC2046
+if [ -n "${INIT_MODEL:-}" ]; then
+  START=(--set 'train.init_lm=""' --set "train.init_model=\"$INIT_MODEL\"")
+else
+  START=(--vocab "$INIT_LM/vocab.json" --set "train.init_lm=\"$INIT_LM\"")
+fi
 stage train denoisesum train "$ROOT/pairs" -o "$ROOT/model" --config "$CONFIG" \
-  --topics "$ROOT/topics" --vocab "$INIT_LM/vocab.json" --set "train.init_lm=\"$INIT_LM\"" \
+  --topics "$ROOT/topics" "${START[@]}" --set "train.seed=${SEED:-1}" \
   --set "train.max_minutes=$TRAIN_MINUTES" $(resume_flag "$ROOT/model")
 stage tune python scripts/tune_decoding.py "$ROOT/model" "$DEV" \
   --min-lengths 55,65,75 --no-repeat-ngrams 2 --write --markdown "$ROOT/decoding-dev.md"
