@@ -26,14 +26,12 @@ import os
 import sys
 from pathlib import Path
 
-import torch
-
 from denoisesum.data.reviewsets import read_predictions, read_review_sets
 from denoisesum.evaluation.report import EvaluationReport, compare, evaluate
 from denoisesum.evaluation.style import style_report
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from common import cpu_name, emit
+from common import emit
 
 SHARED = Path(os.environ.get("DENOISESUM_DATA", "../shared/data")) / "yelp"
 # issue 14: the pooled (py-rouge style) test scores the shipped model must reach, above
@@ -48,9 +46,9 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def score(predictions: Path, gold: Path, first: int = 0, last: int = 0) -> EvaluationReport:
-    """rouge-score and pooled scores of a prediction file on gold[first:last or None]."""
-    sets = list(read_review_sets(gold))[first: last or None]
+def score(predictions: Path, gold: Path, first: int = 0) -> EvaluationReport:
+    """rouge-score and pooled scores of a prediction file on the review sets gold[first:]."""
+    sets = list(read_review_sets(gold))[first:]
     summaries = {p.entity_id: p.summary for p in read_predictions(predictions)}
     return evaluate({s.entity_id: summaries[s.entity_id] for s in sets},
                     {s.entity_id: s.summaries for s in sets}, "rouge,pooled")
@@ -69,7 +67,7 @@ PAIRED_HEAD = ["| comparison (A vs B) | metric | A | B | A-B | 95% interval | p 
 
 
 def outcome(new: EvaluationReport, previous: EvaluationReport) -> list[str]:
-    means = new.means
+    means = {m: round(v, 2) for m, v in new.means.items()}  # as printed
     missed = [m for m in TARGET if means[m] < TARGET[m]]
     scores = "/".join(f"{means[m]:.2f}" for m in TARGET)
     target = "/".join(f"{TARGET[m]:g}" for m in TARGET)
@@ -80,8 +78,9 @@ def outcome(new: EvaluationReport, previous: EvaluationReport) -> list[str]:
             f"the previous default {old}, the target {target}. {verdict}"]
 
 
-def curve(model: Path) -> list[str]:
-    """Pairs seen against validation NLL and dev ROUGE, one row per evaluation."""
+def curve(model: Path, kept_step: int, batch_size: int) -> list[str]:
+    """Pairs seen against validation NLL and dev ROUGE, one row per evaluation; `kept`: the
+    checkpoint exported (the best by dev ROUGE)."""
     out = ["| step | pairs seen | val NLL | dev R1 | dev R2 | dev RL | dev mean | kept |",
            "|--:|--:|--:|--:|--:|--:|--:|:-:|"]
     pairs = {}
@@ -89,36 +88,31 @@ def curve(model: Path) -> list[str]:
         if "pairs" in record:
             pairs[record["step"]] = record["pairs"]
         if "dev_rouge1" in record:
-            seen = pairs.get(record["step"], record["step"] * 8)
+            seen = pairs.get(record["step"], record["step"] * batch_size)
             nll = record.get("val_nll", float("nan"))
             out.append(f"| {record['step']:,} | {seen:,} | {nll:.3f} "
                        f"| {record['dev_rouge1']:.2f} | {record['dev_rouge2']:.2f} | "
                        f"{record['dev_rougeL']:.2f} | {record['dev_mean']:.2f} | "
-                       f"{'yes' if record.get('best') else ''} |")
+                       f"{'yes' if record['step'] == kept_step else ''} |")
     return out
 
 
-def _delta(test: dict | None) -> str:
-    return "–" if not test else f"{test['difference']:+.2f} (p {test['p_value']:.3f})"
-
-
-def levers(path: Path, config: dict) -> list[str]:
-    """One row per lever measured on dev: its effect against the model's own decoding, and
-    whether the shipped decoding (config.json's summarize.decode) has it."""
-    rows = json.loads(path.read_text())
+def shipped_lever(rows: dict[str, dict], config: dict) -> str:
+    """The measured variant whose settings the shipped decoding has (base: none of the others)."""
     shipped = config.get("summarize", {}).get("decode", {})
-    out = ["| lever | settings | dev R1 | dev R2 | dev RL | ΔR1 | ΔR2 | ΔRL | repeat | restate "
-           "| 1st person | shipped |", "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|:-:|"]
-    for name, row in rows.items():
-        s, st, test = row["scores"], row["style"], row.get("vs_base", {})
-        settings = ", ".join(f"{k}={v}" for k, v in row["changes"].items()) or "the model's own"
-        kept = all(shipped.get(k) == v for k, v in row["changes"].items())
-        out.append(f"| {name} | {settings} | {s['rouge1']:.2f} | {s['rouge2']:.2f} | "
-                   f"{s['rougeL']:.2f} | {_delta(test.get('rouge1'))} | "
-                   f"{_delta(test.get('rouge2'))} | {_delta(test.get('rougeL'))} | "
-                   f"{st['with_repeated_words']:.0%} | {st['with_restated_sentence']:.0%} | "
-                   f"{st['first_person']:.0%} | {'yes' if kept else ''} |")
-    return out
+    return next((name for name, row in rows.items() if row["changes"]
+                 and all(shipped.get(k) == v for k, v in row["changes"].items())), "base")
+
+
+def levers(run: Path, config: dict) -> list[str]:
+    """decoding_levers.py's table of the run (its own markdown, title dropped), and the choice."""
+    rows = json.loads((run / "levers-dev.json").read_text())
+    table = (run / "levers-dev.md").read_text().strip().split("\n", 1)[1].strip()
+    kept = shipped_lever(rows, config)
+    dropped = [name for name in rows if name not in (kept, "base")]
+    return [table, "", f"Kept: **{kept}**" + (" (the decoding the model was trained and "
+                                               "selected with)" if kept == "base" else "")
+            + "; dropped: " + (", ".join(dropped) or "none") + "."]
 
 
 def style_rows(files: dict[str, Path]) -> list[str]:
@@ -167,22 +161,49 @@ def examples(run: Path, count: int) -> list[str]:
     return out
 
 
-def report(run: Path) -> str:
+def dev_comparison(run: Path, selected: int) -> tuple[str, list[str]]:
+    """Paired rows of this model against the previous default on dev: on the businesses
+    checkpoint selection did not see (the first `selected` were seen; 0: all) and on all."""
+    gold = SHARED / "meansum_dev.jsonl"
+    every = [score(run / f"dev.{v}.jsonl", gold) for v in ("new", "previous")]
+    n_dev = len(every[0].entity_ids)
+    rows = paired_rows(f"dev (all {n_dev}): this model vs previous default", *every)
+    if not 0 < selected < n_dev:
+        return (f"Checkpoint selection used all {n_dev} dev businesses, so no dev row is free "
+                "of it."), rows
+    unseen = [score(run / f"dev.{v}.jsonl", gold, first=selected) for v in ("new", "previous")]
+    return (f"The first dev rows use the {n_dev - selected} dev businesses that checkpoint "
+            f"selection did not see (it used the first {selected}); the decoding levers were "
+            f"chosen on all {n_dev}."), [
+        *paired_rows(f"dev ({n_dev - selected} unseen): this model vs previous default", *unseen),
+        *rows]
+
+
+def training_lines(run: Path, results: dict, config: dict) -> list[str]:
+    manifest = json.loads((run / "pairs" / "manifest.json").read_text())
+    init = run / "model" / "lm-init.json"
+    return [
+        f"Synthetic pairs: {manifest['pairs']:,} ({manifest['settings']['preset']} preset, N = "
+        f"{manifest['settings']['n_mean']:g}). Training: {results['steps']:,} steps of "
+        f"{config['train']['batch_size']} pairs = {results['epochs']:.2f} epochs of "
+        f"{results['train_pairs']:,} training pairs, {results['pairs_per_second']:.1f} pairs/s, "
+        f"{results['train_seconds'] / 60:.1f} min of training steps; kept: step "
+        f"{results['best_step']:,} (best dev ROUGE mean of the selection businesses).", "",
+        *lm_start(config, json.loads(init.read_text()) if init.exists() else {}), "",
+        "Model settings: `" + json.dumps(config["model"]) + "`; shipped decoding: `"
+        + json.dumps(config.get("summarize", {}).get("decode", {})) + "`."]
+
+
+def report(run: Path, examples_shown: int = 5) -> str:
     model = run / "model"
     results = json.loads((model / "results.json").read_text())
     config = json.loads((model / "config.json").read_text())
-    manifest = json.loads((run / "pairs" / "manifest.json").read_text())
-    lm_init = json.loads((model / "lm-init.json").read_text()) if (
-        model / "lm-init.json").exists() else {}
-    dev_gold, test_gold = SHARED / "meansum_dev.jsonl", SHARED / "meansum_test.jsonl"
-    selected = config["train"]["dev_entities"]
+    test_gold = SHARED / "meansum_test.jsonl"
     test_new = score(run / "test.new.jsonl", test_gold)
     test_previous = score(run / "test.previous.jsonl", test_gold)
     plansum = score(SHARED / "systems" / "plansum.test.jsonl", test_gold)
-    dev_unseen = [score(run / f"dev.{v}.jsonl", dev_gold, first=selected)
-                  for v in ("new", "previous")]
-    dev_all = [score(run / f"dev.{v}.jsonl", dev_gold) for v in ("new", "previous")]
-    n_dev = len(dev_all[0].entity_ids)
+    selected = config["train"]["dev_entities"]
+    dev_note, dev_rows = dev_comparison(run, selected)
     lines = [
         "# The default Yelp model: recipe, scores, examples", "",
         f"Generated by `python scripts/report_yelp.py {run} --markdown docs/results/yelp.md` "
@@ -191,51 +212,37 @@ def report(run: Path) -> str:
         "the model shipped.", "",
         "## Outcome", "", *outcome(test_new, test_previous), "",
         "Paired tests (two-sided approximate randomization, 10,000 trials; intervals: paired "
-        f"bootstrap). The dev rows use the {n_dev - selected} dev businesses that checkpoint "
-        f"selection did not see (it used the first {selected}); the decoding levers were "
-        f"chosen on all {n_dev}.", "", *PAIRED_HEAD,
-        *paired_rows(f"dev ({n_dev - selected} unseen): this model vs previous default",
-                     *dev_unseen),
-        *paired_rows(f"dev (all {n_dev}): this model vs previous default", *dev_all),
+        f"bootstrap). {dev_note}", "", *PAIRED_HEAD, *dev_rows,
         *paired_rows("test: this model vs previous default", test_new, test_previous),
         *paired_rows("test: this model vs PlanSum (released outputs)", test_new, plansum), "",
         "## Test set: this model next to earlier systems", "",
         *[line for line in (run / "leaderboard.md").read_text().splitlines()
           if line.startswith("|")], "",
         "## Recipe and wall times", "",
-        f"Machine: {os.cpu_count()} cores ({cpu_name()}), torch {torch.__version__}, "
-        f"training on {results.get('device', 'cpu')}.", "", *times_table(run / "stage-seconds.tsv"),
-        "",
-        f"Synthetic pairs: {manifest['pairs']:,} ({manifest['settings']['preset']} preset, N = "
-        f"{manifest['settings']['n_mean']:g}). Training: {results['steps']:,} steps of "
-        f"{config['train']['batch_size']} pairs = {results['epochs']:.2f} epochs of "
-        f"{results['train_pairs']:,} training pairs, {results['pairs_per_second']:.1f} pairs/s, "
-        f"{results['train_seconds'] / 60:.1f} min of training steps; kept: step "
-        f"{results['best_step']:,} (best dev ROUGE mean on the first {selected} dev "
-        "businesses).", "",
-        *lm_start(config, lm_init), "",
-        "Model settings: `" + json.dumps(config["model"]) + "`; shipped decoding: `"
-        + json.dumps(config.get("summarize", {}).get("decode", {})) + "`.", "",
+        f"Training ran on {results.get('device', 'cpu')} with {results.get('threads', '?')} "
+        "threads (from results.json). Wall time per stage, summed over the calls of the recipe "
+        "(a run cut by TRAIN_MINUTES is called again):", "",
+        *times_table(run / "stage-seconds.tsv"), "",
+        *training_lines(run, results, config), "",
         "## Learning curve", "",
-        f"Validation NLL on held-out synthetic pairs; dev ROUGE (rouge-score F1) on the first "
-        f"{selected} dev businesses with the decoding of the training config.", "",
-        *curve(model), "",
+        "Validation NLL on held-out synthetic pairs; dev ROUGE (rouge-score F1) on the "
+        f"{f'first {selected}' if selected else 'all'} dev businesses, with the decoding of the "
+        "training config; `kept`: the checkpoint exported.", "",
+        *curve(model, results["best_step"], config["train"]["batch_size"]), "",
         "## Decoding, chosen on the dev set", "",
         (run / "decoding-dev.md").read_text().strip(), "",
-        "Then the levers of issue 14, each paired against the model's own decoding on all "
-        f"{n_dev} dev businesses (`scripts/decoding_levers.py`; repeat, restate and 1st "
-        "person are shares of summaries; `shipped`: the packaged decoding has it). The rule "
-        "that chose: the best mean of R1/R2/RL, reranking left out of the choice (its cost "
-        "breaks the speed target; docs/results/decoding-speed.md).", "",
-        *levers(run / "levers-dev.json", config), "",
+        "Then the decoding levers of issue 14, each paired against the model's own decoding. "
+        "The rule that chose: the best mean of R1/R2/RL, reranking left out of the choice (it "
+        "costs 4x the time: [decoding-speed.md](decoding-speed.md)).", "",
+        *levers(run, config), "",
         "## Voice and repetition, previous default and this model", "",
         *style_rows({"dev, previous default": run / "dev.previous.jsonl",
                      "dev, this model": run / "dev.new.jsonl",
                      "test, previous default": run / "test.previous.jsonl",
                      "test, this model": run / "test.new.jsonl"}), "",
-        "## Five test businesses", "",
-        "Every 20th test business, so the examples are not picked by quality.", "",
-        *examples(run, 5)]
+        f"## {examples_shown} test businesses", "",
+        "Evenly spaced in the test file, so the examples are not picked by quality.", "",
+        *examples(run, examples_shown)]
     return "\n".join(lines) + "\n"
 
 

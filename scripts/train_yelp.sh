@@ -25,13 +25,16 @@
 # session budget otherwise: the run stops, saves, and the next call resumes it), CONFIG, NOISE_LM
 # (models/bilm-yelp), INIT_LM (models/bilm-yelp-256 if shipped, else $ROOT/bilm-256, trained
 # unless it exists), DENOISESUM_DATA
-# (../shared/data), STAGES (all: lm,synthesize,topics,train,tune,compare,test), SHIP (0; 1: export
-# to src/denoisesum/pretrained/denoisesum-yelp, the default model installed with the package),
-# PREVIOUS (denoisesum-yelp: the model this run is compared with, by name or path), LEVERS (the
+# (../shared/data), STAGES (lm,synthesize,topics,train,tune,compare; and test, named on its own
+# once dev says the model is the one to ship), SHIP (0; 1: export to
+# src/denoisesum/pretrained/denoisesum-yelp, the default model installed with the package),
+# PREVIOUS (denoisesum-yelp: the model this run is compared with, by name or path; its dev and
+# test summaries are made once per run, before any SHIP=1 replaces what the name means), LEVERS (the
 # decoding levers measured on dev, each against the model's own decoding), INIT_MODEL (continue
 # from a trained summarizer's weights instead of the LM, e.g. the packaged model a shorter session
-# shipped: its own vocabulary, fresh optimizer) with SEED (1; another seed for a continuation, so
-# it does not see the pairs again in the order the first run saw them).
+# shipped, once it has the sizes of CONFIG, i.e. was itself trained with configs/denoisesum-yelp-
+# lm256.toml: its own vocabulary, fresh optimizer) with SEED (1; another seed for a continuation,
+# so it does not see the pairs again in the order the first run saw them).
 # A run that stops at TRAIN_MINUTES resumes from its checkpoint when called again (same ROOT).
 # Across sessions, where runs/ is gone, the pairs are made again (the same shards, seed 1) and
 # INIT_MODEL carries the weights on.
@@ -47,7 +50,8 @@ NOISE_LM=${NOISE_LM:-models/bilm-yelp}
 # the shipped 256-unit LM when there is one (its training is the slowest stage on a CPU)
 INIT_LM=${INIT_LM:-$([ -f models/bilm-yelp-256/model.safetensors ] && echo models/bilm-yelp-256 \
   || echo "$ROOT/bilm-256")}
-STAGES=${STAGES:-lm,synthesize,topics,train,tune,compare,test}
+# test is left out unless named: the test set is scored once, for a model dev says to ship
+STAGES=${STAGES:-lm,synthesize,topics,train,tune,compare}
 SHIP=${SHIP:-0}
 PREVIOUS=${PREVIOUS:-denoisesum-yelp}
 # against the decoding the model trained with (third person, in-sentence blocking; its config)
@@ -85,26 +89,27 @@ stage synthesize denoisesum synthesize "$CORPUS" --lm "$NOISE_LM" -o "$ROOT/pair
   --config configs/synth-yelp.toml --pairs "$PAIRS" --cache "$ROOT/encoded"
 [ -f "$ROOT/topics/topics.json" ] ||
   stage topics denoisesum topics "$CORPUS" -o "$ROOT/topics" --topics 100 --sample 50000
-# shellcheck disable=SC2046
 if [ -n "${INIT_MODEL:-}" ]; then
   START=(--set 'train.init_lm=""' --set "train.init_model=\"$INIT_MODEL\"")
 else
   START=(--vocab "$INIT_LM/vocab.json" --set "train.init_lm=\"$INIT_LM\"")
 fi
+# shellcheck disable=SC2046
 stage train denoisesum train "$ROOT/pairs" -o "$ROOT/model" --config "$CONFIG" \
   --topics "$ROOT/topics" "${START[@]}" --set "train.seed=${SEED:-1}" \
   --set "train.max_minutes=$TRAIN_MINUTES" $(resume_flag "$ROOT/model")
 stage tune python scripts/tune_decoding.py "$ROOT/model" "$DEV" \
   --min-lengths 55,65,75 --no-repeat-ngrams 2 --write --markdown "$ROOT/decoding-dev.md"
+# --force: a later call of a resumed run measures its new checkpoint, not the stored rows
 stage tune python scripts/decoding_levers.py "$ROOT/model" "$DEV" --variants "$LEVERS" \
-  --json "$ROOT/levers-dev.json" --markdown "$ROOT/levers-dev.md" --write best
-for model in new:"$ROOT/model" previous:"$PREVIOUS"; do
-  stage compare denoisesum summarize "$DEV" --model "${model#*:}" -o "$ROOT/dev.${model%%:*}.jsonl"
+  --json "$ROOT/levers-dev.json" --markdown "$ROOT/levers-dev.md" --write best --force
+stage compare denoisesum summarize "$DEV" --model "$ROOT/model" -o "$ROOT/dev.new.jsonl"
+for sets in dev:"$DEV" test:"$DATA/yelp/meansum_test.jsonl"; do  # once per run, see PREVIOUS
+  [ -f "$ROOT/${sets%%:*}.previous.jsonl" ] || stage compare denoisesum summarize "${sets#*:}" \
+    --model "$PREVIOUS" -o "$ROOT/${sets%%:*}.previous.jsonl"
 done
-for model in new:"$ROOT/model" previous:"$PREVIOUS"; do
-  stage test denoisesum summarize "$DATA/yelp/meansum_test.jsonl" --model "${model#*:}" \
-    -o "$ROOT/test.${model%%:*}.jsonl"
-done
+stage test denoisesum summarize "$DATA/yelp/meansum_test.jsonl" --model "$ROOT/model" \
+  -o "$ROOT/test.new.jsonl"
 stage test denoisesum leaderboard "$DATA/yelp/meansum_test.jsonl" \
   --systems "$DATA/yelp/systems" --baselines lexrank,clustroid,oracle -o "$ROOT/leaderboard.md" \
   --predictions "denoisesum-new=$ROOT/test.new.jsonl" \

@@ -271,17 +271,19 @@ def test_a_sentence_that_restates_an_earlier_one_cannot_end():
 
 
 def test_restating_agrees_with_the_style_measure():
-    # ids -> words: A-C content words, D a stopword, DOT a sentence end
+    # ids -> words: A-C content words, D a stopword, DOT a sentence end; batches of rows with
+    # different numbers of sentences, as in a beam
     text = {A: "apple", B: "bread", C: "cheese", D: "the", DOT: "."}
     rng = random.Random(3)
-    for _ in range(300):
-        history = [rng.choice([A, B, C, D, DOT]) for _ in range(rng.randint(1, 14))]
-        current = " ".join(text[w] for w in history)
-        ended = restated_sentences(current + " .") - restated_sentences(
-            " ".join(text[w] for w in history[:len(history) - history[::-1].index(DOT)])
-            if DOT in history else "")
-        got = restating(torch.tensor([history]), masks(), 0.5)
-        assert bool(got[0]) == (ended > 0 and history[-1] != DOT), history
+    for _ in range(60):
+        length = rng.randint(1, 14)
+        rows = [[rng.choice([A, B, C, D, DOT]) for _ in range(length)] for _ in range(5)]
+        got = restating(torch.tensor(rows), masks(), 0.5).tolist()
+        for history, flag in zip(rows, got, strict=True):
+            done = history[:len(history) - history[::-1].index(DOT)] if DOT in history else []
+            ended = restated_sentences(" ".join(text[w] for w in history) + " .") - \
+                restated_sentences(" ".join(text[w] for w in done))
+            assert flag == (ended > 0), history
 
 
 def test_restatement_blocking_changes_the_decoded_words():

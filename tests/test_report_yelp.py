@@ -3,21 +3,11 @@
 The predictions are real systems' outputs on the MeanSum sets (so the scores are known), the
 training files are small stand-ins written here."""
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
 
-from conftest import SHARED_DATA, needs_data, write_jsonl
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "report_yelp.py"
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("report_yelp", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from conftest import SHARED_DATA, load_script, needs_data, write_jsonl
 
 
 def style(first_person: float) -> dict:
@@ -51,6 +41,8 @@ def fake_run(run: Path) -> None:
          "skipped": []}))
     write_jsonl(run / "model" / "metrics.jsonl", [
         {"step": 1000, "loss": 5.0, "pairs": 8000},
+        {"step": 500, "val_nll": 4.40, "dev_rouge1": 33.0, "dev_rouge2": 7.0,
+         "dev_rougeL": 19.0, "dev_mean": 19.7, "best": True},  # an earlier best: not kept
         {"step": 1000, "val_nll": 4.25, "dev_rouge1": 34.0, "dev_rouge2": 8.0,
          "dev_rougeL": 19.5, "dev_mean": 20.5, "best": True},
         {"step": 2000, "loss": 4.8, "pairs": 16000},
@@ -58,10 +50,11 @@ def fake_run(run: Path) -> None:
          "dev_rougeL": 19.0, "dev_mean": 19.8, "best": False}])
     (run / "decoding-dev.md").write_text("| min_length | R1 |\n|--:|--:|\n| 65 | 34.0 |\n")
     levers = {"base": lever({}, 34.0, 0.0),
-              "first-person": lever({"block_first_person": False}, 34.2, 0.98)}
-    levers["first-person"]["vs_base"] = {m: {"difference": d, "p_value": 0.5} for m, d in
-                                         [("rouge1", 0.2), ("rouge2", 0.0), ("rougeL", -0.1)]}
+              "first-person": lever({"block_first_person": False}, 34.2, 0.98),
+              "restate": lever({"restate_overlap": 0.5}, 33.8, 0.0)}
     (run / "levers-dev.json").write_text(json.dumps(levers))
+    (run / "levers-dev.md").write_text("# Decoding levers (dev set)\n\n| variant | R1 |\n"
+                                       "|---|--:|\n| base | 34.00 |\n")
     dev = [json.loads(line) for line in (yelp / "meansum_dev.jsonl").read_text().splitlines()]
     for name, review in (("new", 0), ("previous", 1)):  # a review as the "summary"
         write_jsonl(run / f"dev.{name}.jsonl", [
@@ -74,7 +67,7 @@ def fake_run(run: Path) -> None:
 @needs_data
 def test_the_report_is_computed_from_the_run_files(tmp_path):
     fake_run(tmp_path / "run")
-    text = load_script().report(tmp_path / "run")
+    text = load_script("report_yelp").report(tmp_path / "run")
     # PlanSum's outputs (as "this model") against the target and the released DenoiseSum ones
     assert "this model **34.95/7.12/19.82**" in text
     assert "**The target is not reached** on pooled R1, pooled R2, pooled RL." in text
@@ -83,11 +76,26 @@ def test_the_report_is_computed_from_the_run_files(tmp_path):
                     if line.startswith("| test: this model vs previous default | R1 |"))
     assert "| 34.37 | 29.77 | +4.60 |" in previous
     assert "dev (50 unseen)" in text and "dev (all 100)" in text
-    # learning curve, lever table with what was shipped, what the LM start copied
+    # learning curve (kept: the exported step only), levers and the choice, the LM start
     assert "| 1,000 | 8,000 | 4.250 | 34.00 | 8.00 | 19.50 | 20.50 | yes |" in text
-    assert "| base | the model's own |" in text and "| yes |" in text
-    first = next(line for line in text.splitlines() if line.startswith("| first-person |"))
-    assert "+0.20 (p 0.500)" in first and first.endswith("| 98% |  |")
+    assert "| 500 | 4,000 | 4.400 | 33.00 | 7.00 | 19.00 | 19.70 |  |" in text
+    assert "| base | 34.00 |" in text and "# Decoding levers" not in text
+    assert "Kept: **base** (the decoding the model was trained and selected with); dropped: " \
+        "first-person, restate." in text
     assert "copied 30,000 embedding rows and the LSTMs encoder forward LSTM" in text
     assert "| compare | 1.5 min |" in text  # a stage run twice is summed
     assert text.count("- **this model:**") == 5
+
+
+@needs_data
+def test_the_shipped_lever_and_a_selection_on_every_dev_business(tmp_path):
+    run = tmp_path / "run"
+    fake_run(run)
+    config = json.loads((run / "model" / "config.json").read_text())
+    config["train"]["dev_entities"] = 0  # selection saw every dev business
+    config["summarize"]["decode"]["restate_overlap"] = 0.5  # --write chose "restate"
+    (run / "model" / "config.json").write_text(json.dumps(config))
+    text = load_script("report_yelp").report(run)
+    assert "Kept: **restate**; dropped: first-person." in text
+    assert "no dev row is free of it" in text and "unseen" not in text
+    assert "dev (all 100): this model vs previous default" in text

@@ -101,13 +101,9 @@ def test_the_decoding_levers_are_command_line_options(summarizer, tmp_path):
 
 
 def test_the_recipe_never_picks_reranking_as_the_default():
-    import importlib.util
-    from pathlib import Path
+    from conftest import load_script
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "decoding_levers.py"
-    spec = importlib.util.spec_from_file_location("decoding_levers", path)
-    levers = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(levers)
+    levers = load_script("decoding_levers")
 
     def row(changes, r1):
         return {"changes": changes, "scores": {"rouge1": r1, "rouge2": 5.0, "rougeL": 15.0}}

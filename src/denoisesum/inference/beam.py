@@ -104,7 +104,7 @@ class WordLists:
     """Word ids (in the model's output space) that the constraints treat specially."""
 
     banned: Sequence[int] = ()  # never produced (e.g. first-person pronouns)
-    content: Sequence[int] = ()  # subject to no_repeat_in_sentence and max_word_repeats
+    content: Sequence[int] = ()  # for no_repeat_in_sentence, max_word_repeats, restate_overlap
     sentence_ends: Sequence[int] = ()  # a sentence ends after one of these (. ! ?)
 
 
@@ -175,6 +175,9 @@ def restating(history: torch.Tensor, masks: WordMasks, share: float) -> torch.Te
     distinct content words, of which at least `share` all occur in one earlier sentence."""
     n, t = history.shape
     ends = masks.ends[history].long()  # [N, t]
+    n_sentences = int(ends.sum(1).max()) + 1
+    if n_sentences == 1:  # no earlier sentence anywhere
+        return torch.zeros(n, dtype=torch.bool, device=history.device)
     sentence = ends.cumsum(1) - ends  # [N, t] sentence index; an end belongs to its sentence
     current = sentence == ends.sum(1, keepdim=True)  # [N, t] the unfinished sentence
     content = masks.content[history]
@@ -183,9 +186,6 @@ def restating(history: torch.Tensor, masks: WordMasks, share: float) -> torch.Te
     again = (same & before & current.unsqueeze(1)).any(2)  # word i already said in this sentence
     words = content & current & ~again  # [N, t] distinct content words of the current sentence
     size = words.sum(1)  # [N]
-    n_sentences = int(ends.sum(1).max()) + 1
-    if n_sentences == 1:
-        return torch.zeros(n, dtype=torch.bool, device=history.device)
     earlier = (same & (content & ~current).unsqueeze(1)).long()  # [N, i, j] word i said at j
     found = torch.zeros(n, t, n_sentences, dtype=torch.long, device=history.device)
     found.scatter_add_(2, sentence.unsqueeze(1).expand(n, t, t), earlier)  # [N, i, sentence]
@@ -215,9 +215,9 @@ def constraint_mask(history: torch.Tensor, masks: WordMasks,
     if t > 0:
         _content_repeats(ban, history, masks, config)
     if t > 0 and config.restate_overlap:
-        rows = restating(history, masks, config.restate_overlap)  # [N]
-        ban[rows] |= masks.ends
-        ban[rows, EOS_ID] = True
+        rows = restating(history, masks, config.restate_overlap).unsqueeze(1)  # [N, 1]
+        ban |= rows & masks.ends
+        ban[:, EOS_ID:EOS_ID + 1] |= rows
     return ban
 
 
