@@ -129,6 +129,31 @@ def test_changed_inputs_remake_a_cheap_stage_and_refuse_the_others(fitted, tmp_p
         "stage 'synthesize' (work/pairs) was run on other inputs (lm changed since)")
 
 
+def test_a_separate_lm_noises_the_pairs(fitted, tmp_path):
+    # the summarizer starts from the fitted LM (--lm); the pairs are noised with another one
+    lm = fitted["model"] / "work" / "lm"
+    weights = load_file(str(lm / "model.safetensors"))
+    weights["embed.weight"] = weights["embed.weight"] * -1
+    other = tmp_path / "noise-lm"
+    shutil.copytree(lm, other)
+    save_file(weights, str(other / "model.safetensors"))
+    model = tmp_path / "model"
+    args = fit_args(fitted["corpus"], model, "--lm", str(lm), "--noise-lm", str(other))
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert f"; noised with the LM in {other}" in result.output
+    shard = Path("work", "pairs", "shards", "shard-00000.jsonl.gz")
+    assert (model / shard).read_bytes() != (fitted["model"] / shard).read_bytes()
+    init = json.loads((model / "work" / "train" / "lm-init.json").read_text())
+    assert init["skipped"] == [] and len(init["copied"]) == 4  # from --lm, not the noising LM
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0 and "fit: 6 skipped" in again.output  # (+ the given LM)
+    # without --noise-lm the pairs would be noised by --lm: those on disk are not theirs
+    result = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--lm", str(lm)))
+    assert str(result.exception).startswith(
+        "stage 'synthesize' (work/pairs) was run on other inputs (lm changed since)")
+
+
 def test_settings_fit_owns_are_refused(fitted, tmp_path):
     result = CliRunner().invoke(app, fit_args(fitted["corpus"], tmp_path / "m", "--set",
                                               'train.train.init_lm="x"'))

@@ -577,6 +577,10 @@ def fit_command(
         lm: Annotated[Path | None, typer.Option(
             help="A trained BiLM (train-lm) to noise with and start from, instead of training "
                  "one.")] = None,
+        noise_lm: Annotated[Path | None, typer.Option(
+            help="A trained BiLM to noise the candidates with instead (token replacement), e.g. a "
+                 "larger one than the summarizer's sizes allow to start from (default: the LM "
+                 "of --lm, or the one fit trains).")] = None,
         config: Annotated[Path | None, typer.Option(
             help="TOML file: [lm], [synthesize], [topics], [train], [decode] sections.")] = None,
         overrides: Annotated[list[str] | None, typer.Option(
@@ -596,7 +600,8 @@ def fit_command(
         if path is not None:
             require_file(path, field=option)  # a directory is named as one, not a traceback
     request = FitRequest(
-        list(corpus), output, preset=preset, dev=dev, budget_hours=budget, lm=lm, config=config,
+        list(corpus), output, preset=preset, dev=dev, budget_hours=budget, lm=lm,
+        noise_lm=noise_lm, config=config,
         overrides=list(overrides or []), skip_bad=skip_bad,
         fields=FieldNames(entity_field, text_field, rating_field, category_field))
     try:

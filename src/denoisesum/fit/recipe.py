@@ -3,7 +3,8 @@ loop that runs them in order, skipping, resuming or refusing each (ledger.py).
 
     tokenize    the corpus, once, into work/encoded          data.encoded.EncodedCorpus
     lm          the cloze LM, for noising and to start the    training.lm.LMTrainer
-                summarizer (--lm DIR: that one instead)
+                summarizer (--lm DIR: that one instead;
+                --noise-lm DIR: another one to noise with)
     synthesize  (noisy reviews, summary) pairs in work/pairs  noising.pipeline.synthesize
     topics      the discriminator's topic model               topics.build.build_topics
     train       the summarizer in work/train                  training.summarizer
@@ -61,6 +62,7 @@ class FitRequest:
     dev: Path | None = None  # review sets with reference summaries
     budget_hours: float | None = None
     lm: Path | None = None  # a trained BiLM to reuse
+    noise_lm: Path | None = None  # a trained BiLM to noise with (default: the LM above)
     config: Path | None = None
     overrides: list[str] = field(default_factory=list)
     fields: FieldNames = field(default_factory=FieldNames)
@@ -113,10 +115,14 @@ class Recipe:
         self.reader = CorpusReader(request.corpus, request.fields, skip_bad=request.skip_bad)
         self.cfg = fit_config(request)
         self.dev_sets = _dev_sets(request.dev) if request.dev is not None else None
-        if request.lm is not None:
-            load_bilm(request.lm)  # not a trained BiLM: an error before any work
+        for given in (request.lm, request.noise_lm):
+            if given is not None:
+                load_bilm(given)  # not a trained BiLM: an error before any work
         self.workers = self.cfg.workers or os.cpu_count() or 1
         self.lm_dir = Path(request.lm) if request.lm is not None else self.work / "lm"
+        # the LM that noises may be another (e.g. larger) one than the LM the summarizer starts
+        # from, which must have the summarizer's sizes
+        self.noise_lm_dir = Path(request.noise_lm) if request.noise_lm is not None else self.lm_dir
         self.dirs = {"tokenize": self.work / "encoded", "lm": self.lm_dir,
                      "synthesize": self.work / "pairs", "topics": self.work / "topics",
                      "train": self.work / "train"}
@@ -133,6 +139,7 @@ class Recipe:
     def _digests(self, *names: str) -> dict[str, str]:
         files = {"tokenize": [self.dirs["tokenize"] / "meta.json"],
                  "lm": [self.lm_dir / WEIGHTS],
+                 "noise_lm": [self.noise_lm_dir / WEIGHTS],
                  "synthesize": [self.dirs["synthesize"] / "manifest.json"],
                  "topics": sorted(self.dirs["topics"].glob("topics.*")),
                  "train": [self.dirs["train"] / WEIGHTS, self.dirs["train"] / CONFIG]}
@@ -170,7 +177,7 @@ class Recipe:
                              f"training the cloze LM ({c.lm.model.hidden_dim}-unit LSTMs, up to "
                              f"{t.max_steps:,} steps{self._minutes(t.max_minutes)})"))
         out.append(Stage("synthesize", d["synthesize"], flatten(c.synthesize, "synthesize"),
-                         lambda: self._digests("tokenize", "lm"),
+                         self._synthesis_inputs,
                          lambda: (d["synthesize"] / "manifest.json").is_file(), self.synthesize,
                          f"making {c.synthesize.pairs:,} synthetic pairs"))
         if c.train.model.discriminator:
@@ -196,6 +203,12 @@ class Recipe:
                          lambda: all((self.root / f).is_file() for f in (WEIGHTS, CONFIG, VOCAB)),
                          self.export, "exporting the model", remake=True))
         return out
+
+    def _synthesis_inputs(self) -> dict[str, str]:
+        """The corpus and the LM the pairs were noised with (its key stays "lm": the one LM of
+        a fit without --noise-lm, so earlier runs' records still match)."""
+        digests = self._digests("tokenize", "noise_lm")
+        return {"tokenize": digests["tokenize"], "lm": digests["noise_lm"]}
 
     @staticmethod
     def _minutes(minutes: float) -> str:
@@ -235,7 +248,7 @@ class Recipe:
 
     def synthesize(self) -> tuple[str, dict[str, Any]]:
         s = self.cfg.synthesize
-        manifest = synthesize(self.corpus, self.dirs["synthesize"], self.lm_dir,
+        manifest = synthesize(self.corpus, self.dirs["synthesize"], self.noise_lm_dir,
                               copy.deepcopy(s), workers=0 if self.workers == 1 else self.workers,
                               progress=self.progress)
         found = manifest["candidate_filter"]
@@ -243,10 +256,12 @@ class Recipe:
         warning = shortfall(manifest)
         result = {"pairs": manifest["pairs"], "asked": s.pairs, "candidates": found,
                   "warning": warning}
+        noised = ("" if self.noise_lm_dir == self.lm_dir
+                  else f"; noised with the LM in {self.noise_lm_dir}")
         return (f"{manifest['pairs']:,} pairs of the {s.pairs:,} asked for; {found['eligible']:,}"
                 f" of {found['reviews']:,} reviews qualify as candidate summaries ({constraints}"
                 " constraints)" + ("; too few candidates, see the warning" if warning else "")
-                ), result
+                + noised), result
 
     def topics(self) -> tuple[str, dict[str, Any]]:
         from denoisesum.topics.build import build_topics
