@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from denoisesum.data.reviewsets import read_review_sets
-from denoisesum.evaluation.decoded import decode_and_score
+from denoisesum.evaluation.decoded import choose_variant, decode_and_score
 from denoisesum.evaluation.rouge import ROUGE_TYPES
 from denoisesum.evaluation.stats import paired_test
 from denoisesum.evaluation.style import style_report
@@ -129,11 +129,11 @@ def main() -> None:
 
 
 def best_variant(rows: dict[str, dict]) -> str:
-    """The variant with the best mean of rouge-score R1/R2/RL (the first among equals), among
-    those that keep single-candidate decoding: reranking costs 4x the default's time
-    (docs/results/decoding-speed.md), a trade for the user to make, not a default to pick."""
-    cheap = [name for name in rows if not rows[name]["changes"].get("rerank")]
-    return max(cheap, key=lambda name: sum(rows[name]["scores"][t] for t in ROUGE_TYPES))
+    """The variant to ship (evaluation.decoded.choose_variant: best mean of R1/R2/RL, no
+    reranking)."""
+    return choose_variant({name: sum(row["scores"][t] for t in ROUGE_TYPES) / len(ROUGE_TYPES)
+                           for name, row in rows.items()},
+                          {name: row["changes"] for name, row in rows.items()})
 
 
 def write_variant(model: Path, changes: dict) -> None:

@@ -169,6 +169,12 @@ def test_settings_fit_owns_are_refused(fitted, tmp_path):
     with pytest.raises(ConfigError, match="needs --dev"):
         fit_config(FitRequest([str(fitted["corpus"])], tmp_path / "m", preset="tiny",
                               overrides=['train.train.select_on="dev-rouge"']))
+    with pytest.raises(ConfigError, match="levers are chosen on dev ROUGE: they need --dev"):
+        fit_config(FitRequest([str(fitted["corpus"])], tmp_path / "m", preset="tiny",
+                              overrides=["decode.levers.greedy.beam_size=1"]))
+    with pytest.raises(ConfigError, match=r"'decode\.levers\.x\.restate_overlap': 2\.0 must be"):
+        fit_config(FitRequest([str(fitted["corpus"])], tmp_path / "m", preset="tiny", dev=dev,
+                              overrides=["decode.levers.x.restate_overlap=2"]))
 
 
 def test_a_run_killed_while_training_finishes_with_the_same_model(fitted, tmp_path):
@@ -240,3 +246,31 @@ def test_too_few_candidates_is_a_warning_with_the_counts():
     assert warning.startswith("9 pairs made of the 12 asked for: only 9 of 40 reviews qualify")
     assert "length 30, symbols 1" in warning
     assert shortfall({**manifest, "pairs": 12}) is None
+
+
+def test_decoding_levers_chosen_on_dev_go_into_the_exported_model(fitted, tmp_path):
+    """With --dev and decode.levers: each lever is decoded and tested against the chosen
+    min_length; the best (never a reranking one) is written into the model's config."""
+    dev = write_jsonl(tmp_path / "dev.jsonl", [
+        {"entity_id": f"d{i}", "reviews": [r["text"] for r in group],
+         "summaries": [group[0]["text"]]}
+        for i, group in enumerate(synthetic_reviews(1, 4, seed=s) for s in (1, 2, 3))])
+    config = tmp_path / "fit.toml"
+    config.write_text("[decode]\nmin_lengths = [8]\n[decode.levers]\n"
+                      "wide = {beam_size = 4}\nrestate = {restate_overlap = 0.5}\n"
+                      "rerank = {rerank = true, subsets = 1}\n")
+    model = tmp_path / "model"
+    result = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--dev", str(dev),
+                                              "--lm", str(fitted["model"] / "work" / "lm"),
+                                              "--config", str(config)))
+    assert result.exit_code == 0, result.output
+    choice = json.loads((model / "work" / "decode.stage.json").read_text())["result"]
+    assert list(choice["levers"]) == ["base", "wide", "restate", "rerank"]
+    assert set(choice["levers"]["wide"]["vs_base"]) == {"rouge1", "rouge2", "rougeL"}
+    means = {name: row["mean"] for name, row in choice["levers"].items() if name != "rerank"}
+    assert choice["lever"] == max(means, key=means.get)  # the first among equals
+    assert f"levers: {choice['lever']} kept" in result.output
+    decode = json.loads((model / "config.json").read_text())["summarize"]["decode"]
+    assert decode["min_length"] == 8
+    assert all(decode[k] == v for k, v in choice["changes"].items())
+    assert not decode.get("rerank", False)

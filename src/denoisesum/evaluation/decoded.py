@@ -49,3 +49,12 @@ def decode_and_score(summarizer, sets: Iterable[ReviewSet], metrics: Sequence[st
     report = evaluate({s.entity_id: h for s, h in zip(sets, summaries, strict=True)},
                       {s.entity_id: s.summaries for s in sets}, metrics)
     return DecodedRun(summaries, report, seconds)
+
+
+def choose_variant(means: dict[str, float], changes: dict[str, dict]) -> str:
+    """The decoding variant to ship: the best mean of rouge-score R1/R2/RL (`means`, the first
+    among equals), among those that decode one candidate per entity. Reranking (`rerank`)
+    costs several times the time (docs/results/decoding-speed.md): a trade for the user to make,
+    never a default picked by a score."""
+    cheap = [name for name in means if not changes.get(name, {}).get("rerank")]
+    return max(cheap, key=lambda name: means[name])

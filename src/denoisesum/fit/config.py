@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 from denoisesum.config import build, load_config
 from denoisesum.errors import ConfigError
 from denoisesum.fit.presets import preset_settings
+from denoisesum.inference.beam import DecodeConfig
 from denoisesum.noising.pipeline import SynthesisConfig
 from denoisesum.topics.models import LDAConfig
 from denoisesum.training.lm import LMRunConfig
@@ -56,14 +57,23 @@ class TopicsStageConfig(LDAConfig):
 
 @dataclass
 class DecodeChoiceConfig:
-    """How the exported model's decoding min_length is chosen. With a dev set: the best mean of
-    rouge-score R1/R2/RL F1 over `min_lengths` on its first `dev_entities` review sets (0: all);
-    without: the median length of the candidate summaries the pairs were made from."""
+    """How the exported model's decoding is chosen. With a dev set: the min_length with the best
+    mean of rouge-score R1/R2/RL F1 over `min_lengths` on its first `dev_entities` review sets
+    (0: all); then, when `levers` are given, each is decoded with that min_length and compared
+    with it (paired tests), and the best mean is kept (evaluation.decoded.choose_variant: never a
+    reranking one, which costs several times the time). Without a dev set: the median length of
+    the candidate summaries the pairs were made from, and no levers."""
 
     min_length: int | None = None  # a fixed value: no choice made
     min_lengths: list[int] = field(default_factory=list)  # [] = the 25/50/75th percentiles
     dev_entities: int = 0
     summaries_sampled: int = 10000  # candidate summaries read for the median (no dev set)
+    # name -> DecodeConfig changes, e.g. {"restate": {"restate_overlap": 0.5}} (TOML: a table)
+    levers: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        for name, changes in self.levers.items():
+            build(DecodeConfig, changes, f"levers.{name}.")  # known keys, right types, ranges
 
 
 @dataclass

@@ -9,7 +9,8 @@ loop that runs them in order, skipping, resuming or refusing each (ledger.py).
     topics      the discriminator's topic model               topics.build.build_topics
     train       the summarizer in work/train                  training.summarizer
     decode      the decoding min_length: best dev ROUGE       evaluation.decoded
-                (--dev), else the candidate summaries' median length
+                (--dev), else the candidate summaries' median
+                length; with --dev, the decoding levers kept
     export      model.safetensors, config.json, vocab.json at MODEL_DIR's root
 """
 
@@ -33,6 +34,7 @@ from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.synthetic import find_shards, iter_pairs
 from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.errors import ConfigError, InputError
+from denoisesum.evaluation.decoded import choose_variant
 from denoisesum.fit import ledger
 from denoisesum.fit.config import (
     FitConfig,
@@ -89,6 +91,9 @@ def fit_config(request: FitRequest) -> FitConfig:
         base.synthesize.n_mean, base.synthesize.n_std = review_set_sizes(request.dev)
         base.train.train.select_on = "dev-rouge"
     cfg = load_fit_config(request.preset, request.config, request.overrides, base=base)
+    if cfg.decode.levers and request.dev is None:
+        raise ConfigError("decode.levers are chosen on dev ROUGE: they need --dev (review sets "
+                          "with reference summaries)")
     if cfg.train.train.select_on == "dev-rouge" and request.dev is None:
         raise ConfigError("train.train.select_on = 'dev-rouge' needs --dev (review sets with "
                           "reference summaries)")
@@ -198,7 +203,7 @@ class Recipe:
                          {**flatten(c.decode, "decode"), "dev": self.request.dev is not None},
                          lambda: self._digests("train", "synthesize", "dev"),
                          lambda: True, self.choose_decoding,
-                         "choosing the decoding min_length", remake=True))
+                         "choosing the decoding (min_length, levers)", remake=True))
         out.append(Stage("export", self.root, {}, lambda: self._digests("train", "decode"),
                          lambda: all((self.root / f).is_file() for f in (WEIGHTS, CONFIG, VOCAB)),
                          self.export, "exporting the model", remake=True))
@@ -319,9 +324,16 @@ class Recipe:
         sets = self.dev_sets[: d.dev_entities or None]
         rows = search_min_length(self.dirs["train"], sets, grid, self.log)
         best = max(rows, key=lambda row: row["mean"])
-        return (f"min_length {best['min_length']} of {grid}: dev ROUGE (mean of R1/R2/RL) "
-                f"{best['mean']:.2f} on {len(sets)} review sets"), {
-                    "min_length": best["min_length"], "how": "dev-rouge", "search": rows}
+        line = (f"min_length {best['min_length']} of {grid}: dev ROUGE (mean of R1/R2/RL) "
+                f"{best['mean']:.2f} on {len(sets)} review sets")
+        result = {"min_length": best["min_length"], "how": "dev-rouge", "search": rows}
+        if d.levers:
+            levers = compare_levers(self.dirs["train"], sets, best["min_length"], d.levers,
+                                    self.log)
+            chosen = choose_variant({n: r["mean"] for n, r in levers.items()}, d.levers)
+            result.update(levers=levers, lever=chosen, changes=d.levers.get(chosen, {}))
+            line += f"; levers: {chosen} kept ({levers[chosen]['mean']:.2f})"
+        return line, result
 
     def export(self) -> tuple[str, dict[str, Any]]:
         from denoisesum.inference.summarizer import load_model
@@ -329,6 +341,7 @@ class Recipe:
         source, choice = self.dirs["train"], self._decoding()
         config = read_json(source / CONFIG)
         decode = config.setdefault("summarize", {}).setdefault("decode", {})
+        decode.update(choice.get("changes", {}))  # the lever kept on dev, if any
         decode["min_length"] = min(choice["min_length"], decode.get("max_length", 100))
         config["fit"] = {"preset": self.request.preset, "min_length": choice["how"],
                          "select_on": config["train"]["select_on"]}
@@ -433,6 +446,31 @@ def search_min_length(model_dir: Path, sets: list, grid: list[int], log: Log) ->
         log(f"  min_length {value}: dev ROUGE mean {rows[-1]['mean']:.2f}, "
             f"{rows[-1]['words']:.1f} words")
     return rows
+
+
+def compare_levers(model_dir: Path, sets: list, min_length: int, levers: dict[str, dict],
+                   log: Log) -> dict[str, dict]:
+    """Decode the review sets with the model's decoding at `min_length` ("base") and with each
+    lever's changes on top; rouge-score means and, for the levers, paired tests against base."""
+    from denoisesum.evaluation.decoded import decode_and_score
+    from denoisesum.evaluation.stats import paired_test
+    from denoisesum.inference.summarizer import Summarizer, load_model
+
+    summarizer = Summarizer(*load_model(model_dir))
+    base = dataclasses.replace(summarizer.config.decode, min_length=min(
+        min_length, summarizer.config.decode.max_length))
+    out, scores = {}, {}
+    for name, changes in {"base": {}, **levers}.items():
+        summarizer.config.decode = dataclasses.replace(base, **changes)
+        run = decode_and_score(summarizer, sets, "rouge")
+        scores[name] = run.report.scores
+        out[name] = {"changes": changes, **run.means, "mean": run.rouge_mean,
+                     "words": run.words}
+        if name != "base":
+            out[name]["vs_base"] = {m: paired_test(v, scores["base"][m]).to_dict()
+                                    for m, v in run.report.scores.items()}
+        log(f"  {name}: dev ROUGE mean {out[name]['mean']:.2f}, {out[name]['words']:.1f} words")
+    return out
 
 
 def run_fit(request: FitRequest, log: Log = print, progress: bool = True) -> FitReport:
