@@ -274,3 +274,19 @@ def test_decoding_levers_chosen_on_dev_go_into_the_exported_model(fitted, tmp_pa
     assert decode["min_length"] == 8
     assert all(decode[k] == v for k, v in choice["changes"].items())
     assert not decode.get("rerank", False)
+
+
+def test_fit_can_continue_a_trained_summarizer(fitted, tmp_path):
+    """train.train.init_model: the summarizer starts from those weights, not from the LM."""
+    start = fitted["model"] / "work" / "train"
+    model = tmp_path / "model"
+    result = CliRunner().invoke(app, fit_args(
+        fitted["corpus"], model, "--lm", str(fitted["model"] / "work" / "lm"), "--set",
+        f'train.train.init_model="{start}"', "--set", "train.train.max_steps=2"))
+    assert result.exit_code == 0, result.output
+    assert not (model / "work" / "train" / "lm-init.json").exists()
+    assert "from the LM" not in result.output
+    before, after = (load_file(str(d / "model.safetensors")) for d in (start, model))
+    changed = [k for k in before if not torch.equal(before[k], after[k])]
+    # two Adam steps on from those weights (lr 0.01): close to them, not to an LM start
+    assert changed and max((before[k] - after[k]).abs().max().item() for k in changed) < 0.1

@@ -287,7 +287,8 @@ class Recipe:
         from denoisesum.training.summarizer import SummarizerTrainer
 
         cfg, out = copy.deepcopy(self.cfg.train), self.dirs["train"]
-        cfg.train.init_lm = str(self.lm_dir)
+        if not cfg.train.init_model:  # else it continues a trained summarizer (its vocabulary)
+            cfg.train.init_lm = str(self.lm_dir)
         if cfg.model.discriminator:
             cfg.data.topics = str(self.dirs["topics"])
         if cfg.train.select_on == "dev-rouge":
