@@ -20,6 +20,8 @@ from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.inference import summarizer as summarizer_module
 from denoisesum.inference.beam import DecodeConfig
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
+from denoisesum.models import precision
+from denoisesum.models.precision import bf16_supported
 
 runner = CliRunner()
 SETTINGS = SummarizerConfig(max_review_tokens=12, max_reviews=4,
@@ -78,11 +80,22 @@ def test_summarize_is_a_deterministic_string(summarizer):
     assert summary[0].isupper() or not summary[0].isalpha()  # detokenized for people
 
 
+@pytest.mark.skipif(not bf16_supported(torch.device("cpu")),
+                    reason="this CPU has no bfloat16 instructions (AVX512-BF16 or AMX)")
 def test_bf16_runs(summarizer):
     fast = Summarizer(summarizer.model, summarizer.vocab, replace(summarizer.config, bf16=True))
     tokens = fast.summarize_tokens(texts_by_entity()["biz-000"])
     assert 4 <= len(tokens) <= 10
     assert next(summarizer.model.parameters()).dtype == torch.float32  # weights untouched
+
+
+def test_bf16_on_a_cpu_without_it_decodes_in_fp32(summarizer, monkeypatch):
+    monkeypatch.setattr(precision, "bf16_supported", lambda device: False)
+    fast = Summarizer(summarizer.model, summarizer.vocab, replace(summarizer.config, bf16=True))
+    reviews = texts_by_entity()["biz-000"]
+    with pytest.warns(precision.PrecisionWarning, match="bf16 decoding: this CPU has no"):
+        tokens = fast.summarize_tokens(reviews)
+    assert tokens == summarizer.summarize_tokens(reviews)  # fp32, as without bf16
 
 
 def test_batch_equals_one_at_a_time(summarizer):
@@ -252,6 +265,20 @@ def test_cli_on_a_csv_corpus_and_stdin(tmp_path, model_dir, summarizer):
 def run_cli(*args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "denoisesum.cli", *map(str, args)],
                           capture_output=True, text=True)
+
+
+def test_cli_bf16_where_the_cpu_has_none_is_one_warning_line(tmp_path, model_dir):
+    source = tmp_path / "sets.jsonl"
+    source.write_text('{"entity_id": "a", "reviews": ["the pizza was great"]}\n')
+    result = run_cli("summarize", source, "--model", model_dir, "--bf16")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["summary"]
+    said = [line for line in result.stderr.splitlines() if "bfloat16" in line]
+    if bf16_supported(torch.device("cpu")):
+        assert said == []
+    else:
+        assert said == ["warning: bf16 decoding: this CPU has no bfloat16 instructions "
+                        "(AVX512-BF16 or AMX); computing in fp32"]
 
 
 def test_cli_errors_are_one_clear_line(tmp_path, model_dir):

@@ -20,7 +20,9 @@ from denoisesum.cli import app
 from denoisesum.data.batch import DOCUMENT, SEGMENT
 from denoisesum.data.vocab import BOS_ID, EOS_ID
 from denoisesum.errors import DenoiseSumError, InputError
+from denoisesum.models import precision
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
+from denoisesum.models.precision import bf16_supported
 from denoisesum.models.store import read_model_dir
 from denoisesum.topics import (
     CategoryTopics,
@@ -289,6 +291,8 @@ def test_each_ablation_switch_trains(pairs_dir, topics_dir, tmp_path, switch):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU precision rules")
+@pytest.mark.skipif(not bf16_supported(torch.device("cpu")),
+                    reason="this CPU has no bfloat16 instructions (AVX512-BF16 or AMX)")
 def test_bf16_autocast_on_cpu_trains(pairs_dir, topics_dir, tmp_path):
     losses = []
     cfg = tiny_config(topics_dir, max_steps=40, eval_every=20, precision="bf16")
@@ -296,6 +300,17 @@ def test_bf16_autocast_on_cpu_trains(pairs_dir, topics_dir, tmp_path):
     assert run.amp == torch.bfloat16 and run.scaler is None
     run.fit()
     assert np.isfinite(losses).all() and np.mean(losses[-5:]) < np.mean(losses[:5]), losses
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU precision rules")
+def test_bf16_on_a_cpu_without_it_trains_in_fp32(pairs_dir, topics_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(precision, "bf16_supported", lambda device: False)
+    cfg = tiny_config(topics_dir, max_steps=4, eval_every=4, precision="bf16")
+    with pytest.warns(precision.PrecisionWarning, match="train.precision='bf16': this CPU has "
+                                                        "no bfloat16 instructions"):
+        run = trainer(pairs_dir, tmp_path / "run", cfg)
+    assert run.amp is None
+    assert np.isfinite(run.fit()["train_seconds"])
     with pytest.raises(DenoiseSumError, match=r"fp16.*needs CUDA"):
         trainer(pairs_dir, tmp_path / "fp16", tiny_config(precision="fp16"))
 

@@ -692,7 +692,8 @@ def summarize_command(
         batch_size: Annotated[int, typer.Option(min=1, help="Entities decoded together.")] = 8,
         bf16: Annotated[bool, typer.Option(
             "--bf16", help="Compute in bfloat16: ~2x faster on CPUs with AVX512-BF16/AMX "
-                           "(maybe slower without); beams may differ slightly.")] = False,
+                           "(on others: fp32, with a warning); beams may differ slightly.")
+        ] = False,
         shortlist: Annotated[int | None, typer.Option(
             min=0, help="Decode over the N most frequent words plus the input's words: cheaper "
                         "output layers, may change summaries (0: all words; default: the "
@@ -823,7 +824,14 @@ def serve_command(
     serve(service, host=host, port=port, log_level=log_level)
 
 
+def _warning_line(message, category, filename, lineno, line=None) -> str:
+    return f"warning: {message}\n"  # one line, as the CLI's other messages
+
+
 def main() -> None:
+    import warnings
+
+    warnings.formatwarning = _warning_line
     try:
         app()
     except DenoiseSumError as exc:

@@ -47,6 +47,7 @@ from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
 from denoisesum.inference.support import Explanation, SupportConfig, is_content_word
 from denoisesum.inference.support import explain as explain_support
 from denoisesum.models.denoisesum import DenoiseSum
+from denoisesum.models.precision import use_bf16
 from denoisesum.models.store import CONFIG, load_denoisesum, parse_section
 
 # The models installed with the package: package data under denoisesum/pretrained/, one directory
@@ -116,8 +117,9 @@ class SummarizerConfig:
     select: str = "central"
     seed: int = 0  # for select = "random"
     # bfloat16 matmuls and LSTMs (torch.autocast): about 2x faster on CPUs with AVX512-BF16
-    # or AMX (decoding is bound by reading the 30k-word output layers every step), maybe slower
-    # without; log-probabilities change in the third digit, so a close beam may go another way
+    # or AMX (decoding is bound by reading the 30k-word output layers every step); on CPUs
+    # without them fp32, with a warning (models/precision.py); log-probabilities change in the
+    # third digit, so a close beam may go another way
     bf16: bool = False
     # decode over the `shortlist` most frequent words plus the input's words (0: the whole
     # vocabulary): cheaper output layers, normalised over fewer words (inference/shortlist.py)
@@ -155,6 +157,7 @@ class Summarizer:
         self.config = config or SummarizerConfig()
         self.path: Path | None = None  # the model directory, when loaded from one
         self._classes: tuple[list[int], list[int], set[int]] | None = None  # _word_classes
+        self._bf16_ok: bool | None = None  # whether this device computes bf16 (_bf16)
 
     @classmethod
     def from_pretrained(cls, path: str | Path | None = None,
@@ -297,6 +300,12 @@ class Summarizer:
             out.append(self.vocab.decode(cands[best]) if cands else [])
         return out
 
+    def _bf16(self) -> bool:
+        """config.bf16 where this device computes bf16 (else fp32, with one warning)."""
+        if self.config.bf16 and self._bf16_ok is None:
+            self._bf16_ok = use_bf16(self.device, "bf16 decoding")
+        return self.config.bf16 and bool(self._bf16_ok)
+
     def _search(self, sources: list[list[list[int]]], batch_size: int) -> list[list[list[int]]]:
         """Beam search over each review set: its hypotheses' word ids, best first."""
         content, ends, _ = self._word_classes()
@@ -311,7 +320,7 @@ class Summarizer:
                 words = WordLists(*(model.positions(x) for x in (
                     lists.banned, lists.content, lists.sentence_ends)))
                 ids = model.vocab_ids
-            with torch.autocast(self.device.type, torch.bfloat16, enabled=self.config.bf16):
+            with torch.autocast(self.device.type, torch.bfloat16, enabled=self._bf16()):
                 found = beam_search(model, batch, self.config.decode, words=words)
             out.extend([ids(h.tokens) for h in hyps] for hyps in found)
         return out

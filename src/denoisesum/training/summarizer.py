@@ -51,6 +51,7 @@ from denoisesum.errors import ConfigError, DenoiseSumError, InputError
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.io import write_json
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
+from denoisesum.models.precision import use_bf16
 from denoisesum.models.store import read_model_dir, save_model_dir
 from denoisesum.training import distributed
 from denoisesum.training import pairs as pair_data
@@ -138,11 +139,13 @@ def pick_device(name: str) -> torch.device:
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     """The autocast dtype; None means plain fp32. On CUDA, 'auto' is bf16 (fp16 where
     unsupported); on CPU, 'auto' is fp32 and 'bf16' is asked for explicitly (it pays on CPUs
-    with AVX512-BF16 or AMX: benchmarks/train_throughput.py measures it)."""
+    with AVX512-BF16 or AMX: benchmarks/train_throughput.py measures it; elsewhere it falls
+    back to fp32 with a warning, models/precision.py)."""
     if device.type != "cuda":
         if precision == "fp16":
             raise ConfigError("train.precision='fp16' needs CUDA; on CPU use 'bf16' or 'fp32'")
-        return torch.bfloat16 if precision == "bf16" else None
+        bf16 = precision == "bf16" and use_bf16(device, "train.precision='bf16'")
+        return torch.bfloat16 if bf16 else None
     if precision == "auto":
         precision = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
