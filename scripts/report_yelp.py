@@ -127,6 +127,16 @@ def style_rows(files: dict[str, Path]) -> list[str]:
     return out
 
 
+def length_search(run: Path, config: dict) -> str:
+    """tune_decoding.py's table, or what min_length is when the run searched none."""
+    search = run / "decoding-dev.md"
+    if search.exists():
+        return search.read_text().strip()
+    min_length = config.get("summarize", {}).get("decode", {}).get("min_length")
+    return (f"No length search in this run (MIN_LENGTHS empty): min_length {min_length}, the "
+            "training config's.")
+
+
 def lm_start(config: dict, lm_init: dict) -> list[str]:
     """What the summarizer's start from the language model copied (lm-init.json)."""
     if not lm_init:
@@ -229,8 +239,7 @@ def report(run: Path, examples_shown: int = 5) -> str:
         f"{f'first {selected}' if selected else 'all'} dev businesses, with the decoding of the "
         "training config; `kept`: the checkpoint exported.", "",
         *curve(model, results["best_step"], config["train"]["batch_size"]), "",
-        "## Decoding, chosen on the dev set", "",
-        (run / "decoding-dev.md").read_text().strip(), "",
+        "## Decoding, chosen on the dev set", "", length_search(run, config), "",
         "Then the decoding levers of issue 14, each paired against the model's own decoding. "
         "The rule that chose: the best mean of R1/R2/RL, reranking left out of the choice (it "
         "costs 4x the time: [decoding-speed.md](decoding-speed.md)).", "",

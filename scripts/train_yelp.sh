@@ -30,7 +30,8 @@
 # src/denoisesum/pretrained/denoisesum-yelp, the default model installed with the package),
 # PREVIOUS (denoisesum-yelp: the model this run is compared with, by name or path; its dev and
 # test summaries are made once per run, before any SHIP=1 replaces what the name means), LEVERS (the
-# decoding levers measured on dev, each against the model's own decoding), INIT_MODEL (continue
+# decoding levers measured on dev, each against the model's own decoding), MIN_LENGTHS (55,65,75:
+# the min_length values searched on dev; empty: the training config's), INIT_MODEL (continue
 # from a trained summarizer's weights instead of the LM, e.g. the packaged model a shorter session
 # shipped, once it has the sizes of CONFIG, i.e. was itself trained with configs/denoisesum-yelp-
 # lm256.toml: its own vocabulary, fresh optimizer) with SEED (1; another seed for a continuation,
@@ -54,6 +55,7 @@ INIT_LM=${INIT_LM:-$([ -f models/bilm-yelp-256/model.safetensors ] && echo model
 STAGES=${STAGES:-lm,synthesize,topics,train,tune,compare}
 SHIP=${SHIP:-0}
 PREVIOUS=${PREVIOUS:-denoisesum-yelp}
+MIN_LENGTHS=${MIN_LENGTHS-55,65,75}  # the dev search of min_length; empty: keep the config's
 # against the decoding the model trained with (third person, in-sentence blocking; its config)
 LEVERS=${LEVERS:-"restate-0.5:restate_overlap=0.5;restate-0.75:restate_overlap=0.75;\
 first-person:block_first_person=false;sentence-repeats:no_repeat_in_sentence=false;\
@@ -98,8 +100,8 @@ fi
 stage train denoisesum train "$ROOT/pairs" -o "$ROOT/model" --config "$CONFIG" \
   --topics "$ROOT/topics" "${START[@]}" --set "train.seed=${SEED:-1}" \
   --set "train.max_minutes=$TRAIN_MINUTES" $(resume_flag "$ROOT/model")
-stage tune python scripts/tune_decoding.py "$ROOT/model" "$DEV" \
-  --min-lengths 55,65,75 --no-repeat-ngrams 2 --write --markdown "$ROOT/decoding-dev.md"
+[ -z "$MIN_LENGTHS" ] || stage tune python scripts/tune_decoding.py "$ROOT/model" "$DEV" \
+  --min-lengths "$MIN_LENGTHS" --no-repeat-ngrams 2 --write --markdown "$ROOT/decoding-dev.md"
 # --force: a later call of a resumed run measures its new checkpoint, not the stored rows
 stage tune python scripts/decoding_levers.py "$ROOT/model" "$DEV" --variants "$LEVERS" \
   --json "$ROOT/levers-dev.json" --markdown "$ROOT/levers-dev.md" --write best --force

@@ -97,5 +97,9 @@ def test_the_shipped_lever_and_a_selection_on_every_dev_business(tmp_path):
     (run / "model" / "config.json").write_text(json.dumps(config))
     text = load_script("report_yelp").report(run)
     assert "Kept: **restate**; dropped: first-person." in text
+    assert "| 65 | 34.0 |" in text  # the length search
+    (run / "decoding-dev.md").unlink()
+    assert "No length search in this run (MIN_LENGTHS empty): min_length 65" in \
+        load_script("report_yelp").report(run)
     assert "no dev row is free of it" in text and "unseen" not in text
     assert "dev (all 100): this model vs previous default" in text
