@@ -103,3 +103,15 @@ def test_the_shipped_lever_and_a_selection_on_every_dev_business(tmp_path):
         load_script("report_yelp").report(run)
     assert "no dev row is free of it" in text and "unseen" not in text
     assert "dev (all 100): this model vs previous default" in text
+
+
+@needs_data
+def test_a_model_not_shipped_is_reported_on_dev_only(tmp_path):
+    run = tmp_path / "run"
+    fake_run(run)
+    for name in ("test.new.jsonl", "test.previous.jsonl", "leaderboard.md"):
+        (run / name).unlink()
+    text = load_script("report_yelp").report(run)
+    assert "**Not scored on the test set**" in text and "test:" not in text
+    assert "## 5 dev businesses" in text and text.count("- **this model:**") == 5
+    assert "| dev, this model |" in text and "| test, this model |" not in text
