@@ -79,6 +79,8 @@ def test_the_report_is_computed_from_the_run_files(tmp_path):
     # learning curve (kept: the exported step only), levers and the choice, the LM start
     assert "| 1,000 | 8,000 | 4.250 | 34.00 | 8.00 | 19.50 | 20.50 | yes |" in text
     assert "| 500 | 4,000 | 4.400 | 33.00 | 7.00 | 19.00 | 19.70 |  |" in text
+    assert ("peaked at step 1,000 (20.50); at the last evaluation, step 2,000, it was 19.80 "
+            "(-0.70) while the validation NLL went from 4.250 to 4.100.") in text
     assert "| base | 34.00 |" in text and "# Decoding levers" not in text
     assert "Kept: **base** (the decoding the model was trained and selected with); dropped: " \
         "first-person, restate." in text
