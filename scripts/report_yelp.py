@@ -29,6 +29,7 @@ from pathlib import Path
 from denoisesum.data.reviewsets import read_predictions, read_review_sets
 from denoisesum.evaluation.report import EvaluationReport, compare, evaluate
 from denoisesum.evaluation.style import style_report
+from denoisesum.io import iter_jsonl, read_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from common import emit
@@ -37,13 +38,12 @@ SHARED = Path(os.environ.get("DENOISESUM_DATA", "../shared/data")) / "yelp"
 # issue 14: the pooled (py-rouge style) test scores the shipped model must reach, above
 # BiMeanVAE + COOP (35.37/7.35/19.94), the strongest unsupervised figure we can source
 TARGET = {"pooled_rouge1": 35.5, "pooled_rouge2": 7.4, "pooled_rougeL": 20.0}
-METRICS = ("rouge1", "rouge2", "rougeL", "pooled_rouge1", "pooled_rouge2", "pooled_rougeL")
 LABEL = {"rouge1": "R1", "rouge2": "R2", "rougeL": "RL", "pooled_rouge1": "pooled R1",
          "pooled_rouge2": "pooled R2", "pooled_rougeL": "pooled RL"}
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [record for _, record in iter_jsonl(path)]
 
 
 def score(predictions: Path, gold: Path, first: int = 0) -> EvaluationReport:
@@ -106,7 +106,7 @@ def shipped_lever(rows: dict[str, dict], config: dict) -> str:
 
 def levers(run: Path, config: dict) -> list[str]:
     """decoding_levers.py's table of the run (its own markdown, title dropped), and the choice."""
-    rows = json.loads((run / "levers-dev.json").read_text())
+    rows = read_json(run / "levers-dev.json")
     table = (run / "levers-dev.md").read_text().strip().split("\n", 1)[1].strip()
     kept = shipped_lever(rows, config)
     dropped = [name for name in rows if name not in (kept, "base")]
@@ -190,7 +190,7 @@ def dev_comparison(run: Path, selected: int) -> tuple[str, list[str]]:
 
 
 def training_lines(run: Path, results: dict, config: dict) -> list[str]:
-    manifest = json.loads((run / "pairs" / "manifest.json").read_text())
+    manifest = read_json(run / "pairs" / "manifest.json")
     init = run / "model" / "lm-init.json"
     return [
         f"Synthetic pairs: {manifest['pairs']:,} ({manifest['settings']['preset']} preset, N = "
@@ -199,7 +199,7 @@ def training_lines(run: Path, results: dict, config: dict) -> list[str]:
         f"{results['train_pairs']:,} training pairs, {results['pairs_per_second']:.1f} pairs/s, "
         f"{results['train_seconds'] / 60:.1f} min of training steps; kept: step "
         f"{results['best_step']:,} (best dev ROUGE mean of the selection businesses).", "",
-        *lm_start(config, json.loads(init.read_text()) if init.exists() else {}), "",
+        *lm_start(config, read_json(init) if init.exists() else {}), "",
         "Model settings: `" + json.dumps(config["model"]) + "`; shipped decoding: `"
         + json.dumps(config.get("summarize", {}).get("decode", {})) + "`."]
 
@@ -239,8 +239,8 @@ def curve_reading(model: Path) -> str:
 
 def report(run: Path, examples_shown: int = 5, notes: Path | None = None) -> str:
     model = run / "model"
-    results = json.loads((model / "results.json").read_text())
-    config = json.loads((model / "config.json").read_text())
+    results = read_json(model / "results.json")
+    config = read_json(model / "config.json")
     selected = config["train"]["dev_entities"]
     dev_note, dev_rows = dev_comparison(run, selected)
     verdict, test_rows = test_section(run)
