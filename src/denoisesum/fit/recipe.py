@@ -454,22 +454,23 @@ def compare_levers(model_dir: Path, sets: list, min_length: int, levers: dict[st
     """Decode the review sets with the model's decoding at `min_length` ("base") and with each
     lever's changes on top; rouge-score means and, for the levers, paired tests against base."""
     from denoisesum.evaluation.decoded import decode_and_score
-    from denoisesum.evaluation.stats import paired_test
+    from denoisesum.evaluation.report import compare
     from denoisesum.inference.summarizer import Summarizer, load_model
 
     summarizer = Summarizer(*load_model(model_dir))
     base = dataclasses.replace(summarizer.config.decode, min_length=min(
         min_length, summarizer.config.decode.max_length))
-    out, scores = {}, {}
+    out, base_report = {}, None
     for name, changes in {"base": {}, **levers}.items():
         summarizer.config.decode = dataclasses.replace(base, **changes)
         run = decode_and_score(summarizer, sets, "rouge")
-        scores[name] = run.report.scores
         out[name] = {"changes": changes, **run.means, "mean": run.rouge_mean,
                      "words": run.words}
-        if name != "base":
-            out[name]["vs_base"] = {m: paired_test(v, scores["base"][m]).to_dict()
-                                    for m, v in run.report.scores.items()}
+        if base_report is None:
+            base_report = run.report
+        else:
+            out[name]["vs_base"] = {m: t.to_dict()
+                                    for m, t in compare(run.report, base_report).items()}
         log(f"  {name}: dev ROUGE mean {out[name]['mean']:.2f}, {out[name]['words']:.1f} words")
     return out
 
