@@ -25,7 +25,8 @@
 # session budget otherwise: the run stops, saves, and the next call resumes it), CONFIG, NOISE_LM
 # (models/bilm-yelp), INIT_LM (models/bilm-yelp-256 if shipped, else $ROOT/bilm-256, trained
 # unless it exists), DENOISESUM_DATA
-# (../shared/data), STAGES (lm,synthesize,topics,train,tune,compare; and test, named on its own
+# (../shared/data), SYNTH_CONFIG (configs/synth-yelp.toml; configs/synth-yelp-third-person.toml:
+# candidate summaries without the first person singular), STAGES (lm,synthesize,topics,train,tune,compare; and test, named on its own
 # once dev says the model is the one to ship), SHIP (0; 1: export to
 # src/denoisesum/pretrained/denoisesum-yelp, the default model installed with the package),
 # PREVIOUS (denoisesum-yelp: the model this run is compared with, by name or path; its dev and
@@ -47,6 +48,7 @@ ROOT=${1:-runs/yelp}
 PAIRS=${PAIRS:-100000}
 TRAIN_MINUTES=${TRAIN_MINUTES:-0}
 CONFIG=${CONFIG:-configs/denoisesum-yelp-lm256.toml}
+SYNTH_CONFIG=${SYNTH_CONFIG:-configs/synth-yelp.toml}
 NOISE_LM=${NOISE_LM:-models/bilm-yelp}
 # the shipped 256-unit LM when there is one (its training is the slowest stage on a CPU)
 INIT_LM=${INIT_LM:-$([ -f models/bilm-yelp-256/model.safetensors ] && echo models/bilm-yelp-256 \
@@ -88,7 +90,7 @@ resume_flag() {  # --resume when the run directory has a checkpoint to continue 
   stage lm denoisesum train-lm "$CORPUS" --output "$INIT_LM" --config configs/bilm-yelp-256.toml \
     --cache "$ROOT/encoded" $(resume_flag "$INIT_LM")
 stage synthesize denoisesum synthesize "$CORPUS" --lm "$NOISE_LM" -o "$ROOT/pairs" \
-  --config configs/synth-yelp.toml --pairs "$PAIRS" --cache "$ROOT/encoded"
+  --config "$SYNTH_CONFIG" --pairs "$PAIRS" --cache "$ROOT/encoded"
 [ -f "$ROOT/topics/topics.json" ] ||
   stage topics denoisesum topics "$CORPUS" -o "$ROOT/topics" --topics 100 --sample 50000
 if [ -n "${INIT_MODEL:-}" ]; then
