@@ -290,3 +290,18 @@ def test_fit_can_continue_a_trained_summarizer(fitted, tmp_path):
     changed = [k for k in before if not torch.equal(before[k], after[k])]
     # two Adam steps on from those weights (lr 0.01): close to them, not to an LM start
     assert changed and max((before[k] - after[k]).abs().max().item() for k in changed) < 0.1
+
+
+def test_the_summarizer_can_take_the_lms_vocabulary(fitted, tmp_path):
+    """train.vocab.source = "lm": the LM's vocabulary (every embedding row starts from the LM),
+    not one built from the pairs."""
+    lm = fitted["model"] / "work" / "lm"
+    model = tmp_path / "model"
+    result = CliRunner().invoke(app, fit_args(
+        fitted["corpus"], model, "--lm", str(lm), "--set", 'train.vocab.source="lm"',
+        "--set", "train.train.max_steps=2"))
+    assert result.exit_code == 0, result.output
+    assert (model / "vocab.json").read_bytes() == (lm / "vocab.json").read_bytes()
+    assert (fitted["model"] / "vocab.json").read_bytes() != (lm / "vocab.json").read_bytes()
+    init = json.loads((model / "work" / "train" / "lm-init.json").read_text())
+    assert init["embedding_rows"] == len(json.loads((lm / "vocab.json").read_text())["tokens"])

@@ -59,6 +59,9 @@ FORMAT = "denoisesum-pairs/1"
 class PairVocabConfig:
     max_size: int = 50000  # the paper's 50k, including the 4 special tokens
     min_count: int = 3
+    # "pairs": built from the pairs (max_size, min_count); "lm": train.init_lm's own vocabulary,
+    # so that every embedding row starts from the LM (the words the LM learned, not the pairs')
+    source: str = "pairs"
 
 
 @dataclass

@@ -52,7 +52,7 @@ from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.io import write_json
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
 from denoisesum.models.precision import use_bf16
-from denoisesum.models.store import read_model_dir, save_model_dir
+from denoisesum.models.store import VOCAB, read_model_dir, save_model_dir
 from denoisesum.training import distributed
 from denoisesum.training import pairs as pair_data
 from denoisesum.training.checkpoint import latest_checkpoint, load_state
@@ -109,6 +109,10 @@ def check_config(cfg: SummarizerRunConfig) -> None:
     if t.init_lm and t.init_model:
         raise ConfigError("train.init_lm and train.init_model exclude each other: start from an "
                           "LM (first phase) or from a trained summarizer (second phase)")
+    if cfg.vocab.source not in ("pairs", "lm"):
+        raise ConfigError(f"vocab.source must be 'pairs' or 'lm', got {cfg.vocab.source!r}")
+    if cfg.vocab.source == "lm" and not t.init_lm:
+        raise ConfigError("vocab.source = 'lm' takes the vocabulary of train.init_lm: set it too")
     if t.select_on not in SELECT_ON:
         raise ConfigError(f"train.select_on must be one of {', '.join(SELECT_ON)}, "
                           f"got {t.select_on!r}")
@@ -184,6 +188,8 @@ class SummarizerTrainer(ResumableTrainer):
             else:
                 if t.init_model and vocab is None:
                     init_weights, _, vocab = read_model_dir(t.init_model)
+                if cfg.vocab.source == "lm" and vocab is None:
+                    vocab = Vocab.load(Path(t.init_lm) / VOCAB)
                 self.vocab = vocab or self.corpus.build_vocab(cfg.vocab.max_size,
                                                               cfg.vocab.min_count)
                 cfg.model.vocab_size = len(self.vocab)
