@@ -305,3 +305,37 @@ def test_the_summarizer_can_take_the_lms_vocabulary(fitted, tmp_path):
     assert (fitted["model"] / "vocab.json").read_bytes() != (lm / "vocab.json").read_bytes()
     init = json.loads((model / "work" / "train" / "lm-init.json").read_text())
     assert init["embedding_rows"] == len(json.loads((lm / "vocab.json").read_text())["tokens"])
+
+
+def test_a_new_time_or_step_limit_continues_training(fitted, tmp_path):
+    """A later session gives the summarizer more steps (or minutes): the finished train stage
+    continues from its checkpoint, not refused as a changed setting, and the model is the one an
+    uninterrupted run with the larger limit makes."""
+    source, model = fitted["model"] / "work", tmp_path / "model"
+    redo = {"train", "train.stage.json", "decode.stage.json", "export.stage.json"}
+    shutil.copytree(source, model / "work",
+                    ignore=lambda d, names: redo & set(names) if Path(d) == source else set())
+    short = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--set",
+                                             "train.train.max_steps=20"))
+    assert short.exit_code == 0, short.output
+    assert json.loads((model / "work" / "train" / "results.json").read_text())["steps"] == 20
+    longer = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
+    assert longer.exit_code == 0, longer.output
+    assert ("[5/7] train: its limits changed since it ran (max_minutes 0, max_steps 20 -> "
+            "max_minutes 0, max_steps 30): continuing from its checkpoint") in longer.output
+    statuses = [s["status"] for s in report(model)["stages"]]
+    assert statuses == ["skipped"] * 4 + ["continued", "ran", "ran"]
+    continued, reference = (load_file(str(d / "model.safetensors")) for d in (model,
+                                                                               fitted["model"]))
+    assert all(torch.equal(continued[k], reference[k]) for k in reference)
+    # a record written before limits were kept apart holds them among its settings
+    path = model / "work" / "train.stage.json"
+    record = json.loads(path.read_text())
+    record["settings"].update(record.pop("limits"))
+    path.write_text(json.dumps(record))
+    again = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
+    assert again.exit_code == 0 and "fit: 7 skipped" in again.output
+    shutil.rmtree(model / "work" / "train" / "checkpoints")
+    refused = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--set",
+                                               "train.train.max_steps=40"))
+    assert "has no checkpoint to continue from" in str(refused.exception)

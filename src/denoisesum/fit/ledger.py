@@ -3,6 +3,7 @@
 
     {"stage": "train", "output": "work/train",
      "settings": {"train.train.lr": 0.001, ...},   every setting of the stage, flattened
+     "limits": {"train.train.max_minutes": 60, ...},  a trainer's max_steps and max_minutes
      "inputs": {"synthesize": "sha256...", ...},   digests of what it reads (earlier outputs)
      "done": false | true, "seconds": 812.4,       wall time of the run that finished it
      "summary": "one line", "result": {...}}
@@ -11,7 +12,9 @@ A stage is *skipped* when its record is done, its output is there and its inputs
 *resumed* when its record is not done (a crash or Ctrl-C cut it off: the trainers continue from
 their last checkpoint, synthesis makes the missing shards, the short stages start again); and
 *refused* when its settings or inputs differ from the record's: its output cannot be reused with
-other settings, and the error names the stage and the first setting that differs.
+other settings, and the error names the stage and the first setting that differs. A trainer
+whose *limits* changed since it finished is *continued* from its last checkpoint up to the new
+ones (recipe.py: a later session's time budget), not refused.
 """
 
 from __future__ import annotations

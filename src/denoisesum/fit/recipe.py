@@ -33,7 +33,7 @@ from denoisesum.data.encoded import EncodedCorpus, source_fingerprint
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.synthetic import find_shards, iter_pairs
 from denoisesum.data.tokenizer import Tokenizer
-from denoisesum.errors import ConfigError, InputError
+from denoisesum.errors import ConfigError, DenoiseSumError, InputError
 from denoisesum.evaluation.decoded import choose_variant
 from denoisesum.fit import ledger
 from denoisesum.fit.config import (
@@ -52,6 +52,9 @@ from denoisesum.noising.plan import review_set_sizes
 from denoisesum.training.checkpoint import latest_checkpoint
 
 Log = Callable[[str], None]
+# a trainer's limits: changed later (a new session's time budget), they continue the stage from
+# its checkpoint instead of being refused as other settings (the trainers resume with new limits)
+LIMITS = ("train.max_steps", "train.max_minutes")
 
 
 @dataclass
@@ -81,6 +84,14 @@ class Stage:
     run: Callable[[], tuple[str, dict[str, Any]]]  # -> (one-line summary, result)
     what: str  # shown when it starts
     remake: bool = False  # made whole from its inputs: made again when they changed
+    limits: dict[str, Any] = field(default_factory=dict)  # flattened LIMITS (trainers only)
+
+
+def without_limits(settings: dict[str, Any], prefix: str) -> tuple[dict, dict]:
+    """Split a trainer stage's flattened settings into (the others, its LIMITS)."""
+    keys = {f"{prefix}.{name}" for name in LIMITS}
+    return ({k: v for k, v in settings.items() if k not in keys},
+            {k: v for k, v in settings.items() if k in keys})
 
 
 def fit_config(request: FitRequest) -> FitConfig:
@@ -176,11 +187,12 @@ class Recipe:
             f"tokenizing {len(self.reader.paths)} file(s)")]
         if self.request.lm is None:
             t = c.lm.train
-            out.append(Stage("lm", d["lm"], flatten(c.lm, "lm"),
-                             lambda: self._digests("tokenize"),
+            settings, limits = without_limits(flatten(c.lm, "lm"), "lm")
+            out.append(Stage("lm", d["lm"], settings, lambda: self._digests("tokenize"),
                              lambda: (d["lm"] / "results.json").is_file(), self.train_lm,
                              f"training the cloze LM ({c.lm.model.hidden_dim}-unit LSTMs, up to "
-                             f"{t.max_steps:,} steps{self._minutes(t.max_minutes)})"))
+                             f"{t.max_steps:,} steps{self._minutes(t.max_minutes)})",
+                             limits=limits))
         out.append(Stage("synthesize", d["synthesize"], flatten(c.synthesize, "synthesize"),
                          self._synthesis_inputs,
                          lambda: (d["synthesize"] / "manifest.json").is_file(), self.synthesize,
@@ -193,12 +205,14 @@ class Recipe:
                              f"the topic model ({c.topics.kind}, from the {c.topics.source})",
                              remake=True))
         t = c.train.train
-        out.append(Stage("train", d["train"], flatten(c.train, "train"),
+        settings, limits = without_limits(flatten(c.train, "train"), "train")
+        out.append(Stage("train", d["train"], settings,
                          lambda: self._digests("synthesize", "lm", "dev", *(
                              ("topics",) if c.train.model.discriminator else ())),
                          lambda: (d["train"] / "results.json").is_file(), self.train,
                          f"training the summarizer (up to {t.max_steps:,} steps"
-                         f"{self._minutes(t.max_minutes)}, selected on {t.select_on})"))
+                         f"{self._minutes(t.max_minutes)}, selected on {t.select_on})",
+                         limits=limits))
         out.append(Stage("decode", ledger.record_path(self.work, "decode"),
                          {**flatten(c.decode, "decode"), "dev": self.request.dev is not None},
                          lambda: self._digests("train", "synthesize", "dev"),
@@ -363,8 +377,8 @@ class Recipe:
         records = {s.name: ledger.read_record(self.work, s.name) for s in stages}
         for s in stages:  # every settings check before any work
             if records[s.name] is not None:
-                ledger.check_settings(s.name, self._relative(s.output),
-                                      records[s.name]["settings"], s.settings)
+                recorded, _ = without_limits(records[s.name]["settings"], s.name)
+                ledger.check_settings(s.name, self._relative(s.output), recorded, s.settings)
         self.work.mkdir(parents=True, exist_ok=True)
         write_json(self.work / "fit-config.json", dataclasses.asdict(self.cfg))
         report = FitReport(self.root, preset=self.request.preset,
@@ -399,6 +413,9 @@ class Recipe:
         done_before = record is not None and record["done"] and stage.complete()
         if record is not None and (done_before or not record["done"]):
             ledger.check_inputs(stage.name, where, record["inputs"], inputs)
+        continued = done_before and self._new_limits(stage, record, label)
+        if continued:
+            done_before = False
         if done_before:
             self.log(f"{label}: skipped (done earlier, in {seconds_text(record['seconds'])}): "
                      f"{record['summary']}")
@@ -406,10 +423,11 @@ class Recipe:
                        seconds_when_done=record["seconds"],
                        warning=record["result"].get("warning"))
             return
-        resumed = record is not None and not record["done"]
+        resumed = record is not None and not record["done"]  # cut off in an earlier run
         self.log(f"{label}: {stage.what} -> {where}" + (
             " (resuming: cut off in an earlier run)" if resumed else ""))
-        entry = {"output": where, "settings": stage.settings, "inputs": inputs}
+        entry = {"output": where, "settings": stage.settings, "limits": stage.limits,
+                 "inputs": inputs}
         ledger.write_record(self.work, stage.name, {**entry, "done": False})
         start = time.perf_counter()
         summary, result = stage.run()
@@ -417,8 +435,28 @@ class Recipe:
         ledger.write_record(self.work, stage.name, {**entry, "done": True, "seconds": seconds,
                                                     "summary": summary, "result": result})
         self.log(f"{label}: done in {seconds_text(seconds)}: {summary}")
-        report.add(stage.name, "resumed" if resumed else "ran", where, seconds, summary,
-                   warning=result.get("warning"))
+        status = "continued" if continued else "resumed" if resumed else "ran"
+        report.add(stage.name, status, where, seconds, summary, warning=result.get("warning"))
+
+    def _new_limits(self, stage: Stage, record: dict[str, Any], label: str) -> bool:
+        """True when a finished trainer stage's limits changed since it ran: it then continues
+        from its last checkpoint up to the new limits (a lower one stops it at once)."""
+        before = record.get("limits") or without_limits(record["settings"], stage.name)[1]
+        if not stage.limits or before == stage.limits:
+            return False
+        if latest_checkpoint(stage.output) is None:
+            raise DenoiseSumError(
+                f"stage '{stage.name}' ({self._relative(stage.output)}) ran with other limits "
+                f"({self._limits_text(before)}) and has no checkpoint to continue from: give the "
+                f"same limits, or delete {self._relative(stage.output)} to train it again")
+        self.log(f"{label}: its limits changed since it ran ({self._limits_text(before)} -> "
+                 f"{self._limits_text(stage.limits)}): continuing from its checkpoint")
+        return True
+
+    @staticmethod
+    def _limits_text(limits: dict[str, Any]) -> str:
+        return ", ".join(f"{key.split('.')[-1]} {value:g}" for key, value in sorted(
+            limits.items()))
 
 
 def candidate_lengths(pairs_dir: Path, limit: int) -> np.ndarray:

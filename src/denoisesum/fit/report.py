@@ -8,7 +8,8 @@ printed at the end.
                  "seconds_when_done": 2891.4, "summary": "4,500 steps, ..."}, ...],
      "warnings": ["..."]}
 
-status: "ran", "resumed" (cut off in an earlier run and finished now), "skipped" (done in an
+status: "ran", "resumed" (cut off in an earlier run and finished now), "continued" (a trainer
+finished earlier, given new limits: more steps or minutes), "skipped" (done in an
 earlier run; seconds_when_done is how long that took), "given" (--lm), "not needed" (topics
 without a discriminator), "failed" or "interrupted".
 """
