@@ -2,16 +2,16 @@
 
     python scripts/report_yelp.py runs/yelp --markdown docs/results/yelp.md
 
-Read from the run directory (every file is one a stage of train_yelp.sh wrote):
-  stage-seconds.tsv               wall time per stage
-  pairs/manifest.json             the synthetic pairs
-  model/                          results.json, metrics.jsonl (learning curve), config.json,
-                                  lm-init.json (what the LM start copied)
-  decoding-dev.md                 the dev search of length and n-gram blocking (tune_decoding.py)
-  levers-dev.json                 the decoding levers on dev, paired against the model's own
-  dev.new.jsonl, dev.previous.jsonl    dev summaries of this model and of the previous default
-  test.new.jsonl, test.previous.jsonl  the same on test (scored once per model to ship)
-  leaderboard.md                  the test leaderboard (denoisesum leaderboard)
+The run directory is a `denoisesum fit` model directory, with what the script adds under yelp/:
+  fit-report.json                 fit's stages and their wall times
+  config.json                     the exported model's settings (its decoding: the one shipped)
+  work/pairs/manifest.json        the synthetic pairs
+  work/train/                     results.json, metrics.jsonl (learning curve), lm-init.json
+  work/decode.stage.json          the decoding chosen on dev: min_length search, levers (paired)
+  yelp/stage-seconds.tsv          wall time of the script's other stages (compare, test)
+  yelp/dev.new.jsonl, yelp/dev.previous.jsonl    dev summaries of this model and the previous
+  yelp/test.new.jsonl, yelp/test.previous.jsonl  the same on test (scored once per model to ship)
+  yelp/leaderboard.md             the test leaderboard (denoisesum leaderboard)
 
 Nothing is typed in by hand: the outcome against the target, the paired tests (against the
 previous default on dev and test, against PlanSum's released outputs on test), the lever table,
@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from denoisesum.data.reviewsets import read_predictions, read_review_sets
@@ -40,6 +41,24 @@ SHARED = Path(os.environ.get("DENOISESUM_DATA", "../shared/data")) / "yelp"
 TARGET = {"pooled_rouge1": 35.5, "pooled_rouge2": 7.4, "pooled_rougeL": 20.0}
 LABEL = {"rouge1": "R1", "rouge2": "R2", "rougeL": "RL", "pooled_rouge1": "pooled R1",
          "pooled_rouge2": "pooled R2", "pooled_rougeL": "pooled RL"}
+
+
+@dataclass(frozen=True)
+class Run:
+    """Where one run of scripts/train_yelp.sh keeps each file (a fit directory, plus yelp/)."""
+
+    root: Path
+
+    @property
+    def train(self) -> Path:
+        return self.root / "work" / "train"
+
+    @property
+    def out(self) -> Path:
+        return self.root / "yelp"
+
+    def decode(self) -> dict:
+        return read_json(self.root / "work" / "decode.stage.json")["result"]
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -97,22 +116,31 @@ def curve(model: Path, kept_step: int, batch_size: int) -> list[str]:
     return out
 
 
-def shipped_lever(rows: dict[str, dict], config: dict) -> str:
-    """The measured variant whose settings the shipped decoding has (base: none of the others)."""
-    shipped = config.get("summarize", {}).get("decode", {})
-    return next((name for name, row in rows.items() if row["changes"]
-                 and all(shipped.get(k) == v for k, v in row["changes"].items())), "base")
+def lever_rows(rows: dict[str, dict]) -> list[str]:
+    """fit's lever comparison (decode.stage.json): means and the paired test against base."""
+    out = ["| variant | changes | R1 | R2 | RL | mean | words | R1 vs base | R2 vs base | "
+           "RL vs base |", "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for name, row in rows.items():
+        tests = row.get("vs_base", {})
+        deltas = [f"{tests[m]['difference']:+.2f} (p {tests[m]['p_value']:.3f})" if m in tests
+                  else "" for m in ("rouge1", "rouge2", "rougeL")]
+        out.append(f"| {name} | `{json.dumps(row['changes'])}` | {row['rouge1']:.2f} | "
+                   f"{row['rouge2']:.2f} | {row['rougeL']:.2f} | {row['mean']:.2f} | "
+                   f"{row['words']:.1f} | " + " | ".join(deltas) + " |")
+    return out
 
 
-def levers(run: Path, config: dict) -> list[str]:
-    """decoding_levers.py's table of the run (its own markdown, title dropped), and the choice."""
-    rows = read_json(run / "levers-dev.json")
-    table = (run / "levers-dev.md").read_text().strip().split("\n", 1)[1].strip()
-    kept = shipped_lever(rows, config)
+def levers(run: Run) -> list[str]:
+    """The levers measured on dev and the one fit kept (evaluation.decoded.choose_variant)."""
+    result = run.decode()
+    rows = result.get("levers")
+    if not rows:
+        return ["No decoding levers in this run's config ([decode.levers])."]
+    kept = result["lever"]
     dropped = [name for name in rows if name not in (kept, "base")]
-    return [table, "", f"Kept: **{kept}**" + (" (the decoding the model was trained and "
-                                               "selected with)" if kept == "base" else "")
-            + "; dropped: " + (", ".join(dropped) or "none") + "."]
+    return [*lever_rows(rows), "", f"Kept: **{kept}**" + (
+        " (the decoding the model was trained and selected with)" if kept == "base" else "")
+        + "; dropped: " + (", ".join(dropped) or "none") + "."]
 
 
 def style_rows(files: dict[str, Path]) -> list[str]:
@@ -127,14 +155,15 @@ def style_rows(files: dict[str, Path]) -> list[str]:
     return out
 
 
-def length_search(run: Path, config: dict) -> str:
-    """tune_decoding.py's table, or what min_length is when the run searched none."""
-    search = run / "decoding-dev.md"
-    if search.exists():
-        return search.read_text().strip()
-    min_length = config.get("summarize", {}).get("decode", {}).get("min_length")
-    return (f"No length search in this run (MIN_LENGTHS empty): min_length {min_length}, the "
-            "training config's.")
+def length_search(run: Run) -> list[str]:
+    """The min_length search on dev (decode.stage.json), or how min_length was set."""
+    result = run.decode()
+    if result["how"] != "dev-rouge":
+        return [f"min_length {result['min_length']} ({result['how']}): no search on dev."]
+    out = ["| min_length | R1 | R2 | RL | mean | words |", "|--:|--:|--:|--:|--:|--:|"]
+    out += [f"| {r['min_length']} | {r['rouge1']:.2f} | {r['rouge2']:.2f} | {r['rougeL']:.2f} | "
+            f"{r['mean']:.2f} | {r['words']:.1f} |" for r in result["search"]]
+    return [*out, "", f"Kept: min_length {result['min_length']} (the best mean)."]
 
 
 def lm_start(config: dict, lm_init: dict) -> list[str]:
@@ -147,21 +176,27 @@ def lm_start(config: dict, lm_init: dict) -> list[str]:
             f"{', '.join(lm_init['copied']) or '(none)'}; skipped: {skipped}."]
 
 
-def times_table(path: Path) -> list[str]:
+def times_table(run: Run) -> list[str]:
+    """fit's stages (the wall time of the call that finished each) and the script's others,
+    summed over its calls."""
     totals: dict[str, float] = {}
-    for line in path.read_text().splitlines():
-        if line.strip():
-            name, seconds = line.split("\t")[:2]
+    for stage in read_json(run.root / "fit-report.json")["stages"]:
+        seconds = stage.get("seconds_when_done", stage["seconds"])
+        totals[stage["stage"]] = totals.get(stage["stage"], 0.0) + seconds
+    times = run.out / "stage-seconds.tsv"
+    for line in times.read_text().splitlines() if times.exists() else []:
+        name, seconds = line.split("\t")[:2]
+        if name != "fit":  # fit's own stages are above
             totals[name] = totals.get(name, 0.0) + float(seconds)
     out = ["| stage | wall time |", "|---|--:|"]
     out += [f"| {name} | {seconds / 60:.1f} min |" for name, seconds in totals.items()]
     return [*out, f"| **total** | **{sum(totals.values()) / 60:.1f} min** |"]
 
 
-def examples(run: Path, split: str, count: int) -> list[str]:
+def examples(out: Path, split: str, count: int) -> list[str]:
     gold = {s.entity_id: s for s in read_review_sets(SHARED / f"meansum_{split}.jsonl")}
-    previous = {p.entity_id: p.summary for p in read_predictions(run / f"{split}.previous.jsonl")}
-    new = list(read_predictions(run / f"{split}.new.jsonl"))
+    previous = {p.entity_id: p.summary for p in read_predictions(out / f"{split}.previous.jsonl")}
+    new = list(read_predictions(out / f"{split}.new.jsonl"))
     step = max(1, len(new) // count)
     out = []
     for p in new[::step][:count]:
@@ -171,17 +206,17 @@ def examples(run: Path, split: str, count: int) -> list[str]:
     return out
 
 
-def dev_comparison(run: Path, selected: int) -> tuple[str, list[str]]:
+def dev_comparison(out: Path, selected: int) -> tuple[str, list[str]]:
     """Paired rows of this model against the previous default on dev: on the businesses
     checkpoint selection did not see (the first `selected` were seen; 0: all) and on all."""
     gold = SHARED / "meansum_dev.jsonl"
-    every = [score(run / f"dev.{v}.jsonl", gold) for v in ("new", "previous")]
+    every = [score(out / f"dev.{v}.jsonl", gold) for v in ("new", "previous")]
     n_dev = len(every[0].entity_ids)
     rows = paired_rows(f"dev (all {n_dev}): this model vs previous default", *every)
     if not 0 < selected < n_dev:
         return (f"Checkpoint selection used all {n_dev} dev businesses, so no dev row is free "
                 "of it."), rows
-    unseen = [score(run / f"dev.{v}.jsonl", gold, first=selected) for v in ("new", "previous")]
+    unseen = [score(out / f"dev.{v}.jsonl", gold, first=selected) for v in ("new", "previous")]
     return (f"The first dev rows use the {n_dev - selected} dev businesses that checkpoint "
             f"selection did not see (it used the first {selected}); the decoding levers were "
             f"chosen on all {n_dev}."), [
@@ -189,9 +224,9 @@ def dev_comparison(run: Path, selected: int) -> tuple[str, list[str]]:
         *rows]
 
 
-def training_lines(run: Path, results: dict, config: dict) -> list[str]:
-    manifest = read_json(run / "pairs" / "manifest.json")
-    init = run / "model" / "lm-init.json"
+def training_lines(run: Run, results: dict, config: dict) -> list[str]:
+    manifest = read_json(run.root / "work" / "pairs" / "manifest.json")
+    init = run.train / "lm-init.json"
     return [
         f"Synthetic pairs: {manifest['pairs']:,} ({manifest['settings']['preset']} preset, N = "
         f"{manifest['settings']['n_mean']:g}). Training: {results['steps']:,} steps of "
@@ -204,21 +239,21 @@ def training_lines(run: Path, results: dict, config: dict) -> list[str]:
         + json.dumps(config.get("summarize", {}).get("decode", {})) + "`."]
 
 
-def test_section(run: Path) -> tuple[list[str], list[str]]:
+def test_section(out: Path) -> tuple[list[str], list[str]]:
     """The outcome and the test rows: against the target, the previous default and PlanSum,
     and the leaderboard; or, for a run whose model was not scored on test, that it was not."""
-    if not (run / "test.new.jsonl").exists():
+    if not (out / "test.new.jsonl").exists():
         return ["**Not scored on the test set**: the test set is scored once, for a model dev "
                 "says to ship, and this run's model was not (the dev rows below). The target "
                 "(pooled test " + "/".join(f"{v:g}" for v in TARGET.values()) + ") stays "
                 "unreached; the shipped model is still the previous default."], []
     gold = SHARED / "meansum_test.jsonl"
-    new, previous = (score(run / f"test.{v}.jsonl", gold) for v in ("new", "previous"))
+    new, previous = (score(out / f"test.{v}.jsonl", gold) for v in ("new", "previous"))
     plansum = score(SHARED / "systems" / "plansum.test.jsonl", gold)
     rows = [*paired_rows("test: this model vs previous default", new, previous),
             *paired_rows("test: this model vs PlanSum (released outputs)", new, plansum)]
     board = ["## Test set: this model next to earlier systems", "",
-             *[line for line in (run / "leaderboard.md").read_text().splitlines()
+             *[line for line in (out / "leaderboard.md").read_text().splitlines()
                if line.startswith("|")]]
     return outcome(new, previous), [*rows, "", *board]
 
@@ -237,21 +272,22 @@ def curve_reading(model: Path) -> str:
             f"{best['val_nll']:.3f} to {last['val_nll']:.3f}.")
 
 
-def report(run: Path, examples_shown: int = 5, notes: Path | None = None) -> str:
-    model = run / "model"
+def report(root: Path, examples_shown: int = 5, notes: Path | None = None) -> str:
+    run = Run(root)
+    model = run.train
     results = read_json(model / "results.json")
-    config = read_json(model / "config.json")
+    config = read_json(root / "config.json")
     selected = config["train"]["dev_entities"]
-    dev_note, dev_rows = dev_comparison(run, selected)
-    verdict, test_rows = test_section(run)
+    dev_note, dev_rows = dev_comparison(run.out, selected)
+    verdict, test_rows = test_section(run.out)
     split = "test" if test_rows else "dev"
-    predictions = {f"{where}, {who}": run / f"{where}.{name}.jsonl"
+    predictions = {f"{where}, {who}": run.out / f"{where}.{name}.jsonl"
                    for where in ("dev", "test") for name, who in (
                        ("previous", "previous default"), ("new", "this model"))
-                   if (run / f"{where}.{name}.jsonl").exists()}
+                   if (run.out / f"{where}.{name}.jsonl").exists()}
     lines = [
         "# The default Yelp model: recipe, scores, examples", "",
-        f"Generated by `python scripts/report_yelp.py {run}"
+        f"Generated by `python scripts/report_yelp.py {root}"
         + (f" --notes docs/results/{notes.name}" if notes else "")
         + " --markdown docs/results/yelp.md` "
         "from the files of one run of `scripts/train_yelp.sh`. Model selection and decoding "
@@ -262,9 +298,10 @@ def report(run: Path, examples_shown: int = 5, notes: Path | None = None) -> str
         f"bootstrap). {dev_note}", "", *PAIRED_HEAD, *dev_rows, *test_rows, "",
         "## Recipe and wall times", "",
         f"Training ran on {results.get('device', 'cpu')} with {results.get('threads', '?')} "
-        "threads (from results.json). Wall time per stage, summed over the calls of the recipe "
-        "(a run cut by TRAIN_MINUTES is called again):", "",
-        *times_table(run / "stage-seconds.tsv"), "",
+        "threads (from results.json). Wall time per stage: fit's stages as fit-report.json "
+        "records them (the call that finished each), then the script's own, summed over its "
+        "calls:", "",
+        *times_table(run), "",
         *training_lines(run, results, config), "",
         "## Learning curve", "",
         "Validation NLL on held-out synthetic pairs; dev ROUGE (rouge-score F1) on the "
@@ -272,16 +309,16 @@ def report(run: Path, examples_shown: int = 5, notes: Path | None = None) -> str
         "training config; `kept`: the checkpoint exported.", "",
         *curve(model, results["best_step"], config["train"]["batch_size"]), "",
         curve_reading(model), *(["", notes.read_text().strip()] if notes else []), "",
-        "## Decoding, chosen on the dev set", "", length_search(run, config), "",
+        "## Decoding, chosen on the dev set", "", *length_search(run), "",
         "Then the decoding levers of issue 14, each paired against the model's own decoding. "
         "The rule that chose: the best mean of R1/R2/RL, reranking left out of the choice (it "
         "costs 4x the time: [decoding-speed.md](decoding-speed.md)).", "",
-        *levers(run, config), "",
+        *levers(run), "",
         "## Voice and repetition, previous default and this model", "",
         *style_rows(predictions), "",
         f"## {examples_shown} {split} businesses", "",
         f"Evenly spaced in the {split} file, so the examples are not picked by quality.", "",
-        *examples(run, split, examples_shown)]
+        *examples(run.out, split, examples_shown)]
     return "\n".join(lines) + "\n"
 
 

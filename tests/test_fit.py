@@ -339,3 +339,19 @@ def test_a_new_time_or_step_limit_continues_training(fitted, tmp_path):
     refused = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--set",
                                                "train.train.max_steps=40"))
     assert "has no checkpoint to continue from" in str(refused.exception)
+
+
+@pytest.mark.parametrize("name", ["fit-yelp", "fit-yelp-third-person"])
+def test_the_yelp_recipes_fit_configs_load(tmp_path, name):
+    """scripts/train_yelp.sh's configs: valid under the cpu preset with a dev set, the LM's
+    vocabulary, the levers known DecodeConfig settings."""
+    dev = write_jsonl(tmp_path / "dev.jsonl", [
+        {"entity_id": "a", "reviews": ["good food .", "bad service ."], "summary": "mixed ."}])
+    config = Path(__file__).resolve().parents[1] / "configs" / f"{name}.toml"
+    cfg = fit_config(FitRequest(["corpus.jsonl"], tmp_path / "m", preset="cpu", dev=dev,
+                                config=config))
+    assert cfg.train.vocab.source == "lm" and cfg.train.train.select_on == "dev-rouge"
+    assert cfg.train.model.hidden_dim == cfg.lm.model.hidden_dim == 256
+    assert cfg.decode.levers and cfg.decode.min_lengths == [55, 65, 75]
+    third_person = name.endswith("third-person")
+    assert cfg.synthesize.candidate_config().allow_first_person is not third_person
