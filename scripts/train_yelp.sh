@@ -17,7 +17,8 @@
 #   python scripts/report_yelp.py runs/yelp --markdown docs/results/yelp.md
 # Settings (environment): CONFIG (configs/fit-yelp.toml; configs/fit-yelp-third-person.toml for
 # third-person training pairs), TRAIN_MINUTES (0: until max_steps; else the summarizer's training
-# time in all: a later call with more minutes continues it from its checkpoint), PAIRS (the
+# time in all: a later call with more minutes continues it from its checkpoint), MAX_STEPS (the
+# config's; also a limit: changed later, training continues or stops there), PAIRS (the
 # config's), NOISE_LM (models/bilm-yelp; trained by scripts/train_bilm_yelp.sh when missing),
 # INIT_LM (models/bilm-yelp-256; when missing, fit trains one with the cpu preset's sizes),
 # INIT_MODEL (continue from a trained summarizer of the same sizes instead of the LM, e.g. the
@@ -59,6 +60,7 @@ FIT=(--preset cpu --config "$CONFIG" --noise-lm "$NOISE_LM" --dev "$DEV")
 [ -f "$INIT_LM/model.safetensors" ] && FIT+=(--lm "$INIT_LM")
 [ -z "${PAIRS:-}" ] || FIT+=(--set "synthesize.pairs=$PAIRS")
 [ "${TRAIN_MINUTES:-0}" = 0 ] || FIT+=(--set "train.train.max_minutes=$TRAIN_MINUTES")
+[ -z "${MAX_STEPS:-}" ] || FIT+=(--set "train.train.max_steps=$MAX_STEPS")
 [ -z "${INIT_MODEL:-}" ] || FIT+=(--set "train.train.init_model=\"$INIT_MODEL\"")
 [ -z "${SEED:-}" ] || FIT+=(--set "train.train.seed=$SEED")
 stage fit denoisesum fit "$DATA"/yelp/corpus/part-*.jsonl.xz -o "$ROOT" "${FIT[@]}"
