@@ -126,7 +126,10 @@ def test_a_model_not_shipped_is_reported_on_dev_only(tmp_path):
     fake_run(run)
     for name in ("test.new.jsonl", "test.previous.jsonl", "leaderboard.md"):
         (run / "yelp" / name).unlink()
-    text = load_script("report_yelp").report(run)
+    text = load_script("report_yelp").report(run, title="A run not shipped",
+                                              markdown="docs/results/other.md")
+    assert text.startswith("# A run not shipped\n")
+    assert '--title "A run not shipped" --markdown docs/results/other.md`' in text
     assert "**Not scored on the test set**" in text and "test:" not in text
     assert "## 5 dev businesses" in text and text.count("- **this model:**") == 5
     assert "| dev, this model |" in text and "| test, this model |" not in text
