@@ -303,14 +303,15 @@ def report(root: Path, examples_shown: int = 5, notes: Path | None = None,
         "## Recipe and wall times", "",
         f"Training ran on {results.get('device', 'cpu')} with {results.get('threads', '?')} "
         "threads (from results.json). Wall time per stage: fit's stages as fit-report.json "
-        "records them (the call that finished each), then the script's own, summed over its "
-        "calls:", "",
+        "records them (a stage resumed across calls counts the call that finished it: the "
+        "summarizer's training time in all is given below the table), then the script's own, "
+        "summed over its calls:", "",
         *times_table(run), "",
         *training_lines(run, results, config), "",
         "## Learning curve", "",
-        "Validation NLL on held-out synthetic pairs; dev ROUGE (rouge-score F1) on the "
-        f"{f'first {selected}' if selected else 'all'} dev businesses, with the decoding of the "
-        "training config; `kept`: the checkpoint exported.", "",
+        "Validation NLL on held-out synthetic pairs; dev ROUGE (rouge-score F1) on "
+        f"{f'the first {selected}' if selected else 'all the'} dev businesses, with the "
+        "decoding of the training config; `kept`: the checkpoint exported.", "",
         *curve(model, results["best_step"], config["train"]["batch_size"]), "",
         curve_reading(model), *(["", notes.read_text().strip()] if notes else []), "",
         "## Decoding, chosen on the dev set", "", *length_search(run), "",
