@@ -197,5 +197,9 @@ def shutdown() -> None:
     """Destroy the process group setup() created (it is also done at exit)."""
     global _current, _owned
     if _owned and dist.is_initialized():
+        # every rank done with its collectives before any tears the group down: a rank that
+        # destroyed it while another still used it aborted the other at exit, now and then
+        with contextlib.suppress(RuntimeError):
+            dist.barrier()
         dist.destroy_process_group()
     _current, _owned = None, False
