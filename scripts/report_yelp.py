@@ -58,6 +58,7 @@ class Run:
         return self.root / "yelp"
 
     def decode(self) -> dict:
+        """The decoding fit chose on dev: its min_length search and lever comparison."""
         return read_json(self.root / "work" / "decode.stage.json")["result"]
 
 
@@ -130,9 +131,8 @@ def lever_rows(rows: dict[str, dict]) -> list[str]:
     return out
 
 
-def levers(run: Run) -> list[str]:
+def levers(result: dict) -> list[str]:
     """The levers measured on dev and the one fit kept (evaluation.decoded.choose_variant)."""
-    result = run.decode()
     rows = result.get("levers")
     if not rows:
         return ["No decoding levers in this run's config ([decode.levers])."]
@@ -155,9 +155,8 @@ def style_rows(files: dict[str, Path]) -> list[str]:
     return out
 
 
-def length_search(run: Run) -> list[str]:
+def length_search(result: dict) -> list[str]:
     """The min_length search on dev (decode.stage.json), or how min_length was set."""
-    result = run.decode()
     if result["how"] != "dev-rouge":
         return [f"min_length {result['min_length']} ({result['how']}): no search on dev."]
     out = ["| min_length | R1 | R2 | RL | mean | words |", "|--:|--:|--:|--:|--:|--:|"]
@@ -198,12 +197,13 @@ def examples(out: Path, split: str, count: int) -> list[str]:
     previous = {p.entity_id: p.summary for p in read_predictions(out / f"{split}.previous.jsonl")}
     new = list(read_predictions(out / f"{split}.new.jsonl"))
     step = max(1, len(new) // count)
-    out = []
+    lines = []
     for p in new[::step][:count]:
-        out += [f"### {p.entity_id}", "", f"- **Human (gold):** {gold[p.entity_id].summaries[0]}",
-                f"- **previous default:** {previous[p.entity_id]}",
-                f"- **this model:** {p.summary}", ""]
-    return out
+        lines += [f"### {p.entity_id}", "",
+                  f"- **Human (gold):** {gold[p.entity_id].summaries[0]}",
+                  f"- **previous default:** {previous[p.entity_id]}",
+                  f"- **this model:** {p.summary}", ""]
+    return lines
 
 
 def dev_comparison(out: Path, selected: int) -> tuple[str, list[str]]:
@@ -281,6 +281,7 @@ def report(root: Path, examples_shown: int = 5, notes: Path | None = None,
     model = run.train
     results = read_json(model / "results.json")
     config = read_json(root / "config.json")
+    decoding = run.decode()
     selected = config["train"]["dev_entities"]
     dev_note, dev_rows = dev_comparison(run.out, selected)
     verdict, test_rows = test_section(run.out)
@@ -314,11 +315,11 @@ def report(root: Path, examples_shown: int = 5, notes: Path | None = None,
         "decoding of the training config; `kept`: the checkpoint exported.", "",
         *curve(model, results["best_step"], config["train"]["batch_size"]), "",
         curve_reading(model), *(["", notes.read_text().strip()] if notes else []), "",
-        "## Decoding, chosen on the dev set", "", *length_search(run), "",
+        "## Decoding, chosen on the dev set", "", *length_search(decoding), "",
         "Then the decoding levers of issue 14, each paired against the model's own decoding. "
         "The rule that chose: the best mean of R1/R2/RL, reranking left out of the choice (it "
         "costs 4x the time: [decoding-speed.md](decoding-speed.md)).", "",
-        *levers(run), "",
+        *levers(decoding), "",
         "## Voice and repetition, previous default and this model", "",
         *style_rows(predictions), "",
         f"## {examples_shown} {split} businesses", "",
