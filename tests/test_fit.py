@@ -305,6 +305,14 @@ def test_the_summarizer_can_take_the_lms_vocabulary(fitted, tmp_path):
     assert (fitted["model"] / "vocab.json").read_bytes() != (lm / "vocab.json").read_bytes()
     init = json.loads((model / "work" / "train" / "lm-init.json").read_text())
     assert init["embedding_rows"] == len(json.loads((lm / "vocab.json").read_text())["tokens"])
+    # continuing a trained summarizer (train_yelp.sh's INIT_MODEL with fit-yelp.toml): its own
+    # vocabulary, with no LM start (fit then sets no train.init_lm)
+    start, again = fitted["model"] / "work" / "train", tmp_path / "again"
+    result = CliRunner().invoke(app, fit_args(
+        fitted["corpus"], again, "--lm", str(lm), "--set", 'train.vocab.source="lm"',
+        "--set", f'train.train.init_model="{start}"', "--set", "train.train.max_steps=2"))
+    assert result.exit_code == 0, result.output
+    assert (again / "vocab.json").read_bytes() == (start / "vocab.json").read_bytes()
 
 
 def test_a_new_time_or_step_limit_continues_training(fitted, tmp_path):

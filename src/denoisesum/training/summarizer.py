@@ -111,7 +111,8 @@ def check_config(cfg: SummarizerRunConfig) -> None:
                           "LM (first phase) or from a trained summarizer (second phase)")
     if cfg.vocab.source not in ("pairs", "lm"):
         raise ConfigError(f"vocab.source must be 'pairs' or 'lm', got {cfg.vocab.source!r}")
-    if cfg.vocab.source == "lm" and not t.init_lm:
+    # train.init_model brings its own vocabulary, whatever vocab.source says
+    if cfg.vocab.source == "lm" and not (t.init_lm or t.init_model):
         raise ConfigError("vocab.source = 'lm' takes the vocabulary of train.init_lm: set it too")
     if t.select_on not in SELECT_ON:
         raise ConfigError(f"train.select_on must be one of {', '.join(SELECT_ON)}, "
