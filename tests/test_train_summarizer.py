@@ -561,3 +561,39 @@ def test_second_phase_with_coverage_starts_from_the_first(pairs_dir, tmp_path):
     both = tiny_config(init_model=str(tmp_path / "one"), init_lm=str(tmp_path / "one"))
     with pytest.raises(DenoiseSumError, match="exclude each other"):
         trainer(pairs_dir, tmp_path / "four", both)
+
+
+def test_weight_averaging_exports_the_moving_average(pairs_dir, tmp_path):
+    seen = []
+
+    def keep_weights(step, loss):
+        seen.append({k: v.detach().clone() for k, v in run.model.state_dict().items()})
+
+    cfg = tiny_config(max_steps=6, eval_every=6, ema_decay=0.5)
+    run = trainer(pairs_dir, tmp_path / "run", cfg, on_step=keep_weights)
+    run.fit()
+    expected = seen[0]  # the average starts at the weights after the first step
+    for weights in seen[1:]:
+        expected = {k: 0.5 * expected[k] + 0.5 * weights[k] for k in expected}
+    exported, _, _ = read_model_dir(tmp_path / "run")
+    assert all(torch.allclose(exported[k], expected[k], atol=1e-6) for k in expected)
+    assert not all(torch.equal(exported[k], seen[-1][k]) for k in exported)  # not the last step
+
+    with pytest.raises(DenoiseSumError, match="ema_decay"):
+        trainer(pairs_dir, tmp_path / "bad", tiny_config(ema_decay=1.0))
+
+
+def test_weight_averaging_resumes_exactly(pairs_dir, tmp_path):
+    cfg = lambda: tiny_config(max_steps=12, eval_every=12, ema_decay=0.9)  # noqa: E731
+    trainer(pairs_dir, tmp_path / "full", cfg()).fit()
+
+    def ctrl_c_at_7(step, loss):
+        if step == 7:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        trainer(pairs_dir, tmp_path / "cut", cfg(), on_step=ctrl_c_at_7).fit()
+    trainer(pairs_dir, tmp_path / "cut", cfg(), resume=True).fit()
+    full, _, _ = read_model_dir(tmp_path / "full")
+    cut, _, _ = read_model_dir(tmp_path / "cut")
+    assert all(torch.equal(full[k], cut[k]) for k in full)

@@ -11,6 +11,11 @@ select_on = "dev-rouge" the model is chosen by the ROUGE of its beam-search summ
 set, decoded with the run's [summarize] settings (length, n-gram blocking, shortlist), which the
 exported config.json keeps, so the model is used as it was selected.
 
+With train.ema_decay > 0 (not in the paper; 0 = off) an exponential moving average of the weights
+(Polyak averaging, torch's AveragedModel) is kept beside them, and it is the averaged model that is
+validated, scored on dev and exported: batches of 8 make the weights wander from step to step, and
+the average sits in the middle of where they wander. Checkpoints keep it, so resuming is exact.
+
 Crash safety as in the LM trainer: checkpoints every `save_every` steps and on Ctrl-C;
 `resume=True` restarts from the latest checkpoint with the same weights, optimizer, RNG and
 position in the epoch, so a resumed run computes exactly what an uninterrupted one would (on
@@ -42,6 +47,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
 from denoisesum.config import config_from_dict
@@ -89,6 +95,8 @@ class SummarizerTrainConfig:
     # (its vocabulary is used; every weight must fit, the coverage weights start at 0)
     init_model: str = ""
     coverage_weight: float = 1.0  # the coverage loss's weight (See et al. 2017: 1)
+    # weight of the old average per step: 0.999 averages over about the last 1,000 steps
+    ema_decay: float = 0.0
 
 
 @dataclass
@@ -127,6 +135,8 @@ def check_config(cfg: SummarizerRunConfig) -> None:
     for name in ("batch_size", "eval_every", "save_every", "log_every", "keep_checkpoints"):
         if getattr(t, name) < 1:
             raise ConfigError(f"train.{name} must be at least 1, got {getattr(t, name)}")
+    if not 0 <= t.ema_decay < 1:
+        raise ConfigError(f"train.ema_decay must be in [0, 1), got {t.ema_decay}")
     if cfg.data.max_review_tokens < 1:
         raise ConfigError("data.max_review_tokens must be at least 1")
     if not 0 < cfg.data.fraction <= 1:
@@ -221,6 +231,7 @@ class SummarizerTrainer(ResumableTrainer):
                 write_json(self.out / "lm-init.json", self.init_report)
         elif t.init_model:
             self._start_from(init_weights if vocab is None else read_model_dir(t.init_model)[0])
+        self.ema = self._moving_average(saved)
         # what training calls: DistributedDataParallel under torchrun, else the model itself
         self.train_model = self.dist.wrap(self.model)
         self.logger = StepLogger(self.out / "metrics.jsonl", self.state["step"],
@@ -243,6 +254,23 @@ class SummarizerTrainer(ResumableTrainer):
             raise ConfigError(f"train.init_model={where!r} does not fit this model (missing "
                               f"{missing[:3]}, unexpected {result.unexpected_keys[:3]}): the "
                               "[model] settings must be that model's, coverage aside")
+
+    def _moving_average(self, saved: dict[str, Any] | None) -> AveragedModel | None:
+        """The averaged weights (train.ema_decay), from the checkpoint when it has them, else
+        from the current weights (a run that turns averaging on when it resumes)."""
+        decay = self.cfg.train.ema_decay
+        if not decay:
+            return None
+        ema = AveragedModel(self.model, multi_avg_fn=get_ema_multi_avg_fn(decay),
+                            use_buffers=True)
+        if saved is not None and saved.get("ema") is not None:
+            ema.load_state_dict(saved["ema"])
+        return ema
+
+    @property
+    def eval_model(self) -> DenoiseSum:
+        """The model that is validated, scored on dev and exported."""
+        return self.model if self.ema is None else self.ema.module
 
     def _topics(self, resumed: bool) -> np.ndarray | None:
         m, d = self.cfg.model, self.cfg.data
@@ -308,6 +336,7 @@ class SummarizerTrainer(ResumableTrainer):
                 "torch_rng": torch.get_rng_state(),
                 "cuda_rng": torch.cuda.get_rng_state_all() if self.device.type == "cuda"
                 else None,
+                "ema": self.ema.state_dict() if self.ema is not None else None,
                 "progress": dict(self.state), "run_config": dataclasses.asdict(self.cfg),
                 "data_signature": self.corpus.signature()}
 
@@ -352,6 +381,8 @@ class SummarizerTrainer(ResumableTrainer):
             self.scaler.update()
         else:
             self.optimizer.step()
+        if self.ema is not None:
+            self.ema.update_parameters(self.model)
         value = out["value"] if self.dist.enabled else out["loss"].item()
         seconds = time.perf_counter() - start
         s = self.state
@@ -407,19 +438,20 @@ class SummarizerTrainer(ResumableTrainer):
     def evaluate(self, pairs: np.ndarray | None = None) -> dict[str, float]:
         """Validation loss on held-out pairs: token-averaged NLL, pair-averaged KL."""
         pairs = self.eval_pairs if pairs is None else pairs
-        was_training = self.model.training
-        self.model.eval()
+        model = self.eval_model
+        was_training = model.training
+        model.eval()
         nll = kl = 0.0
         tokens = 0
         size = self.cfg.train.batch_size
         starts = range(0, len(pairs), size)[self.dist.rank::self.dist.world_size]  # a share each
         for begin in starts:
             chunk = pairs[begin:begin + size]
-            out = self._forward(self.batch(chunk))
+            out = self._forward(self.batch(chunk), model)
             nll += float(out["token_nll"].float().sum())
             kl += float(out["kl"]) * len(chunk)
             tokens += out["n_tokens"]
-        self.model.train(was_training)
+        model.train(was_training)
         nll, kl, tokens = self.dist.sum(nll, kl, tokens)
         tokens = int(tokens)
         nll, kl = nll / max(tokens, 1), kl / max(len(pairs), 1)
@@ -432,15 +464,16 @@ class SummarizerTrainer(ResumableTrainer):
         from denoisesum.evaluation.decoded import decode_and_score
         from denoisesum.evaluation.rouge import ROUGE_TYPES
 
-        was_training = self.model.training
+        model = self.eval_model
+        was_training = model.training
         world = self.dist.world_size
         mine = self.dev_sets[self.dist.rank::world]  # distributed: each rank decodes a share
         per_entity = []
         if mine:
-            summarizer = Summarizer(self.model, self.vocab, self.summarize_config(), self.device)
+            summarizer = Summarizer(model, self.vocab, self.summarize_config(), self.device)
             scores = decode_and_score(summarizer, mine, "rouge").report.scores
             per_entity = [{t: scores[t][i] for t in ROUGE_TYPES} for i in range(len(mine))]
-        self.model.train(was_training)  # the Summarizer switched it to eval mode
+        model.train(was_training)  # the Summarizer switched it to eval mode
         shares = self.dist.all_gather(per_entity)
         scores = [shares[i % world][i // world] for i in range(len(self.dev_sets))]
         out = {t: float(np.mean([x[t] for x in scores])) for t in ROUGE_TYPES}
@@ -464,14 +497,14 @@ class SummarizerTrainer(ResumableTrainer):
             record.update({f"dev_{k}": v for k, v in rouge.items()})
         if criterion is None:  # nothing to select on: the latest model is the one exported
             if self.dist.is_main:
-                save_model_dir(self.out, self.model, self.config_dict(), self.vocab)
+                save_model_dir(self.out, self.eval_model, self.config_dict(), self.vocab)
             s["best_step"] = s["step"]
             return
         improved = criterion < s["best_loss"]
         if improved:
             s["best_loss"], s["best_step"], s["evals_since_best"] = criterion, s["step"], 0
             if self.dist.is_main:
-                save_model_dir(self.out, self.model, self.config_dict(), self.vocab)
+                save_model_dir(self.out, self.eval_model, self.config_dict(), self.vocab)
         else:
             s["evals_since_best"] += 1
         self.logger.log(**record, best=improved)
