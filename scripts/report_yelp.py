@@ -12,6 +12,8 @@ The run directory is a `denoisesum fit` model directory, with what the script ad
   yelp/dev.new.jsonl, yelp/dev.previous.jsonl    dev summaries of this model and the previous
   yelp/test.new.jsonl, yelp/test.previous.jsonl  the same on test (scored once per model to ship)
   yelp/leaderboard.md             the test leaderboard (denoisesum leaderboard)
+  yelp/levers/NAME.dev.jsonl      optional: dev summaries of a model trained with one other
+                                  change (another run), for the table of training levers
 
 Nothing is typed in by hand: the outcome against the target, the paired tests (against the
 previous default on dev and test, against PlanSum's released outputs on test), the lever table,
@@ -141,6 +143,30 @@ def levers(result: dict) -> list[str]:
     return [*lever_rows(rows), "", f"Kept: **{kept}**" + (
         " (the decoding the model was trained and selected with)" if kept == "base" else "")
         + "; dropped: " + (", ".join(dropped) or "none") + "."]
+
+
+def training_levers(out: Path) -> list[str]:
+    """This model and the models trained with one other change each (yelp/levers/), each
+    paired against the previous default on every dev business: one row per training lever,
+    the one this run trained kept, the others dropped."""
+    others = sorted((out / "levers").glob("*.dev.jsonl"))
+    if not others:
+        return ["No other training runs to compare (yelp/levers/ is empty)."]
+    gold = SHARED / "meansum_dev.jsonl"
+    previous = score(out / "dev.previous.jsonl", gold)
+    models = {"this model (kept)": out / "dev.new.jsonl",
+              **{f"{p.name.removesuffix('.dev.jsonl')} (dropped)": p for p in others}}
+    rows = ["| model | R1 | R2 | RL | mean | R1 vs previous | R2 vs previous | "
+                "RL vs previous |", "|---|--:|--:|--:|--:|--:|--:|--:|"]
+    for name, path in models.items():
+        report = score(path, gold)
+        tests = compare(report, previous)
+        means = [report.means[m] for m in ("rouge1", "rouge2", "rougeL")]
+        deltas = [f"{tests[m].difference:+.2f} (p {tests[m].p_value:.3f})"
+                  for m in ("rouge1", "rouge2", "rougeL")]
+        rows.append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in means)
+                        + f" | {sum(means) / 3:.2f} | " + " | ".join(deltas) + " |")
+    return rows
 
 
 def style_rows(files: dict[str, Path]) -> list[str]:
@@ -320,6 +346,12 @@ def report(root: Path, examples_shown: int = 5, notes: Path | None = None,
         "The rule that chose: the best mean of R1/R2/RL, reranking left out of the choice (it "
         "costs 4x the time: [decoding-speed.md](decoding-speed.md)).", "",
         *levers(decoding), "",
+        "## Training levers, measured on the dev set", "",
+        "Each model below was trained with one change to the previous default's training "
+        "(this run's, or another run's whose dev summaries are in yelp/levers/), decoded as "
+        "its run chose, and paired against the previous default on all the dev businesses "
+        "(differences and approximate-randomization p-values as above).", "",
+        *training_levers(run.out), "",
         "## Voice and repetition, previous default and this model", "",
         *style_rows(predictions), "",
         f"## {examples_shown} {split} businesses", "",

@@ -133,3 +133,20 @@ def test_a_model_not_shipped_is_reported_on_dev_only(tmp_path):
     assert "**Not scored on the test set**" in text and "test:" not in text
     assert "## 5 dev businesses" in text and text.count("- **this model:**") == 5
     assert "| dev, this model |" in text and "| test, this model |" not in text
+
+
+@needs_data
+def test_training_levers_are_paired_against_the_previous_default(tmp_path):
+    run = tmp_path / "run"
+    fake_run(run)
+    script = load_script("report_yelp")
+    assert "No other training runs to compare" in script.report(run)
+    (run / "yelp" / "levers").mkdir()
+    shutil.copy(run / "yelp" / "dev.previous.jsonl", run / "yelp" / "levers" / "same.dev.jsonl")
+    text = script.report(run)
+    same = next(line for line in text.splitlines() if line.startswith("| same (dropped) |"))
+    assert same.endswith("| +0.00 (p 1.000) | +0.00 (p 1.000) | +0.00 (p 1.000) |")
+    kept = next(line for line in text.splitlines() if line.startswith("| this model (kept) |"))
+    paired = next(line for line in text.splitlines()
+                  if line.startswith("| dev (all 100): this model vs previous default | R1 |"))
+    assert paired.split(" | ")[4] == kept.split(" | ")[5].split(" ")[0]  # the same A-B
