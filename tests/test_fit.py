@@ -91,6 +91,24 @@ def test_a_rerun_skips_every_stage(fitted):
     assert (model / "model.safetensors").stat().st_mtime_ns == before
 
 
+def test_the_same_corpus_copied_elsewhere_is_reused_and_another_refused(fitted, tmp_path):
+    """The corpus is known by its bytes, not its place or time: a copy (new mtime, another
+    folder) skips every stage; one review changed refuses the tokenized corpus."""
+    model = tmp_path / "model"
+    shutil.copytree(fitted["model"], model)
+    copy = tmp_path / "elsewhere" / fitted["corpus"].name
+    copy.parent.mkdir()
+    shutil.copy(fitted["corpus"], copy)
+    os.utime(copy, (time.time() + 3600, time.time() + 3600))
+    result = CliRunner().invoke(app, fit_args(copy, model))
+    assert result.exit_code == 0, result.output
+    assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 7
+    copy.write_text(copy.read_text().replace("great", "grand", 1))
+    result = CliRunner().invoke(app, fit_args(copy, model))
+    assert isinstance(result.exception, DenoiseSumError)
+    assert str(result.exception).startswith("stage 'tokenize' (work/encoded) was run with corpus")
+
+
 @pytest.mark.parametrize(("override", "stage"), [("train.train.lr=0.02", "train"),
                                                  ("synthesize.pairs=30", "synthesize")])
 def test_a_changed_setting_is_refused_before_any_work(fitted, override, stage):

@@ -15,6 +15,7 @@ Directory layout:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -56,6 +57,17 @@ def _batches(reviews: Iterable[Review], size: int) -> Iterator[list[Review]]:
 def source_fingerprint(paths: Iterable[Path]) -> list[dict]:
     return [{"path": str(Path(p).resolve()), "bytes": os.path.getsize(p),
              "mtime": int(os.path.getmtime(p))} for p in paths]
+
+
+def content_fingerprint(paths: Iterable[Path]) -> list[dict]:
+    """Name, size and SHA-256 of each file: the same corpus copied, moved or touched is still
+    the same corpus (hashing reads about 400 MB/s, a second for Yelp's 136 MB)."""
+    out = []
+    for p in paths:
+        with open(p, "rb") as handle:
+            sha = hashlib.file_digest(handle, "sha256").hexdigest()
+        out.append({"file": Path(p).name, "bytes": os.path.getsize(p), "sha256": sha})
+    return out
 
 
 class RankedTokens:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from denoisesum.data.corpus import CorpusReader, FieldNames, estimate_records
-from denoisesum.data.encoded import EncodedCorpus, source_fingerprint
+from denoisesum.data.encoded import EncodedCorpus, content_fingerprint
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.synthetic import find_shards, iter_pairs
 from denoisesum.data.tokenizer import Tokenizer
@@ -181,7 +181,7 @@ class Recipe:
         c, d = self.cfg, self.dirs
         fields = dataclasses.asdict(self.request.fields)
         out = [Stage("tokenize", d["tokenize"], flatten({
-            "corpus": source_fingerprint(self.reader.paths), "fields": fields,
+            "corpus": content_fingerprint(self.reader.paths), "fields": fields,
             "skip_bad": self.request.skip_bad}), dict,
             lambda: (d["tokenize"] / "meta.json").is_file(), self.tokenize,
             f"tokenizing {len(self.reader.paths)} file(s)")]
