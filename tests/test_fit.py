@@ -109,6 +109,26 @@ def test_the_same_corpus_copied_elsewhere_is_reused_and_another_refused(fitted, 
     assert str(result.exception).startswith("stage 'tokenize' (work/encoded) was run with corpus")
 
 
+def test_a_run_made_before_the_content_fingerprint_is_upgraded(fitted, tmp_path):
+    model = tmp_path / "model"
+    shutil.copytree(fitted["model"], model)
+    path = model / "work" / "tokenize.stage.json"
+    record = json.loads(path.read_text())
+    corpus = fitted["corpus"]
+    old = [{"path": str(corpus.resolve()), "bytes": corpus.stat().st_size, "mtime": 1}]
+    record["settings"]["corpus"] = old
+    path.write_text(json.dumps(record))
+    result = CliRunner().invoke(app, fit_args(corpus, model))
+    assert result.exit_code == 0, result.output
+    assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 7
+    assert "sha256" in json.loads(path.read_text())["settings"]["corpus"][0]
+    record["settings"]["corpus"] = [{**old[0], "bytes": old[0]["bytes"] + 1}]  # another corpus
+    path.write_text(json.dumps(record))
+    result = CliRunner().invoke(app, fit_args(corpus, model))
+    assert isinstance(result.exception, DenoiseSumError)
+    assert str(result.exception).startswith("stage 'tokenize' (work/encoded) was run with corpus")
+
+
 @pytest.mark.parametrize(("override", "stage"), [("train.train.lr=0.02", "train"),
                                                  ("synthesize.pairs=30", "synthesize")])
 def test_a_changed_setting_is_refused_before_any_work(fitted, override, stage):

@@ -372,9 +372,22 @@ class Recipe:
 
     # ---- the loop ---------------------------------------------------------------------------
 
+    def _upgrade_corpus_record(self, record: dict[str, Any] | None, corpus: list[dict]) -> None:
+        """A run made before the corpus was known by content (path, size, mtime) is taken as made
+        from this corpus when every file's name and size agree, and its record is rewritten with
+        the content fingerprint, so that upgrading does not refuse a run's finished stages."""
+        old = (record or {}).get("settings", {}).get("corpus")
+        if not (isinstance(old, list) and old and "mtime" in old[0]):
+            return
+        if [(Path(o["path"]).name, o["bytes"]) for o in old] == [(c["file"], c["bytes"])
+                                                                 for c in corpus]:
+            record["settings"]["corpus"] = corpus
+            ledger.write_record(self.work, "tokenize", record)
+
     def run(self) -> FitReport:
         stages = self.stages()
         records = {s.name: ledger.read_record(self.work, s.name) for s in stages}
+        self._upgrade_corpus_record(records["tokenize"], stages[0].settings["corpus"])
         for s in stages:  # every settings check before any work
             if records[s.name] is not None:
                 recorded, _ = without_limits(records[s.name]["settings"], s.name)
