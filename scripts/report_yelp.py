@@ -194,7 +194,11 @@ def length_search(result: dict) -> list[str]:
 def lm_start(config: dict, lm_init: dict) -> list[str]:
     """What the summarizer's start from the language model copied (lm-init.json)."""
     if not lm_init:
-        return ["Not started from a language model."]
+        start = config["train"].get("init_model")
+        # A continuation copies every weight of an earlier model, which may itself have
+        # started from an LM: its own report says what that start copied.
+        return [f"Continued from every weight of the model `{start}`." if start
+                else "Not started from a language model."]
     skipped = ", ".join(lm_init["skipped"]) or "nothing"
     return [f"Started from the language model `{config['train']['init_lm']}`: copied "
             f"{lm_init['embedding_rows']:,} embedding rows and the LSTMs "
@@ -291,6 +295,14 @@ def curve_reading(model: Path) -> str:
         return "One evaluation: no trend to read."
     best = max(evals, key=lambda r: r["dev_mean"])
     last = evals[-1]
+    first = evals[0]
+    if best is last:
+        return (f"Dev ROUGE (mean of R1/R2/RL) was highest at the last evaluation, step "
+                f"{last['step']:,} ({last['dev_mean']:.2f}, "
+                f"{last['dev_mean'] - first['dev_mean']:+.2f} since step {first['step']:,}), "
+                f"while the validation NLL went from "
+                f"{first['val_nll']:.3f} to {last['val_nll']:.3f}; no later evaluation "
+                f"shows whether it had peaked.")
     return (f"Dev ROUGE (mean of R1/R2/RL) peaked at step {best['step']:,} "
             f"({best['dev_mean']:.2f}); at the last evaluation, step {last['step']:,}, it was "
             f"{last['dev_mean']:.2f} "

@@ -150,3 +150,29 @@ def test_training_levers_are_paired_against_the_previous_default(tmp_path):
     paired = next(line for line in text.splitlines()
                   if line.startswith("| dev (all 100): this model vs previous default | R1 |"))
     assert paired.split(" | ")[4] == kept.split(" | ")[5].split(" ")[0]  # the same A-B
+
+
+def test_the_curve_reading_says_whether_the_run_peaked(tmp_path):
+    script = load_script("report_yelp")
+    evals = [{"step": s, "dev_mean": m, "val_nll": n}
+             for s, m, n in ((250, 21.0, 4.3), (500, 21.5, 4.2), (750, 21.2, 4.1))]
+    write_jsonl(tmp_path / "metrics.jsonl", evals)
+    assert script.curve_reading(tmp_path) == (
+        "Dev ROUGE (mean of R1/R2/RL) peaked at step 500 (21.50); at the last evaluation, "
+        "step 750, it was 21.20 (-0.30) while the validation NLL went from 4.200 to 4.100.")
+    write_jsonl(tmp_path / "metrics.jsonl", evals[:2])
+    assert script.curve_reading(tmp_path) == (
+        "Dev ROUGE (mean of R1/R2/RL) was highest at the last evaluation, step 500 (21.50, "
+        "+0.50 since step 250), while the validation NLL went from 4.300 to 4.200; no later "
+        "evaluation shows whether it had peaked.")
+
+
+def test_the_start_names_the_lm_or_the_model_continued():
+    script = load_script("report_yelp")
+    assert script.lm_start({"train": {"init_model": "runs/a"}}, {}) == [
+        "Continued from every weight of the model `runs/a`."]
+    assert script.lm_start({"train": {}}, {}) == ["Not started from a language model."]
+    copied = script.lm_start({"train": {"init_lm": "models/lm"}}, {
+        "embedding_rows": 30000, "copied": ["encoder"], "skipped": []})
+    assert copied == ["Started from the language model `models/lm`: copied 30,000 embedding "
+                      "rows and the LSTMs encoder; skipped: nothing."]
