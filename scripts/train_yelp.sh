@@ -13,6 +13,13 @@
 #   SHIP=1   the fp16 export that ships with the package (src/denoisesum/pretrained/denoisesum-yelp)
 #
 # Usage: bash scripts/train_yelp.sh [RUN_ROOT]      (default runs/yelp)
+#   The shipped model is two calls (configs/fit-yelp-ema.toml says why): the LM-started model,
+#   then weight averaging continuing it:
+#     MAX_STEPS=2425 bash scripts/train_yelp.sh runs/yelp
+#     INIT_MODEL=runs/yelp SEED=2 MAX_STEPS=1750 CONFIG=configs/fit-yelp-ema.toml \
+#         bash scripts/train_yelp.sh runs/fit-yelp-ema
+#     STAGES=test SHIP=1 INIT_MODEL=runs/yelp SEED=2 MAX_STEPS=1750 \
+#         CONFIG=configs/fit-yelp-ema.toml bash scripts/train_yelp.sh runs/fit-yelp-ema
 #   nohup bash scripts/train_yelp.sh runs/yelp > runs/yelp.log 2>&1 &
 #   python scripts/report_yelp.py runs/yelp --markdown docs/results/yelp.md
 # Settings (environment): CONFIG (configs/fit-yelp.toml; configs/fit-yelp-third-person.toml for
