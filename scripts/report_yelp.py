@@ -43,6 +43,7 @@ SHARED = Path(os.environ.get("DENOISESUM_DATA", "../shared/data")) / "yelp"
 TARGET = {"pooled_rouge1": 35.5, "pooled_rouge2": 7.4, "pooled_rougeL": 20.0}
 LABEL = {"rouge1": "R1", "rouge2": "R2", "rougeL": "RL", "pooled_rouge1": "pooled R1",
          "pooled_rouge2": "pooled R2", "pooled_rougeL": "pooled RL"}
+ROUGE = ("rouge1", "rouge2", "rougeL")  # rouge-score's, the columns of the lever tables
 
 
 @dataclass(frozen=True)
@@ -76,9 +77,29 @@ def score(predictions: Path, gold: Path, first: int = 0) -> EvaluationReport:
                     {s.entity_id: s.summaries for s in sets}, "rouge,pooled")
 
 
-def paired_rows(name: str, a: EvaluationReport, b: EvaluationReport) -> list[str]:
-    """One table row per metric: A, B, A-B with its interval and p."""
-    tests = compare(a, b)
+@dataclass
+class DevScores:
+    """This model's and the previous default's dev scores and their paired tests, computed
+    once for the outcome table and the table of training levers."""
+
+    new: EvaluationReport
+    previous: EvaluationReport
+    tests: dict
+
+    @classmethod
+    def of(cls, out: Path) -> DevScores:
+        gold = SHARED / "meansum_dev.jsonl"
+        new, previous = (score(out / f"dev.{v}.jsonl", gold) for v in ("new", "previous"))
+        return cls(new, previous, compare(new, previous))
+
+
+def delta(difference: float, p_value: float) -> str:
+    """A paired difference and its p-value, as the lever tables print them."""
+    return f"{difference:+.2f} (p {p_value:.3f})"
+
+
+def paired_rows(name: str, tests: dict) -> list[str]:
+    """One table row per metric of compare(A, B): A, B, A-B with its interval and p."""
     return [f"| {name} | {LABEL[m]} | {t.mean_a:.2f} | {t.mean_b:.2f} | {t.difference:+.2f} | "
             f"{t.ci_low:+.2f} to {t.ci_high:+.2f} | {t.p_value:.4f} |"
             for m, t in tests.items() if m in LABEL]
@@ -125,8 +146,8 @@ def lever_rows(rows: dict[str, dict]) -> list[str]:
            "RL vs base |", "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for name, row in rows.items():
         tests = row.get("vs_base", {})
-        deltas = [f"{tests[m]['difference']:+.2f} (p {tests[m]['p_value']:.3f})" if m in tests
-                  else "" for m in ("rouge1", "rouge2", "rougeL")]
+        deltas = [delta(tests[m]["difference"], tests[m]["p_value"]) if m in tests else ""
+                  for m in ROUGE]
         out.append(f"| {name} | `{json.dumps(row['changes'])}` | {row['rouge1']:.2f} | "
                    f"{row['rouge2']:.2f} | {row['rougeL']:.2f} | {row['mean']:.2f} | "
                    f"{row['words']:.1f} | " + " | ".join(deltas) + " |")
@@ -145,25 +166,23 @@ def levers(result: dict) -> list[str]:
         + "; dropped: " + (", ".join(dropped) or "none") + "."]
 
 
-def training_levers(out: Path) -> list[str]:
+def training_levers(out: Path, dev: DevScores) -> list[str]:
     """This model and the models trained with one other change each (yelp/levers/), each
     paired against the previous default on every dev business: one row per training lever,
     the one this run trained kept, the others dropped."""
     others = sorted((out / "levers").glob("*.dev.jsonl"))
     if not others:
         return ["No other training runs to compare (yelp/levers/ is empty)."]
-    gold = SHARED / "meansum_dev.jsonl"
-    previous = score(out / "dev.previous.jsonl", gold)
-    models = {"this model (kept)": out / "dev.new.jsonl",
-              **{f"{p.name.removesuffix('.dev.jsonl')} (dropped)": p for p in others}}
+    models = {"this model (kept)": (dev.new, dev.tests)}
+    for path in others:
+        report = score(path, SHARED / "meansum_dev.jsonl")
+        models[f"{path.name.removesuffix('.dev.jsonl')} (dropped)"] = (
+            report, compare(report, dev.previous))
     rows = ["| model | R1 | R2 | RL | mean | R1 vs previous | R2 vs previous | "
                 "RL vs previous |", "|---|--:|--:|--:|--:|--:|--:|--:|"]
-    for name, path in models.items():
-        report = score(path, gold)
-        tests = compare(report, previous)
-        means = [report.means[m] for m in ("rouge1", "rouge2", "rougeL")]
-        deltas = [f"{tests[m].difference:+.2f} (p {tests[m].p_value:.3f})"
-                  for m in ("rouge1", "rouge2", "rougeL")]
+    for name, (report, tests) in models.items():
+        means = [report.means[m] for m in ROUGE]
+        deltas = [delta(tests[m].difference, tests[m].p_value) for m in ROUGE]
         rows.append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in means)
                         + f" | {sum(means) / 3:.2f} | " + " | ".join(deltas) + " |")
     return rows
@@ -236,13 +255,12 @@ def examples(out: Path, split: str, count: int) -> list[str]:
     return lines
 
 
-def dev_comparison(out: Path, selected: int) -> tuple[str, list[str]]:
+def dev_comparison(out: Path, selected: int, dev: DevScores) -> tuple[str, list[str]]:
     """Paired rows of this model against the previous default on dev: on the businesses
     checkpoint selection did not see (the first `selected` were seen; 0: all) and on all."""
     gold = SHARED / "meansum_dev.jsonl"
-    every = [score(out / f"dev.{v}.jsonl", gold) for v in ("new", "previous")]
-    n_dev = len(every[0].entity_ids)
-    rows = paired_rows(f"dev (all {n_dev}): this model vs previous default", *every)
+    n_dev = len(dev.new.entity_ids)
+    rows = paired_rows(f"dev (all {n_dev}): this model vs previous default", dev.tests)
     if not 0 < selected < n_dev:
         return (f"Checkpoint selection used all {n_dev} dev businesses, so no dev row is free "
                 "of it."), rows
@@ -250,7 +268,8 @@ def dev_comparison(out: Path, selected: int) -> tuple[str, list[str]]:
     return (f"The first dev rows use the {n_dev - selected} dev businesses that checkpoint "
             f"selection did not see (it used the first {selected}); the decoding levers were "
             f"chosen on all {n_dev}."), [
-        *paired_rows(f"dev ({n_dev - selected} unseen): this model vs previous default", *unseen),
+        *paired_rows(f"dev ({n_dev - selected} unseen): this model vs previous default",
+                     compare(*unseen)),
         *rows]
 
 
@@ -280,8 +299,8 @@ def test_section(out: Path) -> tuple[list[str], list[str]]:
     gold = SHARED / "meansum_test.jsonl"
     new, previous = (score(out / f"test.{v}.jsonl", gold) for v in ("new", "previous"))
     plansum = score(SHARED / "systems" / "plansum.test.jsonl", gold)
-    rows = [*paired_rows("test: this model vs previous default", new, previous),
-            *paired_rows("test: this model vs PlanSum (released outputs)", new, plansum)]
+    rows = [*paired_rows("test: this model vs previous default", compare(new, previous)),
+            *paired_rows("test: this model vs PlanSum (released outputs)", compare(new, plansum))]
     board = ["## Test set: this model next to earlier systems", "",
              *[line for line in (out / "leaderboard.md").read_text().splitlines()
                if line.startswith("|")]]
@@ -321,7 +340,8 @@ def report(root: Path, examples_shown: int = 5, notes: Path | None = None,
     config = read_json(root / "config.json")
     decoding = run.decode()
     selected = config["train"]["dev_entities"]
-    dev_note, dev_rows = dev_comparison(run.out, selected)
+    dev = DevScores.of(run.out)
+    dev_note, dev_rows = dev_comparison(run.out, selected, dev)
     verdict, test_rows = test_section(run.out)
     split = "test" if test_rows else "dev"
     predictions = {f"{where}, {who}": run.out / f"{where}.{name}.jsonl"
@@ -363,7 +383,7 @@ def report(root: Path, examples_shown: int = 5, notes: Path | None = None,
         "(this run's, or another run's whose dev summaries are in yelp/levers/), decoded as "
         "its run chose, and paired against the previous default on all the dev businesses "
         "(differences and approximate-randomization p-values as above).", "",
-        *training_levers(run.out), "",
+        *training_levers(run.out, dev), "",
         "## Voice and repetition, previous default and this model", "",
         *style_rows(predictions), "",
         f"## {examples_shown} {split} businesses", "",
