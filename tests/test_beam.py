@@ -20,6 +20,7 @@ from denoisesum.inference.beam import (
     banned_words,
     beam_search,
     constraint_mask,
+    input_salience,
     restating,
 )
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
@@ -301,6 +302,47 @@ def test_restatement_blocking_changes_the_decoded_words():
     assert strict == [A, B, DOT, A, B, C]
 
 
+def test_input_salience_is_the_share_of_an_entity_s_reviews_using_a_content_word():
+    reviews = torch.tensor([[A, B, A, PAD_ID], [A, C, D, D], [B, B, PAD_ID, PAD_ID]])
+    content = torch.zeros(V, dtype=torch.bool)
+    content[[A, B, C]] = True  # D is no content word
+    got = input_salience(reviews, torch.tensor([0, 0, 1]), 2, content)
+    assert got.shape == (2, V)
+    assert got[0, [A, B, C, D]].tolist() == [1.0, 0.5, 0.5, 0.0]  # A twice in a review: once
+    assert got[1, [A, B, C, D]].tolist() == [0.0, 1.0, 0.0, 0.0]
+    assert not got[:, :len(SPECIALS)].any()
+
+
+def bonus_batch(reviews: list[list[int]]):
+    return SimpleNamespace(n_pairs=1, reviews=torch.tensor(reviews),
+                           review_pair=torch.zeros(len(reviews), dtype=torch.long))
+
+
+def test_input_bonus_prefers_the_words_of_the_reviews():
+    # the model slightly prefers C, which no review uses; both reviews use B
+    t = table({BOS_ID: {C: 0.5, B: 0.4, A: 0.1}, B: {EOS_ID: 0.9}, C: {EOS_ID: 0.9}},
+              floor=1e-4)
+    words = WordLists((), [A, B, C], [DOT])
+    batch = bonus_batch([[B, D], [B, A]])
+    cfg = DecodeConfig(min_length=0, no_repeat_ngram=0)
+    assert beam_search(Markov(t[None]), batch, cfg, words=words)[0][0].tokens == [C]
+    cfg.input_bonus = 1.0
+    model = Markov(t[None])
+    best = beam_search(model, batch, cfg, words=words)[0][0]
+    assert best.tokens == [B]
+    log_p = model.log_tables[0, BOS_ID, B] + model.log_tables[0, B, EOS_ID]
+    assert best.log_prob == pytest.approx(float(log_p) + 1.0, abs=1e-4)  # + the bonus, once
+
+
+def test_input_bonus_rewards_only_the_first_use_of_a_word():
+    # B D B would win if every use of B earned the bonus (0.4 * 0.4 * e^2 > 0.4 * 0.5 * e)
+    t = table({BOS_ID: {C: 0.5, B: 0.4}, B: {D: 0.9}, C: {D: 0.9}, D: {C: 0.5, B: 0.4}})
+    cfg = DecodeConfig(min_length=3, max_length=3, no_repeat_ngram=0, input_bonus=1.0)
+    words = WordLists((), [A, B, C], [DOT])
+    found = beam_search(Markov(t[None]), bonus_batch([[B, D]]), cfg, words=words)
+    assert found[0][0].tokens == [B, D, C]
+
+
 def test_first_person_blocking():
     index = {"<pad>": 0, "<unk>": 1, "<s>": 2, "</s>": 3, "i": A, "my": B, "food": C, "good": D}
     assert banned_words(DecodeConfig(), index) == []
@@ -322,6 +364,7 @@ def test_bad_settings_are_named():
                      ({"length_penalty": -1.0}, "length_penalty"),
                      ({"max_word_repeats": -1}, "max_word_repeats"),
                      ({"restate_overlap": 1.5}, "restate_overlap"),
+                     ({"input_bonus": -0.5}, "input_bonus"),
                      ({"subsets": 2}, "subsets"), ({"rerank_ngrams": 0}, "rerank_ngrams")]:
         with pytest.raises(ConfigError, match=f"decode.{key}="):
             beam_search(Markov(torch.ones(1, V, V)), fake_batch(), DecodeConfig(**bad))

@@ -91,7 +91,7 @@ def test_the_decoding_levers_are_command_line_options(summarizer, tmp_path):
     model = summarizer.path
     args = [sys.executable, "-m", "denoisesum.cli", "summarize", str(sets), "--model", str(model),
             "--rerank", "--subsets", "2", "--no-repeat-in-sentence", "--max-word-repeats", "1",
-            "--restate-overlap", "0.5"]
+            "--restate-overlap", "0.5", "--input-bonus", "1.0"]
     done = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["summary"]
@@ -113,3 +113,16 @@ def test_the_recipe_never_picks_reranking_as_the_default():
     assert levers.best_variant(rows) == "restate"  # reranking scores best but costs 4x
     rows["restate"]["scores"]["rouge1"] = 29.0
     assert levers.best_variant(rows) == "base"
+
+
+def test_a_chosen_shortlist_goes_to_the_summarizer_settings_not_the_decoding(tmp_path):
+    import json
+
+    from conftest import load_script
+
+    levers = load_script("decoding_levers")
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"kind": "denoisesum", "summarize": {"shortlist": 5000, "decode": {"min_length": 75}}}))
+    levers.write_variant(tmp_path, {"shortlist": 2000, "max_word_repeats": 2})
+    saved = json.loads((tmp_path / "config.json").read_text())["summarize"]
+    assert saved == {"shortlist": 2000, "decode": {"min_length": 75, "max_word_repeats": 2}}

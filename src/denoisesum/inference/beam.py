@@ -34,6 +34,14 @@ friendly"): with `restate_overlap` = s, a sentence may not end (no sentence end,
 it has at least two content words and a share s of them were all in one earlier sentence, the
 measure of `evaluation.style.restated_sentences` at s = 0.5; the hypothesis must go on to say
 something new, or lose to one that does.
+
+Input salience (beyond the paper; `input_bonus` = b): the summary of some reviews should name
+what many of them talk about (the ramen, the wait), where a denoising model trained on generic
+pairs falls back on what every business shares ("great food, friendly staff"). Each content word
+w gets the share s(w) of the entity's reviews that use it, and a hypothesis' first use of w adds
+b * s(w) to its score (a later use adds nothing, so the bonus rewards covering the reviews'
+words, not repeating them). It is a score, not a constraint: a word the model finds unlikely
+stays unlikely.
 """
 
 from __future__ import annotations
@@ -64,6 +72,9 @@ class DecodeConfig:
     no_repeat_in_sentence: bool = False  # ban a content word already in the current sentence
     max_word_repeats: int = 0  # a content word appears at most this often; 0: no limit
     restate_overlap: float = 0.0  # no sentence ends restating one earlier sentence; 0: off
+    # input salience: a content word's first use adds input_bonus x (share of the entity's
+    # reviews that use it) to the hypothesis' log-probability; 0: off
+    input_bonus: float = 0.0
     # input-aware choice (inference/rerank.py): among the beam's finished hypotheses, plus those
     # decoded from `subsets` subsets of the reviews, keep the one closest to the input reviews
     rerank: bool = False
@@ -80,6 +91,7 @@ class DecodeConfig:
                   ("max_word_repeats", self.max_word_repeats >= 0, "must be >= 0 (0: off)"),
                   ("restate_overlap", 0 <= self.restate_overlap <= 1,
                    "must be between 0 (off) and 1"),
+                  ("input_bonus", self.input_bonus >= 0, "must be >= 0 (0: off)"),
                   ("subsets", self.subsets >= 0, "must be >= 0"),
                   ("subsets", self.rerank or not self.subsets,
                    "needs rerank = true (the candidates of the subsets must be chosen among)"),
@@ -193,6 +205,19 @@ def restating(history: torch.Tensor, masks: WordMasks, share: float) -> torch.Te
     return (size >= 2) & (overlap >= share * size.unsqueeze(1)).any(1)
 
 
+def input_salience(reviews: torch.Tensor, review_pair: torch.Tensor, n_entities: int,
+                   content: torch.Tensor) -> torch.Tensor:
+    """[E, V]: the share of entity e's reviews that use content word w (0 for other words).
+    reviews [R, T] word ids in the decoder's output space, review_pair [R] their entity,
+    content [V] bool."""
+    uses = torch.zeros(len(reviews), len(content), device=reviews.device)  # [R, V]
+    uses.scatter_(1, reviews, 1.0)
+    per_entity = torch.zeros(n_entities, len(content), device=reviews.device)  # [E, V]
+    per_entity.index_add_(0, review_pair, uses)
+    counts = torch.bincount(review_pair, minlength=n_entities).clamp(min=1)  # [E]
+    return per_entity / counts.unsqueeze(1) * content
+
+
 def constraint_mask(history: torch.Tensor, masks: WordMasks,
                     config: DecodeConfig) -> torch.Tensor:
     """True where a next word is banned. history [N, t] words so far -> [N, V] bool."""
@@ -222,10 +247,11 @@ def constraint_mask(history: torch.Tensor, masks: WordMasks,
 
 
 def beam_search(model: DecodingModel, batch, config: DecodeConfig | None = None,
-                banned_ids: Sequence[int] = (), words: WordLists | None = None
-                ) -> list[list[Hypothesis]]:
+                banned_ids: Sequence[int] = (), words: WordLists | None = None,
+                reviews: torch.Tensor | None = None) -> list[list[Hypothesis]]:
     """Decode every entity of `batch` (a SummaryBatch from `inference_batch`). banned_ids:
-    words never produced (joined to words.banned).
+    words never produced (joined to words.banned). reviews: batch.reviews in the model's output
+    space, for input_bonus (None: batch.reviews; a ShortlistModel's positions differ from ids).
 
     Returns, per entity in batch order, up to beam_size hypotheses, best first.
     """
@@ -233,7 +259,7 @@ def beam_search(model: DecodingModel, batch, config: DecodeConfig | None = None,
     config.validate()
     words = words or WordLists()
     words = dataclasses.replace(words, banned=[*words.banned, *banned_ids])
-    search = _Search(model, batch, config, words)
+    search = _Search(model, batch, config, words, batch.reviews if reviews is None else reviews)
     return search.run()
 
 
@@ -290,7 +316,7 @@ class _Search:
     t = words generated so far."""
 
     def __init__(self, model: DecodingModel, batch, config: DecodeConfig,
-                 words: WordLists) -> None:
+                 words: WordLists, reviews: torch.Tensor) -> None:
         self.model, self.config = model, config
         self.k = k = config.beam_size
         n = batch.n_pairs
@@ -308,6 +334,8 @@ class _Search:
         self.finished: list[list[Hypothesis]] = [[] for _ in range(n)]
         self.masks: WordMasks | None = None  # built at the first step
         self.words = words
+        self.batch, self.reviews = batch, reviews
+        self.salience: torch.Tensor | None = None  # [n, V] input_salience, at the first step
 
     def run(self) -> list[list[Hypothesis]]:
         while len(self.entity):
@@ -323,7 +351,10 @@ class _Search:
         a, k, t = self.tokens.shape
         log_probs, state = self.model.decode_step(self.state, self.prev)  # [A*K, V]
         v = log_probs.shape[1]
-        ban = constraint_mask(self.tokens.view(a * k, t), self._word_masks(v), self.config)
+        history = self.tokens.view(a * k, t)
+        ban = constraint_mask(history, self._word_masks(v), self.config)
+        if self.config.input_bonus:
+            log_probs = log_probs + self._bonus(history, v)
         log_probs = log_probs.masked_fill(ban, -torch.inf)
         cand = (self.scores.unsqueeze(-1) + log_probs.view(a, k, v)).view(a, k * v)
         top, idx = cand.topk(min(2 * k, k * v), dim=1)  # [A, 2K], best first
@@ -349,6 +380,15 @@ class _Search:
             self.state = self.reorder(self.state, state, rows, len(live) == a)
         self.entity, self.tokens, self.scores = self.entity[live], tokens[live], scores[live]
         self.prev = word[live].flatten()
+
+    def _bonus(self, history: torch.Tensor, v: int) -> torch.Tensor:
+        """[A*K, V] input_bonus * salience of each live row's entity, 0 for words it has used."""
+        if self.salience is None:
+            self.salience = self.config.input_bonus * input_salience(
+                self.reviews, self.batch.review_pair, len(self.finished),
+                self._word_masks(v).content)
+        bonus = self.salience[self.entity].repeat_interleave(self.k, 0)  # [A*K, V]
+        return bonus.scatter(1, history, 0.0) if history.shape[1] else bonus
 
     def _collect(self, scores: torch.Tensor, beam: torch.Tensor, ended: torch.Tensor,
                  t: int) -> None:

@@ -313,15 +313,16 @@ class Summarizer:
         out: list[list[list[int]]] = []
         for start in range(0, len(sources), batch_size):
             batch = inference_batch(sources[start: start + batch_size]).to(self.device)
-            model, words, ids = self.model, lists, list
+            model, words, ids, reviews = self.model, lists, list, batch.reviews
             if self.config.shortlist:
                 rows = shortlist_rows(batch.reviews, self.config.shortlist, len(self.vocab))
                 model = ShortlistModel(self.model, rows)
                 words = WordLists(*(model.positions(x) for x in (
                     lists.banned, lists.content, lists.sentence_ends)))
-                ids = model.vocab_ids
+                ids, reviews = model.vocab_ids, model.position[batch.reviews]
             with torch.autocast(self.device.type, torch.bfloat16, enabled=self._bf16()):
-                found = beam_search(model, batch, self.config.decode, words=words)
+                found = beam_search(model, batch, self.config.decode, words=words,
+                                    reviews=reviews)
             out.extend([ids(h.tokens) for h in hyps] for hyps in found)
         return out
 
