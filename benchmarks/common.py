@@ -13,6 +13,7 @@ Standard library only, so that the load-test client can use it without torch.
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 from pathlib import Path
 
@@ -55,6 +56,16 @@ def parse_variants(text: str) -> dict[str, dict]:
         pairs = [kv.split("=", 1) for kv in settings.split(",") if kv]
         out[name.strip()] = {k.strip(): tomllib.loads(f"v = {v.strip()}")["v"] for k, v in pairs}
     return out
+
+
+def configured(base, changes: dict):
+    """A copy of `base` (a SummarizerConfig) with a variant's changes (parse_variants):
+    shortlist/bf16 on the summarizer config, everything else on its decode config."""
+    top = {k: v for k, v in changes.items() if k in ("shortlist", "bf16")}
+    decode = dataclasses.replace(base.decode, **{k: v for k, v in changes.items()
+                                                 if k not in top})
+    decode.validate()
+    return dataclasses.replace(base, decode=decode, **top)
 
 
 def emit(text: str, markdown: Path | None = None) -> None:

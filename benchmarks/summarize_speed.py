@@ -36,7 +36,7 @@ import statistics
 import time
 
 import torch
-from common import emit, parse_variants, percentile, system
+from common import configured, emit, parse_variants, percentile, system
 
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.vocab import SPECIALS, Vocab
@@ -54,16 +54,6 @@ def make_entities(vocab: Vocab, n: int, reviews: int, words: int,
     pool = vocab.tokens[len(SPECIALS):]
     return [[" ".join(rng.choices(pool, k=rng.randint(int(words * 0.8), int(words * 1.2))))
              for _ in range(reviews)] for _ in range(n)]
-
-
-def configured(base: SummarizerConfig, changes: dict) -> SummarizerConfig:
-    """A copy of `base` with a variant's changes: shortlist/bf16 on the summarizer config,
-    everything else on its decode config."""
-    top = {k: v for k, v in changes.items() if k in ("shortlist", "bf16")}
-    decode = dataclasses.replace(base.decode, **{k: v for k, v in changes.items()
-                                                 if k not in top})
-    decode.validate()
-    return dataclasses.replace(base, decode=decode, **top)
 
 
 def compare_variants(summarizer: Summarizer, entities: list, variants: dict[str, dict],

@@ -4,20 +4,19 @@
         [--variants "rerank:rerank=true;sentence:no_repeat_in_sentence=true"] \
         [--json runs/levers/dev.json] [--markdown docs/results/decoding-levers.md]
 
-A variant is `name:key=value,key=value` over DecodeConfig fields (values are TOML: true, 3,
-0.5); `base` (no change) is always run first and is the reference. For every variant: ROUGE-1/2/L
-by rouge-score and by the pooled py-rouge-style scorer, the paired difference in R1 against
-`base` with its 95% interval and p-value (approximate randomization), summary length, decoding
-seconds and their ratio to `base` (the same run, same machine), and the style measures of
-`evaluation.style` (repeated words in a sentence, restated sentences, first person). Results are
-kept in the JSON file as they come, so a cut-off run resumes (`--force` recomputes). Dev only:
-this chooses settings, so never run it on test.
+A variant is `name:key=value,key=value` over DecodeConfig fields, and `shortlist` and `bf16` of the
+SummarizerConfig (values are TOML: true, 3, 0.5); `base` (no change) is always run first and is the
+reference. For every variant: ROUGE-1/2/L by rouge-score and by the pooled py-rouge-style scorer,
+the paired difference in R1 against `base` with its 95% interval and p-value (approximate
+randomization), summary length, decoding seconds and their ratio to `base` (the same run, same
+machine), and the style measures of `evaluation.style` (repeated words in a sentence, restated
+sentences, first person). Results are kept in the JSON file as they come, so a cut-off run resumes
+(`--force` recomputes). Dev only: this chooses settings, so never run it on test.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -31,7 +30,7 @@ from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import write_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from common import emit, parse_variants
+from common import configured, emit, parse_variants
 
 DEFAULT_VARIANTS = ";".join([
     "rerank-r1:rerank=true,rerank_ngrams=1",
@@ -50,7 +49,8 @@ DEFAULT_VARIANTS = ";".join([
 
 
 def run_variant(summarizer: Summarizer, base, sets: list, changes: dict) -> dict:
-    summarizer.config.decode = dataclasses.replace(base, **changes)
+    """base: the model's SummarizerConfig; changes: of its decode config, or shortlist/bf16."""
+    summarizer.config = configured(base, changes)
     run = decode_and_score(summarizer, sets, "rouge,pooled")
     return {"changes": changes, "scores": run.means, "seconds": run.seconds, "words": run.words,
             "style": style_report(run.summaries).to_dict(), "summaries": run.summaries,
@@ -103,7 +103,7 @@ def main() -> None:
     args = parser.parse_args()
     sets = list(read_review_sets(args.dev))[: args.limit or None]
     summarizer = Summarizer.from_pretrained(args.model)
-    base = summarizer.config.decode
+    base = summarizer.config
     rows = {} if args.force or not args.json.exists() else json.loads(args.json.read_text())
     args.json.parent.mkdir(parents=True, exist_ok=True)
     for name, changes in {"base": {}, **parse_variants(args.variants)}.items():
@@ -137,10 +137,14 @@ def best_variant(rows: dict[str, dict]) -> str:
 
 
 def write_variant(model: Path, changes: dict) -> None:
-    """Merge a variant's DecodeConfig changes into the model's config.json."""
+    """Merge a variant's changes into the model's config.json (summarize.shortlist and bf16,
+    the rest summarize.decode)."""
     path = model / "config.json"
     config = json.loads(path.read_text())
-    config.setdefault("summarize", {}).setdefault("decode", {}).update(changes)
+    summarize = config.setdefault("summarize", {})
+    for key, value in changes.items():
+        (summarize if key in ("shortlist", "bf16") else
+         summarize.setdefault("decode", {}))[key] = value
     write_json(path, config)
     print(f"saved {changes} into {path}")
 

@@ -143,6 +143,53 @@ def test_a_changed_setting_is_refused_before_any_work(fitted, override, stage):
     assert {p.name: p.read_bytes() for p in (model / "work").glob("*.stage.json")} == records
 
 
+def test_a_changed_decoding_setting_remakes_the_last_stages_only(fitted, tmp_path):
+    """decode.* settings (here the exported shortlist) make the decoding choice and the export
+    again, from the trained summarizer: nothing is refused and no training is redone."""
+    model = tmp_path / "model"
+    shutil.copytree(fitted["model"], model)
+    weights = (model / "model.safetensors").read_bytes()
+    assert json.loads((model / "config.json").read_text())["summarize"]["shortlist"] == 0
+    result = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--set",
+                                              "decode.shortlist=3"))
+    assert result.exit_code == 0, result.output
+    assert "decode: decode.shortlist changed since it ran: making it again" in result.output
+    assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 5 + ["ran"] * 2
+    assert json.loads((model / "config.json").read_text())["summarize"]["shortlist"] == 3
+    assert (model / "model.safetensors").read_bytes() == weights
+    again = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--set",
+                                             "decode.shortlist=3"))
+    assert again.exit_code == 0 and "fit: 7 skipped" in again.output
+    bad = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--set",
+                                           "decode.shortlist=-1"))
+    assert "'decode.shortlist': -1 must be >= 0" in str(bad.exception)
+
+
+def test_a_setting_added_since_a_stage_ran_is_no_change_at_its_default():
+    from denoisesum.fit.ledger import changed_settings
+
+    assert changed_settings({"a": 1}, {"a": 1, "new": None}) == []
+    assert changed_settings({"a": 1}, {"a": 1, "new": 0.0}, {"new": 0.0}) == []
+    assert changed_settings({"a": 1}, {"a": 1, "new": 5}, {"new": 0.0}) == ["new"]
+    assert changed_settings({"a": 1, "gone": 2}, {"a": 1}) == ["gone"]
+
+
+def test_a_run_recorded_before_a_new_decoding_setting_is_not_refused(fitted, tmp_path):
+    """As after an upgrade that added DecodeConfig.input_bonus: the train record lacks it."""
+    model = tmp_path / "model"
+    shutil.copytree(fitted["model"], model)
+    path = model / "work" / "train.stage.json"
+    record = json.loads(path.read_text())
+    assert record["settings"].pop("train.summarize.decode.input_bonus") == 0.0
+    path.write_text(json.dumps(record))
+    result = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
+    assert result.exit_code == 0 and "fit: 7 skipped" in result.output, result.output
+    record["settings"]["train.train.lr"] = 0.5  # a recorded setting still counts
+    path.write_text(json.dumps(record))
+    result = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
+    assert "was run with train.train.lr = 0.5" in str(result.exception)
+
+
 def test_changed_inputs_remake_a_cheap_stage_and_refuse_the_others(fitted, tmp_path):
     model = tmp_path / "model"
     shutil.copytree(fitted["model"], model)

@@ -70,8 +70,14 @@ class DecodeChoiceConfig:
     summaries_sampled: int = 10000  # candidate summaries read for the median (no dev set)
     # name -> DecodeConfig changes, e.g. {"restate": {"restate_overlap": 0.5}} (TOML: a table)
     levers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the exported model's vocabulary shortlist (SummarizerConfig.shortlist, 0: every word),
+    # which the dev searches above decode with too; None: the training's summarize.shortlist
+    shortlist: int | None = None
 
     def validate(self) -> None:
+        if self.shortlist is not None and self.shortlist < 0:
+            raise ConfigError(f"decode.shortlist={self.shortlist} must be >= 0 (0: every word)",
+                              key="shortlist", reason=f"{self.shortlist} must be >= 0")
         for name, changes in self.levers.items():
             build(DecodeConfig, changes, f"levers.{name}.")  # known keys, right types, ranges
 

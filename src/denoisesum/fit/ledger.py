@@ -12,7 +12,9 @@ A stage is *skipped* when its record is done, its output is there and its inputs
 *resumed* when its record is not done (a crash or Ctrl-C cut it off: the trainers continue from
 their last checkpoint, synthesis makes the missing shards, the short stages start again); and
 *refused* when its settings or inputs differ from the record's: its output cannot be reused with
-other settings, and the error names the stage and the first setting that differs. A trainer
+other settings, and the error names the stage and the first setting that differs. The last
+stages (the decoding choice and the export: recipe.py's `settings_remake`), which no costly stage
+reads, are made again instead. A trainer
 whose *limits* changed since it finished is *continued* from its last checkpoint up to the new
 ones (recipe.py: a later session's time budget), not refused.
 """
@@ -64,11 +66,21 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def changed_settings(recorded: dict[str, Any], settings: dict[str, Any],
+                     defaults: dict[str, Any] | None = None) -> list[str]:
+    """The keys whose values differ. A key missing on one side counts as its default (None when
+    `defaults` has none): a setting added since a stage ran, left at its default (which does what
+    the stage did before the setting existed), is no change."""
+    defaults = defaults or {}
+    return [k for k in sorted(set(recorded) | set(settings))
+            if recorded.get(k, defaults.get(k)) != settings.get(k, defaults.get(k))]
+
+
 def check_settings(stage: str, output: str, recorded: dict[str, Any],
-                   settings: dict[str, Any]) -> None:
-    """Refuse settings that differ from those the stage's output was made with."""
-    keys = sorted(set(recorded) | set(settings))
-    changed = [k for k in keys if recorded.get(k, "<unset>") != settings.get(k, "<unset>")]
+                   settings: dict[str, Any], defaults: dict[str, Any] | None = None) -> None:
+    """Refuse settings that differ from those the stage's output was made with (defaults: as in
+    changed_settings)."""
+    changed = changed_settings(recorded, settings, defaults)
     if not changed:
         return
     key = changed[0]

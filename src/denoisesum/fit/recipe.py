@@ -55,6 +55,9 @@ Log = Callable[[str], None]
 # a trainer's limits: changed later (a new session's time budget), they continue the stage from
 # its checkpoint instead of being refused as other settings (the trainers resume with new limits)
 LIMITS = ("train.max_steps", "train.max_minutes")
+# every setting's default: a setting added to the code since a stage was recorded is taken at
+# its default there (ledger.changed_settings), so an upgrade does not refuse finished stages
+DEFAULT_SETTINGS = flatten(FitConfig())
 
 
 @dataclass
@@ -84,6 +87,9 @@ class Stage:
     run: Callable[[], tuple[str, dict[str, Any]]]  # -> (one-line summary, result)
     what: str  # shown when it starts
     remake: bool = False  # made whole from its inputs: made again when they changed
+    # made again, not refused, when its settings changed too: only stages nothing but other
+    # such stages reads (the decoding choice, the export)
+    settings_remake: bool = False
     limits: dict[str, Any] = field(default_factory=dict)  # flattened LIMITS (trainers only)
 
 
@@ -217,10 +223,11 @@ class Recipe:
                          {**flatten(c.decode, "decode"), "dev": self.request.dev is not None},
                          lambda: self._digests("train", "synthesize", "dev"),
                          lambda: True, self.choose_decoding,
-                         "choosing the decoding (min_length, levers)", remake=True))
+                         "choosing the decoding (min_length, levers)", remake=True,
+                         settings_remake=True))
         out.append(Stage("export", self.root, {}, lambda: self._digests("train", "decode"),
                          lambda: all((self.root / f).is_file() for f in (WEIGHTS, CONFIG, VOCAB)),
-                         self.export, "exporting the model", remake=True))
+                         self.export, "exporting the model", remake=True, settings_remake=True))
         return out
 
     def _synthesis_inputs(self) -> dict[str, str]:
@@ -327,6 +334,14 @@ class Recipe:
 
     def choose_decoding(self) -> tuple[str, dict[str, Any]]:
         d = self.cfg.decode
+        line, result = self._choose_decoding()
+        if d.shortlist is not None:
+            result["shortlist"] = d.shortlist
+            line += f"; shortlist {d.shortlist} (set)"
+        return line, result
+
+    def _choose_decoding(self) -> tuple[str, dict[str, Any]]:
+        d = self.cfg.decode
         if d.min_length is not None:
             return f"min_length {d.min_length} (set)", {"min_length": d.min_length, "how": "set"}
         lengths = candidate_lengths(self.dirs["synthesize"], d.summaries_sampled)
@@ -337,14 +352,14 @@ class Recipe:
                     "summaries (no dev set)"), result
         grid = d.min_lengths or sorted({int(np.percentile(lengths, q)) for q in (25, 50, 75)})
         sets = self.dev_sets[: d.dev_entities or None]
-        rows = search_min_length(self.dirs["train"], sets, grid, self.log)
+        rows = search_min_length(self.dirs["train"], sets, grid, self.log, d.shortlist)
         best = max(rows, key=lambda row: row["mean"])
         line = (f"min_length {best['min_length']} of {grid}: dev ROUGE (mean of R1/R2/RL) "
                 f"{best['mean']:.2f} on {len(sets)} review sets")
         result = {"min_length": best["min_length"], "how": "dev-rouge", "search": rows}
         if d.levers:
             levers = compare_levers(self.dirs["train"], sets, best["min_length"], d.levers,
-                                    self.log)
+                                    self.log, d.shortlist)
             chosen = choose_variant({n: r["mean"] for n, r in levers.items()}, d.levers)
             result.update(levers=levers, lever=chosen, changes=d.levers.get(chosen, {}))
             line += f"; levers: {chosen} kept ({levers[chosen]['mean']:.2f})"
@@ -358,6 +373,8 @@ class Recipe:
         decode = config.setdefault("summarize", {}).setdefault("decode", {})
         decode.update(choice.get("changes", {}))  # the lever kept on dev, if any
         decode["min_length"] = min(choice["min_length"], decode.get("max_length", 100))
+        if choice.get("shortlist") is not None:
+            config["summarize"]["shortlist"] = choice["shortlist"]
         config["fit"] = {"preset": self.request.preset, "min_length": choice["how"],
                          "select_on": config["train"]["select_on"]}
         for name in (WEIGHTS, VOCAB):
@@ -389,9 +406,10 @@ class Recipe:
         records = {s.name: ledger.read_record(self.work, s.name) for s in stages}
         self._upgrade_corpus_record(records["tokenize"], stages[0].settings["corpus"])
         for s in stages:  # every settings check before any work
-            if records[s.name] is not None:
+            if records[s.name] is not None and not s.settings_remake:
                 recorded, _ = without_limits(records[s.name]["settings"], s.name)
-                ledger.check_settings(s.name, self._relative(s.output), recorded, s.settings)
+                ledger.check_settings(s.name, self._relative(s.output), recorded, s.settings,
+                                      DEFAULT_SETTINGS)
         self.work.mkdir(parents=True, exist_ok=True)
         write_json(self.work / "fit-config.json", dataclasses.asdict(self.cfg))
         report = FitReport(self.root, preset=self.request.preset,
@@ -420,6 +438,9 @@ class Recipe:
         where = self._relative(stage.output)
         inputs = stage.inputs()
         changed = ledger.changed_inputs(record["inputs"], inputs) if record is not None else []
+        if record is not None and stage.settings_remake:
+            changed += ledger.changed_settings(record["settings"], stage.settings,
+                                               DEFAULT_SETTINGS)
         if changed and stage.remake:
             self.log(f"{label}: {', '.join(changed)} changed since it ran: making it again")
             record = None
@@ -479,14 +500,24 @@ def candidate_lengths(pairs_dir: Path, limit: int) -> np.ndarray:
     return np.array([len(pair.summary) for pair in pairs], dtype=np.int64)
 
 
-def search_min_length(model_dir: Path, sets: list, grid: list[int], log: Log) -> list[dict]:
+def dev_summarizer(model_dir: Path, shortlist: int | None):
+    """The model with its own settings, but `shortlist` when not None."""
+    from denoisesum.inference.summarizer import Summarizer, load_model
+
+    summarizer = Summarizer(*load_model(model_dir))
+    if shortlist is not None:
+        summarizer.config.shortlist = shortlist
+    return summarizer
+
+
+def search_min_length(model_dir: Path, sets: list, grid: list[int], log: Log,
+                      shortlist: int | None = None) -> list[dict]:
     """Decode the review sets with each min_length of `grid` (the model's other settings) and
     score the summaries against the references (rouge-score F1): a row per value."""
     from denoisesum.evaluation.decoded import decode_and_score
     from denoisesum.evaluation.rouge import ROUGE_TYPES
-    from denoisesum.inference.summarizer import Summarizer, load_model
 
-    summarizer = Summarizer(*load_model(model_dir))
+    summarizer = dev_summarizer(model_dir, shortlist)
     base = summarizer.config.decode
     rows = []
     for value in grid:
@@ -501,14 +532,13 @@ def search_min_length(model_dir: Path, sets: list, grid: list[int], log: Log) ->
 
 
 def compare_levers(model_dir: Path, sets: list, min_length: int, levers: dict[str, dict],
-                   log: Log) -> dict[str, dict]:
+                   log: Log, shortlist: int | None = None) -> dict[str, dict]:
     """Decode the review sets with the model's decoding at `min_length` ("base") and with each
     lever's changes on top; rouge-score means and, for the levers, paired tests against base."""
     from denoisesum.evaluation.decoded import decode_and_score
     from denoisesum.evaluation.report import compare
-    from denoisesum.inference.summarizer import Summarizer, load_model
 
-    summarizer = Summarizer(*load_model(model_dir))
+    summarizer = dev_summarizer(model_dir, shortlist)
     base = dataclasses.replace(summarizer.config.decode, min_length=min(
         min_length, summarizer.config.decode.max_length))
     out, base_report = {}, None
