@@ -285,7 +285,13 @@ def training_lines(run: Run, results: dict, config: dict) -> list[str]:
         f"{results['best_step']:,} (best dev ROUGE mean of the selection businesses).", "",
         *lm_start(config, read_json(init) if init.exists() else {}), "",
         "Model settings: `" + json.dumps(config["model"]) + "`; shipped decoding: `"
-        + json.dumps(config.get("summarize", {}).get("decode", {})) + "`."]
+        + json.dumps(config.get("summarize", {}).get("decode", {})) + "`, over "
+        + shortlist_text(config.get("summarize", {}).get("shortlist", 0)) + "."]
+
+
+def shortlist_text(shortlist: int) -> str:
+    return (f"a shortlist of the {shortlist:,} most frequent words and the input's words"
+            if shortlist else "the whole vocabulary")
 
 
 def test_section(out: Path) -> tuple[list[str], list[str]]:

@@ -97,6 +97,7 @@ def test_the_report_is_computed_from_the_run_files(tmp_path):
     assert "| synthesize | 30.0 min |" in text and "| train | 100.0 min |" in text
     assert "| fit |" not in text  # its stages are counted one by one
     assert text.count("- **this model:**") == 5
+    assert '"min_length": 65}`, over the whole vocabulary.' in text  # no shortlist in config
 
 
 @needs_data
@@ -165,6 +166,13 @@ def test_the_curve_reading_says_whether_the_run_peaked(tmp_path):
         "Dev ROUGE (mean of R1/R2/RL) was highest at the last evaluation, step 500 (21.50, "
         "+0.50 since step 250), while the validation NLL went from 4.300 to 4.200; no later "
         "evaluation shows whether it had peaked.")
+
+
+def test_the_shortlist_is_named():
+    shortlist_text = load_script("report_yelp").shortlist_text
+    assert shortlist_text(2000) == \
+        "a shortlist of the 2,000 most frequent words and the input's words"
+    assert shortlist_text(0) == "the whole vocabulary"
 
 
 def test_the_start_names_the_lm_or_the_model_continued():
