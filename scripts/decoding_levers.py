@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from denoisesum.data.reviewsets import read_review_sets
+from denoisesum.data.tokenizer import detokenize
 from denoisesum.evaluation.decoded import choose_variant, decode_and_score
 from denoisesum.evaluation.rouge import ROUGE_TYPES
 from denoisesum.evaluation.stats import paired_test
@@ -53,12 +54,18 @@ def run_variant(summarizer: Summarizer, base, sets: list, changes: dict) -> dict
     summarizer.config = configured(base, changes)
     run = decode_and_score(summarizer, sets, "rouge,pooled")
     return {"changes": changes, "scores": run.means, "seconds": run.seconds, "words": run.words,
-            "style": style_report(run.summaries).to_dict(), "summaries": run.summaries,
+            "style": style_report([detokenize(t.split()) for t in run.summaries],
+                                  [s.reviews for s in sets]).to_dict(),
+            "summaries": run.summaries,
             "per_entity": run.report.scores}
 
 
 def _delta(test: dict | None) -> str:
     return "–" if not test else f"{test['difference']:+.2f} (p {test['p_value']:.3f})"
+
+
+def _mean(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"  # "–": a row stored before the measure
 
 
 def table(rows: dict[str, dict], model: Path, dev: Path, n: int) -> str:
@@ -67,12 +74,14 @@ def table(rows: dict[str, dict], model: Path, dev: Path, n: int) -> str:
              "`base` (the model's own decoding) with the approximate-randomization p-value. "
              "Repeat: share of summaries with a content word repeated in a sentence; restate: "
              "share with a sentence restating an earlier one; 1st person: share in the first "
-             "person singular. Speed is measured apart, side by side "
+             "person singular; unsaid: mean content words per summary that none of its "
+             "reviews uses (`evaluation.style.unsupported_words`). "
+             "Speed is measured apart, side by side "
              "(`benchmarks/summarize_speed.py --variants`): the seconds here were taken while "
              "the machine was shared and do not compare across rows.", "",
              "| variant | settings | R1 | R2 | RL | pooled R1/R2/RL | ΔR1 | ΔR2 | ΔRL | words "
-             "| repeat | restate | 1st person |",
-             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             "| repeat | restate | 1st person | unsaid |",
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for name, r in rows.items():
         s, st, test = r["scores"], r["style"], r.get("vs_base", {})
         settings = ", ".join(f"{k}={v}" for k, v in r["changes"].items()) or "model's own"
@@ -82,7 +91,7 @@ def table(rows: dict[str, dict], model: Path, dev: Path, n: int) -> str:
             f"| {_delta(test.get('rouge1'))} | {_delta(test.get('rouge2'))} "
             f"| {_delta(test.get('rougeL'))} | {r['words']:.1f} "
             f"| {st['with_repeated_words']:.0%} | {st['with_restated_sentence']:.0%} "
-            f"| {st['first_person']:.0%} |")
+            f"| {st['first_person']:.0%} | {_mean(st.get('unsupported_words'))} |")
     return "\n".join(lines) + "\n"
 
 

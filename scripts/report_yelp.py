@@ -189,14 +189,22 @@ def training_levers(out: Path, dev: DevScores) -> list[str]:
 
 
 def style_rows(files: dict[str, Path]) -> list[str]:
+    """The style measures of each prediction file; words no review says where the businesses'
+    reviews are in the MeanSum dev or test file (else "–")."""
+    reviews = {s.entity_id: s.reviews for split in ("dev", "test")
+               if (SHARED / f"meansum_{split}.jsonl").exists()
+               for s in read_review_sets(SHARED / f"meansum_{split}.jsonl")}
     out = ["| summaries | words | repeated word in a sentence | restated sentence | first person "
-           "singular |", "|---|--:|--:|--:|--:|"]
+           "singular | words no review says |", "|---|--:|--:|--:|--:|--:|"]
     for name, path in files.items():
-        texts = [p.summary for p in read_predictions(path)]
-        st = style_report(texts)
+        predictions = list(read_predictions(path))
+        texts = [p.summary for p in predictions]
+        known = all(p.entity_id in reviews for p in predictions)
+        st = style_report(texts, [reviews[p.entity_id] for p in predictions] if known else None)
         words = sum(len(t.split()) for t in texts) / len(texts)
+        unsupported = "–" if st.unsupported_words is None else f"{st.unsupported_words:.2f}"
         out.append(f"| {name} | {words:.1f} | {st.with_repeated_words:.0%} | "
-                   f"{st.with_restated_sentence:.0%} | {st.first_person:.0%} |")
+                   f"{st.with_restated_sentence:.0%} | {st.first_person:.0%} | {unsupported} |")
     return out
 
 
@@ -391,6 +399,9 @@ def report(root: Path, examples_shown: int = 5, notes: Path | None = None,
         "(differences and approximate-randomization p-values as above).", "",
         *training_levers(run.out, dev), "",
         "## Voice and repetition, previous default and this model", "",
+        "Shares of summaries with each fault; the last column is the mean number of distinct "
+        "content words per summary that none of its input reviews uses (plural-folded: "
+        "`evaluation.style.unsupported_words`).", "",
         *style_rows(predictions), "",
         f"## {examples_shown} {split} businesses", "",
         f"Evenly spaced in the {split} file, so the examples are not picked by quality.", "",

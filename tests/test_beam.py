@@ -343,6 +343,16 @@ def test_input_bonus_rewards_only_the_first_use_of_a_word():
     assert found[0][0].tokens == [B, D, C]
 
 
+def test_input_words_only_bans_the_content_words_no_review_uses():
+    # C is likelier, but no review says it; D is no content word, so it stays allowed
+    t = table({BOS_ID: {C: 0.5, D: 0.3, B: 0.2}, B: {EOS_ID: 0.9}, C: {EOS_ID: 0.9},
+               D: {EOS_ID: 0.9}}, floor=1e-4)
+    words = WordLists((), [A, B, C], [DOT])
+    cfg = DecodeConfig(min_length=0, no_repeat_ngram=0, input_words_only=True)
+    found = beam_search(Markov(t[None]), bonus_batch([[B, A]]), cfg, words=words)[0]
+    assert found[0].tokens == [D] and all(C not in h.tokens for h in found)
+
+
 def test_first_person_blocking():
     index = {"<pad>": 0, "<unk>": 1, "<s>": 2, "</s>": 3, "i": A, "my": B, "food": C, "good": D}
     assert banned_words(DecodeConfig(), index) == []

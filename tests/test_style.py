@@ -8,6 +8,7 @@ from denoisesum.evaluation.style import (
     restated_sentences,
     sentences,
     style_report,
+    unsupported_words,
 )
 
 
@@ -44,3 +45,13 @@ def test_report_shares():
     assert report.with_repeated_words == pytest.approx(1 / 3)
     assert report.with_restated_sentence == pytest.approx(1 / 3)
     assert report.first_person == pytest.approx(1 / 3)
+
+
+def test_words_no_review_says():
+    reviews = ["The tacos were great.", "Great salsa, slow service."]
+    # "taco" is the reviews' "tacos" (plural folding); "friendly" and "staff" are not said
+    assert unsupported_words("Great taco and salsa, friendly staff.", reviews) == 2
+    assert unsupported_words("Great tacos.", reviews) == 0
+    report = style_report(["great coffee .", "great salsa ."], [reviews, reviews])
+    assert report.unsupported_words == 0.5
+    assert style_report(["great coffee ."]).unsupported_words is None

@@ -693,6 +693,10 @@ def summarize_command(
             min=0.0, help="A content word's first use in a summary adds B x the share of the "
                           "reviews that use it to the summary's score (0: off; default: the "
                           "model's setting).")] = None,
+        input_words_only: Annotated[bool | None, typer.Option(
+            "--input-words-only/--any-words",
+            help="Use no content word that none of the reviews uses (default: the model's "
+                 "setting).")] = None,
         batch_size: Annotated[int, typer.Option(min=1, help="Entities decoded together.")] = 8,
         bf16: Annotated[bool, typer.Option(
             "--bf16", help="Compute in bfloat16: ~2x faster on CPUs with AVX512-BF16/AMX "
@@ -737,7 +741,7 @@ def summarize_command(
         ("length_penalty", length_penalty), ("block_first_person", block_first_person),
         ("rerank", rerank), ("subsets", subsets), ("no_repeat_in_sentence", sentence_repeats),
         ("max_word_repeats", max_word_repeats), ("restate_overlap", restate_overlap),
-        ("input_bonus", input_bonus))
+        ("input_bonus", input_bonus), ("input_words_only", input_words_only))
         if value is not None}
     decode = dataclasses.replace(summarizer.config.decode, **changes)
     decode.validate()  # e.g. --min-length above the model's max_length: fail before reading

@@ -7,7 +7,11 @@ Measured on a summary's text (tokenized or not; lower-cased, split into words an
 - restated sentences: sentences at least half of whose content words (and at least two) already
   appeared in one earlier sentence ("the staff is friendly . the staff is very friendly");
 - first person singular: the summary uses I / me / my / mine / myself, i.e. speaks as one
-  customer rather than describing the business.
+  customer rather than describing the business;
+- words no review says (when the input reviews are given): content words of the summary found in
+  none of its reviews, after light plural folding ("free coffee" at a car repair shop whose
+  reviews never mention coffee). A word can be supported and its claim still false; this counts
+  only what cannot come from the input at all.
 
 `style_report` gives the share of summaries with each fault and the mean counts, for comparing
 decodings or models side by side (scripts/decoding_levers.py, docs/results/).
@@ -20,7 +24,7 @@ from dataclasses import dataclass
 
 import regex
 
-from denoisesum.inference.support import is_content_word
+from denoisesum.inference.support import fold, is_content_word
 
 FIRST_PERSON_SINGULAR = frozenset({"i", "me", "my", "mine", "myself", "i'm", "i've", "i'd",
                                    "i'll"})
@@ -63,6 +67,12 @@ def first_person(text: str) -> bool:
     return any(w in FIRST_PERSON_SINGULAR for s in sentences(text) for w in s)
 
 
+def unsupported_words(text: str, reviews: Sequence[str]) -> int:
+    """Distinct content words of `text` that none of `reviews` uses (plural-folded)."""
+    said = {fold(w) for review in reviews for s in sentences(review) for w in _content(s)}
+    return len({fold(w) for s in sentences(text) for w in _content(s)} - said)
+
+
 @dataclass
 class StyleReport:
     summaries: int
@@ -71,15 +81,23 @@ class StyleReport:
     with_restated_sentence: float  # share with >= 1 restated sentence
     restated_sentences: float  # mean per summary
     first_person: float  # share in the first person singular
+    unsupported_words: float | None = None  # mean per summary; None without the reviews
 
-    def to_dict(self) -> dict[str, float]:
+    def to_dict(self) -> dict[str, float | None]:
         return dict(vars(self))
 
 
-def style_report(texts: Sequence[str]) -> StyleReport:
+def style_report(texts: Sequence[str],
+                 reviews: Sequence[Sequence[str]] | None = None) -> StyleReport:
+    """The measures over `texts`; with `reviews` (each summary's input reviews, in order) also
+    the words no review says."""
     n = max(1, len(texts))
     rep = [repeated_words(t) for t in texts]
     res = [restated_sentences(t) for t in texts]
+    unsupported = None
+    if reviews is not None:
+        unsupported = sum(unsupported_words(t, r)
+                          for t, r in zip(texts, reviews, strict=True)) / n
     return StyleReport(len(texts), sum(r > 0 for r in rep) / n, sum(rep) / n,
                        sum(r > 0 for r in res) / n, sum(res) / n,
-                       sum(first_person(t) for t in texts) / n)
+                       sum(first_person(t) for t in texts) / n, unsupported)

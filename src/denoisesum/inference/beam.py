@@ -41,7 +41,9 @@ pairs falls back on what every business shares ("great food, friendly staff"). E
 w gets the share s(w) of the entity's reviews that use it, and a hypothesis' first use of w adds
 b * s(w) to its score (a later use adds nothing, so the bonus rewards covering the reviews'
 words, not repeating them). It is a score, not a constraint: a word the model finds unlikely
-stays unlikely.
+stays unlikely. `input_words_only` is the hard form: a content word that none of the entity's
+reviews uses is never produced (against stock phrases that no review supports, "a little
+pricey for the price" about a business no review calls expensive).
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ class DecodeConfig:
     # input salience: a content word's first use adds input_bonus x (share of the entity's
     # reviews that use it) to the hypothesis' log-probability; 0: off
     input_bonus: float = 0.0
+    input_words_only: bool = False  # no content word that none of the entity's reviews uses
     # input-aware choice (inference/rerank.py): among the beam's finished hypotheses, plus those
     # decoded from `subsets` subsets of the reviews, keep the one closest to the input reviews
     rerank: bool = False
@@ -251,7 +254,8 @@ def beam_search(model: DecodingModel, batch, config: DecodeConfig | None = None,
                 reviews: torch.Tensor | None = None) -> list[list[Hypothesis]]:
     """Decode every entity of `batch` (a SummaryBatch from `inference_batch`). banned_ids:
     words never produced (joined to words.banned). reviews: batch.reviews in the model's output
-    space, for input_bonus (None: batch.reviews; a ShortlistModel's positions differ from ids).
+    space, for input_bonus and input_words_only (None: batch.reviews; a ShortlistModel's
+    positions differ from ids).
 
     Returns, per entity in batch order, up to beam_size hypotheses, best first.
     """
@@ -335,7 +339,7 @@ class _Search:
         self.masks: WordMasks | None = None  # built at the first step
         self.words = words
         self.batch, self.reviews = batch, reviews
-        self.salience: torch.Tensor | None = None  # [n, V] input_salience, at the first step
+        self.share: torch.Tensor | None = None  # [n, V] input_salience, at the first step
 
     def run(self) -> list[list[Hypothesis]]:
         while len(self.entity):
@@ -353,6 +357,9 @@ class _Search:
         v = log_probs.shape[1]
         history = self.tokens.view(a * k, t)
         ban = constraint_mask(history, self._word_masks(v), self.config)
+        if self.config.input_words_only:
+            unsaid = self._masks_unsaid(v)[self.entity].repeat_interleave(k, 0)  # [A*K, V]
+            ban = ban | unsaid
         if self.config.input_bonus:
             log_probs = log_probs + self._bonus(history, v)
         log_probs = log_probs.masked_fill(ban, -torch.inf)
@@ -381,13 +388,21 @@ class _Search:
         self.entity, self.tokens, self.scores = self.entity[live], tokens[live], scores[live]
         self.prev = word[live].flatten()
 
+    def _share(self, v: int) -> torch.Tensor:
+        """[n, V] input_salience of every entity of the batch (computed once)."""
+        if self.share is None:
+            self.share = input_salience(self.reviews, self.batch.review_pair,
+                                        len(self.finished), self._word_masks(v).content)
+        return self.share
+
+    def _masks_unsaid(self, v: int) -> torch.Tensor:
+        """[n, V] True for the content words none of an entity's reviews uses."""
+        return self._word_masks(v).content & (self._share(v) == 0)
+
     def _bonus(self, history: torch.Tensor, v: int) -> torch.Tensor:
         """[A*K, V] input_bonus * salience of each live row's entity, 0 for words it has used."""
-        if self.salience is None:
-            self.salience = self.config.input_bonus * input_salience(
-                self.reviews, self.batch.review_pair, len(self.finished),
-                self._word_masks(v).content)
-        bonus = self.salience[self.entity].repeat_interleave(self.k, 0)  # [A*K, V]
+        bonus = self.config.input_bonus * self._share(v)[self.entity]
+        bonus = bonus.repeat_interleave(self.k, 0)  # [A*K, V]
         return bonus.scatter(1, history, 0.0) if history.shape[1] else bonus
 
     def _collect(self, scores: torch.Tensor, beam: torch.Tensor, ended: torch.Tensor,
