@@ -353,6 +353,17 @@ def test_input_words_only_bans_the_content_words_no_review_uses():
     assert found[0].tokens == [D] and all(C not in h.tokens for h in found)
 
 
+def test_unsaid_penalty_lowers_the_words_no_review_uses():
+    t = table({BOS_ID: {C: 0.5, B: 0.3}, B: {EOS_ID: 0.9}, C: {EOS_ID: 0.9}}, floor=1e-4)
+    words = WordLists((), [A, B, C], [DOT])
+    cfg = DecodeConfig(min_length=0, no_repeat_ngram=0, unsaid_penalty=0.1)
+    batch = bonus_batch([[B, A]])
+    assert beam_search(Markov(t[None]), batch, cfg, words=words)[0][0].tokens == [C]
+    cfg.unsaid_penalty = 1.0  # log 0.5 - 1 < log 0.3
+    best = beam_search(Markov(t[None]), batch, cfg, words=words)[0]
+    assert best[0].tokens == [B] and [C] in [h.tokens for h in best]  # lowered, not banned
+
+
 def test_first_person_blocking():
     index = {"<pad>": 0, "<unk>": 1, "<s>": 2, "</s>": 3, "i": A, "my": B, "food": C, "good": D}
     assert banned_words(DecodeConfig(), index) == []
@@ -375,6 +386,7 @@ def test_bad_settings_are_named():
                      ({"max_word_repeats": -1}, "max_word_repeats"),
                      ({"restate_overlap": 1.5}, "restate_overlap"),
                      ({"input_bonus": -0.5}, "input_bonus"),
+                     ({"unsaid_penalty": -1.0}, "unsaid_penalty"),
                      ({"subsets": 2}, "subsets"), ({"rerank_ngrams": 0}, "rerank_ngrams")]:
         with pytest.raises(ConfigError, match=f"decode.{key}="):
             beam_search(Markov(torch.ones(1, V, V)), fake_batch(), DecodeConfig(**bad))

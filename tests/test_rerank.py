@@ -91,7 +91,8 @@ def test_the_decoding_levers_are_command_line_options(summarizer, tmp_path):
     model = summarizer.path
     args = [sys.executable, "-m", "denoisesum.cli", "summarize", str(sets), "--model", str(model),
             "--rerank", "--subsets", "2", "--no-repeat-in-sentence", "--max-word-repeats", "1",
-            "--restate-overlap", "0.5", "--input-bonus", "1.0", "--input-words-only"]
+            "--restate-overlap", "0.5", "--input-bonus", "1.0", "--input-words-only",
+            "--unsaid-penalty", "1.5"]
     done = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["summary"]

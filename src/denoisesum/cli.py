@@ -697,6 +697,10 @@ def summarize_command(
             "--input-words-only/--any-words",
             help="Use no content word that none of the reviews uses (default: the model's "
                  "setting).")] = None,
+        unsaid_penalty: Annotated[float | None, typer.Option(
+            min=0.0, help="Subtract U from the log-probability of a content word none of the "
+                          "reviews uses: the soft --input-words-only (0: off; default: the "
+                          "model's setting).")] = None,
         batch_size: Annotated[int, typer.Option(min=1, help="Entities decoded together.")] = 8,
         bf16: Annotated[bool, typer.Option(
             "--bf16", help="Compute in bfloat16: ~2x faster on CPUs with AVX512-BF16/AMX "
@@ -741,7 +745,8 @@ def summarize_command(
         ("length_penalty", length_penalty), ("block_first_person", block_first_person),
         ("rerank", rerank), ("subsets", subsets), ("no_repeat_in_sentence", sentence_repeats),
         ("max_word_repeats", max_word_repeats), ("restate_overlap", restate_overlap),
-        ("input_bonus", input_bonus), ("input_words_only", input_words_only))
+        ("input_bonus", input_bonus), ("input_words_only", input_words_only),
+        ("unsaid_penalty", unsaid_penalty))
         if value is not None}
     decode = dataclasses.replace(summarizer.config.decode, **changes)
     decode.validate()  # e.g. --min-length above the model's max_length: fail before reading

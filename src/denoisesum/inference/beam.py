@@ -43,7 +43,8 @@ b * s(w) to its score (a later use adds nothing, so the bonus rewards covering t
 words, not repeating them). It is a score, not a constraint: a word the model finds unlikely
 stays unlikely. `input_words_only` is the hard form: a content word that none of the entity's
 reviews uses is never produced (against stock phrases that no review supports, "a little
-pricey for the price" about a business no review calls expensive).
+pricey for the price" about a business no review calls expensive); `unsaid_penalty` = u the soft
+one: such a word costs u more log-probability each time.
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ class DecodeConfig:
     # reviews that use it) to the hypothesis' log-probability; 0: off
     input_bonus: float = 0.0
     input_words_only: bool = False  # no content word that none of the entity's reviews uses
+    unsaid_penalty: float = 0.0  # the soft form: subtracted from log p of such a word; 0: off
     # input-aware choice (inference/rerank.py): among the beam's finished hypotheses, plus those
     # decoded from `subsets` subsets of the reviews, keep the one closest to the input reviews
     rerank: bool = False
@@ -95,6 +97,7 @@ class DecodeConfig:
                   ("restate_overlap", 0 <= self.restate_overlap <= 1,
                    "must be between 0 (off) and 1"),
                   ("input_bonus", self.input_bonus >= 0, "must be >= 0 (0: off)"),
+                  ("unsaid_penalty", self.unsaid_penalty >= 0, "must be >= 0 (0: off)"),
                   ("subsets", self.subsets >= 0, "must be >= 0"),
                   ("subsets", self.rerank or not self.subsets,
                    "needs rerank = true (the candidates of the subsets must be chosen among)"),
@@ -357,9 +360,12 @@ class _Search:
         v = log_probs.shape[1]
         history = self.tokens.view(a * k, t)
         ban = constraint_mask(history, self._word_masks(v), self.config)
-        if self.config.input_words_only:
+        if self.config.input_words_only or self.config.unsaid_penalty:
             unsaid = self._masks_unsaid(v)[self.entity].repeat_interleave(k, 0)  # [A*K, V]
-            ban = ban | unsaid
+            if self.config.input_words_only:
+                ban = ban | unsaid
+            else:
+                log_probs = log_probs - self.config.unsaid_penalty * unsaid
         if self.config.input_bonus:
             log_probs = log_probs + self._bonus(history, v)
         log_probs = log_probs.masked_fill(ban, -torch.inf)
