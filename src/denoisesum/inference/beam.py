@@ -360,14 +360,7 @@ class _Search:
         v = log_probs.shape[1]
         history = self.tokens.view(a * k, t)
         ban = constraint_mask(history, self._word_masks(v), self.config)
-        if self.config.input_words_only or self.config.unsaid_penalty:
-            unsaid = self._masks_unsaid(v)[self.entity].repeat_interleave(k, 0)  # [A*K, V]
-            if self.config.input_words_only:
-                ban = ban | unsaid
-            else:
-                log_probs = log_probs - self.config.unsaid_penalty * unsaid
-        if self.config.input_bonus:
-            log_probs = log_probs + self._bonus(history, v)
+        log_probs, ban = self._input_terms(log_probs, ban, history)
         log_probs = log_probs.masked_fill(ban, -torch.inf)
         cand = (self.scores.unsqueeze(-1) + log_probs.view(a, k, v)).view(a, k * v)
         top, idx = cand.topk(min(2 * k, k * v), dim=1)  # [A, 2K], best first
@@ -401,15 +394,24 @@ class _Search:
                                         len(self.finished), self._word_masks(v).content)
         return self.share
 
-    def _masks_unsaid(self, v: int) -> torch.Tensor:
-        """[n, V] True for the content words none of an entity's reviews uses."""
-        return self._word_masks(v).content & (self._share(v) == 0)
-
-    def _bonus(self, history: torch.Tensor, v: int) -> torch.Tensor:
-        """[A*K, V] input_bonus * salience of each live row's entity, 0 for words it has used."""
-        bonus = self.config.input_bonus * self._share(v)[self.entity]
-        bonus = bonus.repeat_interleave(self.k, 0)  # [A*K, V]
-        return bonus.scatter(1, history, 0.0) if history.shape[1] else bonus
+    def _input_terms(self, log_probs: torch.Tensor, ban: torch.Tensor, history: torch.Tensor
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The input-aware settings on one step's log p and ban mask [A*K, V]: input_words_only
+        and unsaid_penalty on the words no review uses, input_bonus on those the reviews use."""
+        c, v = self.config, log_probs.shape[1]
+        if c.input_words_only or c.unsaid_penalty:
+            unsaid = self._word_masks(v).content & (self._share(v) == 0)  # [n, V]
+            unsaid = unsaid[self.entity].repeat_interleave(self.k, 0)  # [A*K, V]
+            if c.input_words_only:
+                ban = ban | unsaid
+            else:
+                log_probs = log_probs - c.unsaid_penalty * unsaid
+        if c.input_bonus:
+            bonus = c.input_bonus * self._share(v)[self.entity].repeat_interleave(self.k, 0)
+            # only a word's first use earns it
+            log_probs = log_probs + (bonus.scatter(1, history, 0.0) if history.shape[1]
+                                     else bonus)
+        return log_probs, ban
 
     def _collect(self, scores: torch.Tensor, beam: torch.Tensor, ended: torch.Tensor,
                  t: int) -> None:
