@@ -36,6 +36,11 @@ SkipBad = Annotated[bool, typer.Option(
     "--skip-bad", help="Skip bad records (counted and reported) instead of stopping.")]
 
 
+def _decoding(help: str, *flags: str, **limits):
+    """A DecodeConfig option of `summarize`, None (unset) unless given: the model's own setting."""
+    return typer.Option(*flags, help=f"{help} Default: the model's setting.", **limits)
+
+
 def _reader(paths: list[str], entity_field: str, text_field: str, rating_field: str,
             category_field: str, skip_bad: bool):
     from denoisesum.data.corpus import CorpusReader, FieldNames
@@ -671,36 +676,29 @@ def summarize_command(
         block_first_person: Annotated[bool | None, typer.Option(
             "--block-first-person/--allow-first-person",
             help="Ban i/me/my/mine/myself (default: the model's setting, else allowed).")] = None,
-        rerank: Annotated[bool | None, typer.Option(
-            "--rerank/--no-rerank",
-            help="Keep, among the beam's hypotheses (and --subsets'), the one whose words are "
-                 "closest to the input reviews (default: the model's setting).")] = None,
+        rerank: Annotated[bool | None, _decoding(
+            "Keep, among the beam's hypotheses (and --subsets'), the one whose words are closest "
+            "to the input reviews.", "--rerank/--no-rerank")] = None,
         subsets: Annotated[int | None, typer.Option(
             min=0, help="With --rerank: also decode from N subsets of the reviews, each "
                         "leaving some out (N more decodes per entity).")] = None,
-        sentence_repeats: Annotated[bool | None, typer.Option(
-            "--no-repeat-in-sentence/--allow-repeat-in-sentence",
-            help="Ban a content word already used in the current sentence (default: the "
-                 "model's setting).")] = None,
-        max_word_repeats: Annotated[int | None, typer.Option(
-            min=0, help="A content word at most N times per summary (0: no limit; default: "
-                        "the model's setting).")] = None,
-        restate_overlap: Annotated[float | None, typer.Option(
-            min=0.0, max=1.0, help="No sentence may end while this share of its content words "
-                                   "(at least 2) were all in one earlier sentence (0: off; "
-                                   "default: the model's setting).")] = None,
-        input_bonus: Annotated[float | None, typer.Option(
-            min=0.0, help="A content word's first use in a summary adds B x the share of the "
-                          "reviews that use it to the summary's score (0: off; default: the "
-                          "model's setting).")] = None,
-        input_words_only: Annotated[bool | None, typer.Option(
-            "--input-words-only/--any-words",
-            help="Use no content word that none of the reviews uses (default: the model's "
-                 "setting).")] = None,
-        unsaid_penalty: Annotated[float | None, typer.Option(
-            min=0.0, help="Subtract U from the log-probability of a content word none of the "
-                          "reviews uses: the soft --input-words-only (0: off; default: the "
-                          "model's setting).")] = None,
+        sentence_repeats: Annotated[bool | None, _decoding(
+            "Ban a content word already used in the current sentence.",
+            "--no-repeat-in-sentence/--allow-repeat-in-sentence")] = None,
+        max_word_repeats: Annotated[int | None, _decoding(
+            "A content word at most N times per summary (0: no limit).", min=0)] = None,
+        restate_overlap: Annotated[float | None, _decoding(
+            "No sentence may end while this share of its content words (at least 2) were all in "
+            "one earlier sentence (0: off).", min=0.0, max=1.0)] = None,
+        input_bonus: Annotated[float | None, _decoding(
+            "A content word's first use in a summary adds B x the share of the reviews that use "
+            "it to the summary's score (0: off).", min=0.0)] = None,
+        input_words_only: Annotated[bool | None, _decoding(
+            "Use no content word that none of the reviews uses.",
+            "--input-words-only/--any-words")] = None,
+        unsaid_penalty: Annotated[float | None, _decoding(
+            "Subtract U from the log-probability of a content word none of the reviews uses: the "
+            "soft --input-words-only (0: off).", min=0.0)] = None,
         batch_size: Annotated[int, typer.Option(min=1, help="Entities decoded together.")] = 8,
         bf16: Annotated[bool, typer.Option(
             "--bf16", help="Compute in bfloat16: ~2x faster on CPUs with AVX512-BF16/AMX "
