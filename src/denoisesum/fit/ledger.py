@@ -12,9 +12,9 @@ A stage is *skipped* when its record is done, its output is there and its inputs
 *resumed* when its record is not done (a crash or Ctrl-C cut it off: the trainers continue from
 their last checkpoint, synthesis makes the missing shards, the short stages start again); and
 *refused* when its settings or inputs differ from the record's: its output cannot be reused with
-other settings, and the error names the stage and the first setting that differs. The last
-stages (the decoding choice and the export: recipe.py's `settings_remake`), which no costly stage
-reads, are made again instead. A trainer
+other settings, and the error names the stage and the first setting that differs. The decoding
+choice (recipe.py's `settings_remake`), which nothing but the export reads, is made again instead,
+and the export after it. A trainer
 whose *limits* changed since it finished is *continued* from its last checkpoint up to the new
 ones (recipe.py: a later session's time budget), not refused.
 """

@@ -87,8 +87,8 @@ class Stage:
     run: Callable[[], tuple[str, dict[str, Any]]]  # -> (one-line summary, result)
     what: str  # shown when it starts
     remake: bool = False  # made whole from its inputs: made again when they changed
-    # made again, not refused, when its settings changed too: only stages nothing but other
-    # such stages reads (the decoding choice, the export)
+    # made again, not refused, when its settings changed too: only a stage that nothing but the
+    # export reads (the decoding choice; the export, which has no settings, follows its input)
     settings_remake: bool = False
     limits: dict[str, Any] = field(default_factory=dict)  # flattened LIMITS (trainers only)
 
@@ -227,7 +227,7 @@ class Recipe:
                          settings_remake=True))
         out.append(Stage("export", self.root, {}, lambda: self._digests("train", "decode"),
                          lambda: all((self.root / f).is_file() for f in (WEIGHTS, CONFIG, VOCAB)),
-                         self.export, "exporting the model", remake=True, settings_remake=True))
+                         self.export, "exporting the model", remake=True))
         return out
 
     def _synthesis_inputs(self) -> dict[str, str]:
