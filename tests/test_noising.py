@@ -12,12 +12,13 @@ from conftest import write_jsonl
 from denoisesum.data.corpus import CorpusReader
 from denoisesum.data.encoded import EncodedCorpus
 from denoisesum.data.tokenizer import Tokenizer
-from denoisesum.errors import InputError
+from denoisesum.errors import ConfigError, InputError
 from denoisesum.models.bilm import BiLMConfig
 from denoisesum.noising import pipeline
 from denoisesum.noising.candidates import CandidateConfig, preset, rejection
 from denoisesum.noising.chunks import ChunkInventory, chunk_noise, chunk_tags
-from denoisesum.noising.plan import eligible_candidates
+from denoisesum.noising.document_noise import idf_rouge1_f1, support
+from denoisesum.noising.plan import count_matrix, eligible_candidates
 from denoisesum.noising.token_noise import lm_nucleus_sample, nucleus_sample, token_noise
 from denoisesum.training.lm import LMRunConfig, LMTrainConfig, LMTrainer, VocabConfig
 
@@ -281,6 +282,56 @@ def test_pairs_and_document_noise(workspace, tmp_path):
         assert pair["document_noise"] == texts
         assert pair["document_noise_short"] == (len(texts) < pair["n"])
     assert sum(p["n"] for p in pairs) / 24 == pytest.approx(4, abs=1)
+
+
+def brute_support(corpus, idf, candidate, n):
+    """Mean IDF-ROUGE-1 F1 of the candidate's n best other reviews of its entity, one by one."""
+    entity = int(corpus.entity[candidate])
+    best = reference_top_n(corpus, idf, candidate, entity, n)
+    ids = [corpus.ids[corpus.offsets[r]:corpus.offsets[r + 1]] for r in [*best, candidate]]
+    return np.mean([idf_rouge1_f1(x, ids[-1], idf) for x in ids[:-1]]) if best else 0.0
+
+
+def test_central_pairs_keep_the_best_supported_candidates(workspace, tmp_path):
+    corpus = workspace["corpus"]
+    full = synth_config(pairs=10_000)  # every eligible candidate becomes a pair
+    everyone = pipeline.synthesize(corpus, tmp_path / "all", workspace["lm"], full, workers=0,
+                                   progress=False)
+    central = pipeline.synthesize(corpus, tmp_path / "central", workspace["lm"],
+                                  synth_config(pairs=10_000, central_fraction=0.3), workers=0,
+                                  progress=False)
+    idf = np.load(tmp_path / "all" / "idf.npy")
+    eligible = sorted(p["candidate_review"] for p in read_pairs(tmp_path / "all"))
+    kept = {p["candidate_review"] for p in read_pairs(tmp_path / "central")}
+    scores = {r: brute_support(corpus, idf, r, 4) for r in eligible}
+    assert len(kept) == central["pairs"] == round(0.3 * everyone["pairs"])
+    lowest = min(scores[r] for r in kept)
+    assert all(scores[r] <= lowest + 1e-6 for r in set(eligible) - kept)
+    assert central["candidate_filter"]["central_lowest_support"] == pytest.approx(lowest,
+                                                                                  abs=1e-4)
+
+
+def test_support_matches_the_one_by_one_f1(workspace, tmp_path):
+    corpus = workspace["corpus"]
+    idf = np.random.default_rng(0).uniform(0.5, 3, len(corpus.types)).astype(np.float32)
+    group = np.flatnonzero(corpus.entity == 2)
+    rows = np.array([0, 3, 7])
+    counts = count_matrix(corpus, group)
+    got = support(counts, rows, corpus.lengths()[group], idf, 4)
+    want = [brute_support(corpus, idf, int(group[r]), 4) for r in rows]
+    assert got == pytest.approx(want, rel=1e-5)
+
+
+def test_central_fraction_is_checked_and_absent_from_old_fingerprints(workspace, tmp_path):
+    with pytest.raises(ConfigError, match="central_fraction must be in"):
+        synth_config(central_fraction=0)
+    excluded: list[str] = []
+    default = pipeline._fingerprint(workspace["corpus"], workspace["lm"], synth_config(), excluded)
+    explicit = pipeline._fingerprint(workspace["corpus"], workspace["lm"],
+                                     synth_config(central_fraction=1.0), excluded)
+    other = pipeline._fingerprint(workspace["corpus"], workspace["lm"],
+                                  synth_config(central_fraction=0.5), excluded)
+    assert default == explicit != other
 
 
 def test_exclusions(workspace, tmp_path):

@@ -34,12 +34,19 @@ from tqdm import tqdm
 from denoisesum.config import config_from_dict
 from denoisesum.data.encoded import EncodedCorpus
 from denoisesum.data.synthetic import pair_record, shard_path
-from denoisesum.errors import DenoiseSumError
+from denoisesum.errors import ConfigError, DenoiseSumError
 from denoisesum.io import atomic_write, read_json, write_json
 from denoisesum.noising.candidates import CandidateConfig, preset
 from denoisesum.noising.chunks import Chunker, ChunkInventory, chunk_noise
 from denoisesum.noising.document_noise import idf_table, most_similar
-from denoisesum.noising.plan import Plan, document_frequency, eligible_candidates, make_plan
+from denoisesum.noising.plan import (
+    Plan,
+    best_supported,
+    document_frequency,
+    eligible_candidates,
+    entity_groups,
+    make_plan,
+)
 from denoisesum.noising.token_noise import lm_nucleus_sample, token_noise
 
 
@@ -62,6 +69,14 @@ class SynthesisConfig:
     shard_size: int = 500
     lm_batch: int = 32  # candidates per LM forward pass
     seed: int = 1
+    # keep only this share of the eligible candidates, those best supported by their entity's
+    # other reviews (plan.best_supported; not in the paper); 1.0: all of them, as the paper
+    central_fraction: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.central_fraction <= 1:
+            why = f"must be in (0, 1], got {self.central_fraction}"
+            raise ConfigError(f"central_fraction {why}", key="central_fraction", reason=why)
 
     def candidate_config(self) -> CandidateConfig:
         return self.candidates or preset(self.preset)
@@ -116,16 +131,13 @@ def _resources(job: Job) -> dict[str, Any]:
         out = Path(job.out_dir)
         corpus = EncodedCorpus(job.corpus_dir)
         model, vocab = load_bilm(job.lm_dir)
-        allowed = np.load(out / "allowed.npy")
-        reviews = np.flatnonzero(allowed)
-        order = reviews[np.argsort(corpus.entity[reviews], kind="stable")]
-        groups = np.split(order, np.flatnonzero(np.diff(corpus.entity[order])) + 1)
+        groups = entity_groups(corpus, np.flatnonzero(np.load(out / "allowed.npy")))
         _RESOURCES[key] = {
             "corpus": corpus, "model": model, "vocab": vocab,
             "table": torch.from_numpy(corpus.vocab_table(vocab)),
             "plan": Plan.load(out / "plan.npz"), "idf": np.load(out / "idf.npy"),
             "inventory": ChunkInventory.load(out / "chunks.json.gz"), "chunker": Chunker(),
-            "entity_reviews": {int(corpus.entity[g[0]]): g for g in groups if len(g)},
+            "entity_reviews": {int(corpus.entity[g[0]]): g for g in groups},
         }
     return _RESOURCES[key]
 
@@ -214,8 +226,11 @@ def _make_pair(res: dict[str, Any], cfg: SynthesisConfig, pair_id: int, type_ids
 
 def _fingerprint(corpus: EncodedCorpus, lm_dir: Path, cfg: SynthesisConfig,
                  excluded: list[str]) -> str:
+    settings = dataclasses.asdict(cfg)
+    if cfg.central_fraction == 1.0:  # runs made before the setting existed keep their print
+        del settings["central_fraction"]
     digest = hashlib.sha256()
-    digest.update(json.dumps([corpus.meta["sources"], dataclasses.asdict(cfg), sorted(excluded)],
+    digest.update(json.dumps([corpus.meta["sources"], settings, sorted(excluded)],
                              sort_keys=True).encode())
     digest.update((lm_dir / "model.safetensors").read_bytes())
     return digest.hexdigest()
@@ -237,10 +252,16 @@ def prepare(corpus: EncodedCorpus, out: Path, lm_dir: Path, cfg: SynthesisConfig
     eligible, report = eligible_candidates(corpus, cfg.candidate_config(), allowed)
     if len(eligible) == 0:
         raise DenoiseSumError(f"no review passes the candidate constraints ({report})")
+    idf = idf_table(document_frequency(corpus, allowed), int(allowed.sum()))
+    if cfg.central_fraction < 1:
+        eligible, lowest = best_supported(corpus, eligible, allowed, idf, round(cfg.n_mean),
+                                          cfg.central_fraction)
+        report["central"] = len(eligible)
+        report["central_lowest_support"] = round(lowest, 4)
     plan = make_plan(eligible, cfg.pairs, cfg.n_mean, cfg.n_std, cfg.seed)
     plan.save(out / "plan.npz")
     np.save(out / "allowed.npy", allowed)
-    np.save(out / "idf.npy", idf_table(document_frequency(corpus, allowed), int(allowed.sum())))
+    np.save(out / "idf.npy", idf)
     _build_inventory(corpus, eligible, cfg, chunker or Chunker()).save(out / "chunks.json.gz")
     prepared = {"fingerprint": fingerprint, "pairs": len(plan.candidates),
                 "candidates": report, "excluded_entities": len(excluded_set),
