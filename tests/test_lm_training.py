@@ -1,5 +1,7 @@
 import json
 import math
+import os
+import shutil
 
 import pytest
 import torch
@@ -39,6 +41,33 @@ def test_encoded_corpus(encoded, synthetic_corpus, tmp_path):
     # a second build of the same sources reuses the cache
     again = EncodedCorpus.build(CorpusReader(synthetic_corpus), tmp_path / "enc", Tokenizer())
     assert again.meta == encoded.meta
+
+
+def test_the_cache_knows_its_corpus_by_content(encoded, synthetic_corpus, tmp_path, monkeypatch):
+    import denoisesum.data.encoded as module
+
+    copy = tmp_path / "moved" / synthetic_corpus.name
+    copy.parent.mkdir()
+    shutil.copy(synthetic_corpus, copy)
+    os.utime(copy, (1, 1))  # another place, another time, the same bytes
+
+    def no_tokenizing(*args):
+        raise AssertionError("tokenized again")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(module, "_encode_to", no_tokenizing)
+        assert EncodedCorpus.build(CorpusReader(copy), tmp_path / "enc", Tokenizer()).meta == \
+            encoded.meta
+        # a cache written before contents were recorded is reused while the files are unchanged
+        meta = dict(encoded.meta)
+        del meta["content"]
+        (tmp_path / "enc" / "meta.json").write_text(json.dumps(meta))
+        EncodedCorpus.build(CorpusReader(synthetic_corpus), tmp_path / "enc", Tokenizer())
+        with pytest.raises(AssertionError, match="tokenized again"):  # ... but not once moved
+            EncodedCorpus.build(CorpusReader(copy), tmp_path / "enc", Tokenizer())
+    copy.write_text(copy.read_text().replace("pizza", "pasta"))
+    changed = EncodedCorpus.build(CorpusReader(copy), tmp_path / "enc", Tokenizer())
+    assert changed.meta["content"] != encoded.meta["content"] and "pasta" in changed.types
 
 
 def test_parallel_tokenizing_gives_the_same_cache(encoded, synthetic_corpus, tmp_path):

@@ -138,6 +138,10 @@ def test_pair_cache_batches_and_truncation(tmp_path):
     assert no_seg.review_kind.tolist() == [DOCUMENT, DOCUMENT] and no_seg.topics is None
     again = PairCorpus.build(directory, tmp_path / "cache", max_review_tokens=10, progress=False)
     assert again.meta == corpus.meta  # reused
+    for shard in directory.rglob("*.jsonl.gz"):
+        os.utime(shard, (1, 1))  # touched (a copy): known by content, still reused
+    touched = PairCorpus.build(directory, tmp_path / "cache", max_review_tokens=10, progress=False)
+    assert touched.meta == corpus.meta
 
 
 def test_fraction_uses_the_right_number_of_pairs(pairs_dir, tmp_path):

@@ -70,6 +70,15 @@ def content_fingerprint(paths: Iterable[Path]) -> list[dict]:
     return out
 
 
+def cache_matches(meta: dict[str, Any], paths: list[Path]) -> bool:
+    """Whether a cache's meta.json is of these source files: by content (name, size, SHA-256),
+    so a copied, moved or touched corpus is still found; caches written before contents were
+    recorded match as they were made, on path, size and mtime."""
+    if "content" in meta:
+        return meta["content"] == content_fingerprint(paths)
+    return meta.get("sources") == source_fingerprint(paths)
+
+
 class RankedTokens:
     """Texts stored as frequency-ranked type ids (the layout above), loaded from a directory.
 
@@ -129,16 +138,17 @@ class EncodedCorpus(RankedTokens):
               workers: int = 1, total: int | None = None) -> EncodedCorpus:
         """Tokenize `reviews` into `directory`, reusing a complete cache of the same sources."""
         directory = Path(directory)
-        fingerprint = source_fingerprint(reviews.paths)
         if (directory / "meta.json").exists():
             meta = read_json(directory / "meta.json")
-            if (meta.get("sources") == fingerprint and meta.get("tokenizer") == tokenizer.to_dict()
+            if (cache_matches(meta, reviews.paths) and meta.get("tokenizer") == tokenizer.to_dict()
                     and meta.get("format") == FORMAT):
                 return cls(directory)
 
         def fill(tmp: Path) -> dict[str, Any]:
             n_reviews, skipped = _encode_to(tmp, reviews, tokenizer, workers, total)
-            return {"format": FORMAT, "sources": fingerprint, "tokenizer": tokenizer.to_dict(),
+            # "sources" stays: the noising fingerprint of pairs made from this cache hashes it
+            return {"format": FORMAT, "sources": source_fingerprint(reviews.paths),
+                    "content": content_fingerprint(reviews.paths), "tokenizer": tokenizer.to_dict(),
                     "reviews": n_reviews, "tokens": int(np.load(tmp / "offsets.npy")[-1]),
                     "skipped_bad_records": skipped}
 

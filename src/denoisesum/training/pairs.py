@@ -44,6 +44,8 @@ from denoisesum.data.batch import SummaryBatch, make_batch
 from denoisesum.data.encoded import (
     RankedTokens,
     build_directory,
+    cache_matches,
+    content_fingerprint,
     renumber_by_frequency,
     source_fingerprint,
 )
@@ -112,10 +114,9 @@ class PairCorpus(RankedTokens):
         """Encode the shards of `pairs_dir` into `directory`, reusing a cache of the same data."""
         shards = find_shards(pairs_dir)
         directory = Path(directory)
-        sources = source_fingerprint(shards)
         if (directory / "meta.json").exists():
             meta = read_json(directory / "meta.json")
-            if (meta.get("format") == FORMAT and meta.get("sources") == sources
+            if (meta.get("format") == FORMAT and cache_matches(meta, shards)
                     and meta.get("max_review_tokens") == max_review_tokens):
                 return cls(directory)
 
@@ -123,7 +124,8 @@ class PairCorpus(RankedTokens):
             counts = _encode_pairs(shards, tmp, max_review_tokens, progress)
             if counts["pairs"] == 0:
                 raise DenoiseSumError(f"{pairs_dir}: the shards hold no usable pair")
-            return {"format": FORMAT, "sources": sources, "max_review_tokens": max_review_tokens,
+            return {"format": FORMAT, "sources": source_fingerprint(shards),
+                    "content": content_fingerprint(shards), "max_review_tokens": max_review_tokens,
                     **counts}
 
         build_directory(directory, fill)
