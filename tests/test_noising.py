@@ -1,4 +1,6 @@
+import dataclasses
 import gzip
+import hashlib
 import json
 import math
 import random
@@ -322,7 +324,7 @@ def test_support_matches_the_one_by_one_f1(workspace, tmp_path):
     assert got == pytest.approx(want, rel=1e-5)
 
 
-def test_central_fraction_is_checked_and_absent_from_old_fingerprints(workspace, tmp_path):
+def test_added_settings_are_checked_and_absent_from_old_fingerprints(workspace, tmp_path):
     with pytest.raises(ConfigError, match="central_fraction must be in"):
         synth_config(central_fraction=0)
     excluded: list[str] = []
@@ -332,6 +334,13 @@ def test_central_fraction_is_checked_and_absent_from_old_fingerprints(workspace,
     other = pipeline._fingerprint(workspace["corpus"], workspace["lm"],
                                   synth_config(central_fraction=0.5), excluded)
     assert default == explicit != other
+    # the print of a directory written before the added settings: the same settings without them
+    settings = {k: v for k, v in dataclasses.asdict(synth_config()).items()
+                if k not in pipeline.ADDED_SETTINGS}
+    digest = hashlib.sha256(json.dumps([workspace["corpus"].meta["sources"], settings, []],
+                                       sort_keys=True).encode())
+    digest.update((workspace["lm"] / "model.safetensors").read_bytes())
+    assert default == digest.hexdigest()
 
 
 def test_exclusions(workspace, tmp_path):

@@ -82,6 +82,13 @@ class SynthesisConfig:
         return self.candidates or preset(self.preset)
 
 
+DEFAULT_SYNTHESIS = SynthesisConfig()
+# SynthesisConfig fields added after pair directories were first written: the noising fingerprint
+# leaves each out while it is at its default (which does what the code did before it), so those
+# directories still match. A new field goes here.
+ADDED_SETTINGS = ("central_fraction",)
+
+
 @dataclass(frozen=True)
 class Job:
     """Everything a worker needs, as paths and plain values (cheap to send)."""
@@ -227,8 +234,9 @@ def _make_pair(res: dict[str, Any], cfg: SynthesisConfig, pair_id: int, type_ids
 def _fingerprint(corpus: EncodedCorpus, lm_dir: Path, cfg: SynthesisConfig,
                  excluded: list[str]) -> str:
     settings = dataclasses.asdict(cfg)
-    if cfg.central_fraction == 1.0:  # runs made before the setting existed keep their print
-        del settings["central_fraction"]
+    for name in ADDED_SETTINGS:  # at its default, as if the setting did not exist
+        if settings[name] == getattr(DEFAULT_SYNTHESIS, name):
+            del settings[name]
     digest = hashlib.sha256()
     digest.update(json.dumps([corpus.meta["sources"], settings, sorted(excluded)],
                              sort_keys=True).encode())
