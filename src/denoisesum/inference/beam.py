@@ -271,11 +271,14 @@ def beam_search(model: DecodingModel, batch, config: DecodeConfig | None = None,
 
 
 def _leaves(obj) -> list[torch.Tensor]:
-    """The tensors of a (nested) dataclass state, in field order."""
+    """The tensors of a (nested) dataclass state, in field order; tuples and lists of states
+    (an ensemble's) are walked in order too."""
     if isinstance(obj, torch.Tensor):
         return [obj]
     if dataclasses.is_dataclass(obj):
         return [t for f in dataclasses.fields(obj) for t in _leaves(getattr(obj, f.name))]
+    if isinstance(obj, (tuple, list)):
+        return [t for item in obj for t in _leaves(item)]
     return []
 
 
@@ -286,6 +289,8 @@ def _rebuild(obj, leaves: Iterator[torch.Tensor]):
     if dataclasses.is_dataclass(obj):
         return type(obj)(**{f.name: _rebuild(getattr(obj, f.name), leaves)
                             for f in dataclasses.fields(obj)})
+    if isinstance(obj, (tuple, list)):
+        return type(obj)(_rebuild(item, leaves) for item in obj)
     return obj
 
 
@@ -343,6 +348,7 @@ class _Search:
         self.words = words
         self.batch, self.reviews = batch, reviews
         self.share: torch.Tensor | None = None  # [n, V] input_salience, at the first step
+        self.unsaid: torch.Tensor | None = None  # [n, V] bool, at the first step (_unsaid)
 
     def run(self) -> list[list[Hypothesis]]:
         while len(self.entity):
@@ -394,14 +400,19 @@ class _Search:
                                         len(self.finished), self._word_masks(v).content)
         return self.share
 
+    def _unsaid(self, v: int) -> torch.Tensor:
+        """[n, V] the content words none of an entity's reviews uses (computed once)."""
+        if self.unsaid is None:
+            self.unsaid = self._word_masks(v).content & (self._share(v) == 0)
+        return self.unsaid
+
     def _input_terms(self, log_probs: torch.Tensor, ban: torch.Tensor, history: torch.Tensor
                      ) -> tuple[torch.Tensor, torch.Tensor]:
         """The input-aware settings on one step's log p and ban mask [A*K, V]: input_words_only
         and unsaid_penalty on the words no review uses, input_bonus on those the reviews use."""
         c, v = self.config, log_probs.shape[1]
         if c.input_words_only or c.unsaid_penalty:
-            unsaid = self._word_masks(v).content & (self._share(v) == 0)  # [n, V]
-            unsaid = unsaid[self.entity].repeat_interleave(self.k, 0)  # [A*K, V]
+            unsaid = self._unsaid(v)[self.entity].repeat_interleave(self.k, 0)  # [A*K, V]
             if c.input_words_only:
                 ban = ban | unsaid
             else:
