@@ -70,6 +70,24 @@ def test_the_cache_knows_its_corpus_by_content(encoded, synthetic_corpus, tmp_pa
     assert changed.meta["content"] != encoded.meta["content"] and "pasta" in changed.types
 
 
+def test_an_unchanged_file_is_hashed_once_per_process(tmp_path, monkeypatch):
+    import hashlib
+
+    import denoisesum.data.encoded as module
+
+    path = tmp_path / "part.jsonl"
+    path.write_text("abc")
+    reads = []
+    real = hashlib.file_digest
+    monkeypatch.setattr(module.hashlib, "file_digest",
+                        lambda handle, name: reads.append(name) or real(handle, name))
+    first = module.content_fingerprint([path])
+    assert module.content_fingerprint([path]) == first and len(reads) == 1
+    path.write_text("abd")  # the same size, new bytes, a later mtime: read again
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    assert module.content_fingerprint([path]) != first and len(reads) == 2
+
+
 def test_parallel_tokenizing_gives_the_same_cache(encoded, synthetic_corpus, tmp_path):
     two = EncodedCorpus.build(CorpusReader(synthetic_corpus), tmp_path / "enc2", Tokenizer(),
                               workers=2)
