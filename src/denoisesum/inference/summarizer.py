@@ -40,7 +40,13 @@ from denoisesum.data.batch import inference_batch
 from denoisesum.data.tokenizer import detokenize
 from denoisesum.data.vocab import SPECIALS, Vocab
 from denoisesum.errors import ConfigError, DenoiseSumError
-from denoisesum.inference.beam import DecodeConfig, WordLists, banned_words, beam_search
+from denoisesum.inference.beam import (
+    DecodeConfig,
+    DecodingModel,
+    WordLists,
+    banned_words,
+    beam_search,
+)
 from denoisesum.inference.rerank import choose, review_subsets
 from denoisesum.inference.selection import SELECT_MODES, select_reviews
 from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
@@ -316,15 +322,24 @@ class Summarizer:
             model, words, ids, reviews = self.model, lists, list, batch.reviews
             if self.config.shortlist:
                 rows = shortlist_rows(batch.reviews, self.config.shortlist, len(self.vocab))
-                model = ShortlistModel(self.model, rows)
-                words = WordLists(*(model.positions(x) for x in (
+                shortlist = ShortlistModel(self.model, rows)
+                model = self._decoding_model(shortlist)
+                words = WordLists(*(shortlist.positions(x) for x in (
                     lists.banned, lists.content, lists.sentence_ends)))
-                ids, reviews = model.vocab_ids, model.position[batch.reviews]
+                ids, reviews = shortlist.vocab_ids, shortlist.position[batch.reviews]
+            else:
+                model = self._decoding_model(self.model)
             with torch.autocast(self.device.type, torch.bfloat16, enabled=self._bf16()):
                 found = beam_search(model, batch, self.config.decode, words=words,
                                     reviews=reviews)
             out.extend([ids(h.tokens) for h in hyps] for hyps in found)
         return out
+
+    def _decoding_model(self, model: DecodingModel) -> DecodingModel:
+        """The model beam search runs, given this summarizer's (a ShortlistModel of it when
+        config.shortlist is set). A hook for experiments that decode another way with the same
+        words and settings (benchmarks/mixture_probes.py: ensembles, shifted gates)."""
+        return model
 
     def summarize_batch(self, review_sets: Sequence[Sequence[str]],
                         batch_size: int = 8, warn: bool = True) -> list[str]:
