@@ -11,6 +11,8 @@ scores several choosers, each using only the input reviews (and the model's own 
 - overlap-1 / overlap-2: mean ROUGE-1 (-1..2) F1 against each review (`DecodeConfig.rerank`);
 - pooled-1: ROUGE-1 F1 against all reviews as one text;
 - full-only overlap-2: the same, among the full set's hypotheses only (beam n-best);
+- consensus-1 / consensus-2 (and full-only consensus-2): minimum Bayes risk, the candidate with
+  the highest mean ROUGE-1 (-1..2) F1 against the other candidates (what most of them say);
 and, as the ceiling of any chooser, oracle: the candidate with the best ROUGE-1 against the
 reference (uses the reference: not a system). Candidates are cached in `--candidates`, so
 choosers can be compared without decoding again. Dev only: this picks a setting.
@@ -70,8 +72,21 @@ def choosers(summarizer: Summarizer) -> dict:
             return max(pool, key=lambda i: (scorer.score(cands[i]["ids"]), -i))
         return pick
 
+    def consensus(n: int, full_only: bool = False):
+        """Minimum Bayes risk: the candidate closest to the other candidates."""
+        def pick(cands: list[dict], reviews: list[list[int]]) -> int:
+            pool = [i for i, c in enumerate(cands) if c["decode"] == 0 or not full_only]
+
+            def agreement(i: int) -> float:
+                others = [cands[j]["ids"] for j in pool if j != i]
+                return OverlapScorer(others, ignore, n).score(cands[i]["ids"]) if others else 0.0
+            return max(pool, key=lambda i: (agreement(i), -i))
+        return pick
+
     return {"model": lambda cands, reviews: 0, "overlap-1": overlap(1),
             "overlap-2": overlap(2), "full-only overlap-2": overlap(2, True),
+            "consensus-1": consensus(1), "consensus-2": consensus(2),
+            "full-only consensus-2": consensus(2, True),
             "pooled-1": lambda cands, reviews: max(
                 range(len(cands)), key=lambda i: (pooled_r1(cands[i]["ids"], reviews, ignore),
                                                   -i))}

@@ -1,0 +1,166 @@
+"""How the model mixes its word distributions, probed on the DEV set (issue 14), each probe paired
+against the model's own decoding:
+
+    python scripts/mixture_probes.py denoisesum-yelp ../shared/data/yelp/meansum_dev.jsonl \
+        --probes "gate-3:gate=-3;copy+0.5:copy=0.5;ens:ensemble='runs/a|runs/b'" \
+        [--json runs/probes/dev.json] [--markdown docs/results/mixture-probes.md]
+
+A probe is `name:key=value,...` (values TOML) with these keys:
+  gate = b      the branch gate λ (the weight of the segment-noise decoder against the
+                document-noise one) moved by b in logit space at every step: λ' = σ(logit λ + b)
+  copy = b      the copy switch p_gen of the document decoder moved the same way (b < 0: copy more)
+  ensemble = "DIR|DIR"  decode with the model and these models of the same vocabulary, their
+                word distributions averaged (inference/ensemble.py)
+The rest of the decoding is the model's own (its config.json, shortlist included). Rows, paired
+tests, the table and the resuming JSON file are those of scripts/decoding_levers.py. Dev only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from denoisesum.data.reviewsets import read_review_sets
+from denoisesum.inference.beam import DecodingModel
+from denoisesum.inference.ensemble import EnsembleModel
+from denoisesum.inference.shortlist import ShortlistModel
+from denoisesum.inference.summarizer import Summarizer
+from denoisesum.io import write_json
+from denoisesum.models.denoisesum import DenoiseSum
+from denoisesum.models.store import load_denoisesum
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import emit, parse_variants
+from decoding_levers import paired_tests, run_variant, table
+
+PROBE_KEYS = ("gate", "copy", "ensemble")
+
+
+def _shift(p: torch.Tensor, b: float) -> torch.Tensor:
+    """σ(logit p + b), p a probability tensor."""
+    return torch.sigmoid(torch.logit(p.clamp(1e-6, 1 - 1e-6)) + b)
+
+
+class ShiftedMixture(DenoiseSum):
+    """A DenoiseSum whose gate λ and copy switch p_gen are moved by fixed logit offsets at
+    inference (the weights are the model's; training never sees the offsets). It keeps the mean
+    λ and p_gen it decoded with (`means`), over every beam row and step."""
+
+    gate_shift = 0.0
+    copy_shift = 0.0
+
+    def _decode(self, state, prev, seg_rows=None, doc_rows=None):
+        parts, new = super()._decode(state, prev, seg_rows, doc_rows)
+        if parts.lam is not None:
+            if self.gate_shift:
+                both = state.seg.present.unsqueeze(1) & state.doc.present.unsqueeze(1)  # [B*, 1]
+                parts.lam = torch.where(both, _shift(parts.lam, self.gate_shift), parts.lam)
+            self._keep("lambda", parts.lam)
+        return parts, new
+
+    def _doc_prob(self, p_vocab, copy, p_gen):
+        if p_gen is not None:
+            if self.copy_shift:
+                p_gen = _shift(p_gen, self.copy_shift)
+            self._keep("p_gen", p_gen)
+        return super()._doc_prob(p_vocab, copy, p_gen)
+
+    def _keep(self, name: str, values: torch.Tensor) -> None:
+        total, count = self.sums.get(name, (0.0, 0))
+        self.sums[name] = (total + float(values.sum()), count + values.numel())
+
+    def means(self) -> dict[str, float]:
+        return {k: total / count for k, (total, count) in self.sums.items()}
+
+
+def shifted(model: DenoiseSum, gate: float, copy: float) -> ShiftedMixture:
+    out = ShiftedMixture(model.config)
+    out.load_state_dict(model.state_dict())
+    out.gate_shift, out.copy_shift, out.sums = gate, copy, {}
+    return out.eval()
+
+
+class ProbeSummarizer(Summarizer):
+    """A Summarizer whose beam search runs `wrap(model)` (the identity: the model itself)."""
+
+    wrap: Callable[[DecodingModel], DecodingModel] = staticmethod(lambda model: model)
+
+    def _decoding_model(self, model: DecodingModel) -> DecodingModel:
+        return self.wrap(model)
+
+
+def ensemble_with(others: list[DenoiseSum]) -> Callable[[DecodingModel], DecodingModel]:
+    """wrap: the model (a ShortlistModel or not) with `others` on the same words."""
+    def wrap(model: DecodingModel) -> DecodingModel:
+        if isinstance(model, ShortlistModel):
+            return EnsembleModel([model, *(ShortlistModel(o, model.rows) for o in others)])
+        return EnsembleModel([model, *others])
+    return wrap
+
+
+def configure(summarizer: ProbeSummarizer, original: DenoiseSum, probe: dict) -> None:
+    """Set the summarizer up for one probe (an empty probe: the model's own decoding)."""
+    unknown = sorted(set(probe) - set(PROBE_KEYS))
+    if unknown:
+        raise SystemExit(f"--probes: unknown key(s) {', '.join(unknown)} (known: "
+                         f"{', '.join(PROBE_KEYS)})")
+    gate, copy = float(probe.get("gate", 0)), float(probe.get("copy", 0))
+    summarizer.model = shifted(original, gate, copy)  # at 0, 0: the model's own decoding
+    dirs = [d for d in str(probe.get("ensemble", "")).split("|") if d]
+    others = [load_denoisesum(d)[0].eval() for d in dirs]
+    for directory, other in zip(dirs, others, strict=True):
+        if other.config.vocab_size != original.config.vocab_size:
+            raise SystemExit(f"--probes: {directory} has another vocabulary size")
+    summarizer.wrap = ensemble_with(others) if others else ProbeSummarizer.wrap
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", type=Path)
+    parser.add_argument("dev", type=Path, help="review-set file with reference summaries")
+    parser.add_argument("--probes", required=True)
+    parser.add_argument("--json", type=Path, default=Path("runs/probes/dev.json"))
+    parser.add_argument("--markdown", type=Path, help="also write the table here")
+    args = parser.parse_args()
+    sets = list(read_review_sets(args.dev))
+    summarizer = ProbeSummarizer.from_pretrained(args.model)
+    original, base = summarizer.model, summarizer.config
+    rows = json.loads(args.json.read_text()) if args.json.exists() else {}
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    for name, probe in {"base": {}, **parse_variants(args.probes)}.items():
+        if name in rows and rows[name]["changes"] == probe:
+            continue
+        configure(summarizer, original, probe)
+        # the probe is no decode setting: run_variant gets none, and the row records the probe
+        rows[name] = {**run_variant(summarizer, base, sets, {}), "changes": probe,
+                      "mixture": summarizer.model.means()}
+        write_json(args.json, rows)
+        print(name, json.dumps(rows[name]["scores"]), f"{rows[name]['seconds']:.0f} s",
+              flush=True)
+    paired_tests(rows)
+    write_json(args.json, rows)
+    command = (f"python scripts/mixture_probes.py {args.model} {args.dev} --probes "
+               f"\"{args.probes}\" --json {args.json}")
+    emit(f"# Mixture probes (dev set)\n\n```bash\n{command}\n```\n\n"
+         + table(rows, args.model, args.dev, len(sets)) + mixture_table(rows), args.markdown)
+
+
+def mixture_table(rows: dict[str, dict]) -> str:
+    """The mean gate λ (weight of the segment-noise decoder) and copy switch p_gen (weight of
+    generating over copying) each probe decoded with (of the first model, for an ensemble)."""
+    lines = ["", "| probe | mean λ | mean p_gen |", "|---|--:|--:|"]
+    for name, row in rows.items():
+        m = row.get("mixture", {})
+        lines.append(f"| {name} | {m.get('lambda', float('nan')):.3f} | "
+                     f"{m.get('p_gen', float('nan')):.3f} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""scripts/mixture_probes.py: shifted gates and copy switches, ensembles, and its command line."""
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import save_tiny_summarizer, synthetic_reviews, write_jsonl
+from denoisesum.data.batch import inference_batch
+from denoisesum.inference.beam import DecodeConfig, beam_search
+from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "mixture_probes.py"
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture(scope="module")
+def probes():
+    spec = importlib.util.spec_from_file_location("mixture_probes", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def review_sets(summarizer, n=3):
+    texts = [r["text"] for r in synthetic_reviews(n_entities=n, per_entity=4)]
+    return [summarizer.encode_reviews(texts[i * 4:(i + 1) * 4]) for i in range(n)]
+
+
+def decode(model, sets):
+    cfg = DecodeConfig(beam_size=3, min_length=2, max_length=12)
+    return [h[0].tokens for h in beam_search(model, inference_batch(sets), cfg)]
+
+
+def test_no_shift_decodes_as_the_model_and_a_shift_moves_the_gate(probes, tmp_path):
+    summarizer = Summarizer.from_pretrained(save_tiny_summarizer(tmp_path / "m",
+                                                                 SummarizerConfig()))
+    sets = review_sets(summarizer)
+    same = probes.shifted(summarizer.model, 0.0, 0.0)
+    assert decode(same, sets) == decode(summarizer.model, sets)
+    means = same.means()
+    assert 0 < means["lambda"] < 1 and 0 < means["p_gen"] < 1
+    up = probes.shifted(summarizer.model, 3.0, -3.0)
+    decode(up, sets)
+    assert up.means()["lambda"] > means["lambda"] and up.means()["p_gen"] < means["p_gen"]
+
+
+def test_the_command_line_pairs_every_probe_with_the_model(tmp_path):
+    model = save_tiny_summarizer(tmp_path / "a", SummarizerConfig(shortlist=5))
+    other = save_tiny_summarizer(tmp_path / "b", SummarizerConfig())
+    texts = [r["text"] for r in synthetic_reviews(n_entities=3, per_entity=4)]
+    dev = write_jsonl(tmp_path / "dev.jsonl", [
+        {"entity_id": f"e{i}", "reviews": texts[i * 4:(i + 1) * 4],
+         "summaries": ["the pizza was great and the staff was friendly ."]} for i in range(3)])
+    out = tmp_path / "probes.json"
+    run = subprocess.run([sys.executable, str(SCRIPT), str(model), str(dev), "--probes",
+                          f"g:gate=2;e:ensemble='{other}'", "--json", str(out), "--markdown",
+                          str(tmp_path / "t.md")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    rows = json.loads(out.read_text())
+    assert list(rows) == ["base", "g", "e"]
+    assert rows["g"]["changes"] == {"gate": 2} and "rouge1" in rows["g"]["vs_base"]
+    assert rows["g"]["mixture"]["lambda"] > rows["base"]["mixture"]["lambda"]
+    assert "| e |" in (tmp_path / "t.md").read_text()
+    bad = subprocess.run([sys.executable, str(SCRIPT), str(model), str(dev), "--probes",
+                          "x:temperature=2", "--json", str(tmp_path / "x.json")],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "unknown key(s) temperature" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def test_an_ensemble_over_a_shortlist_uses_the_same_words(probes, tmp_path):
+    """The model with itself, over its shortlist: the ensemble's positions are the model's."""
+    path = save_tiny_summarizer(tmp_path / "m", SummarizerConfig(shortlist=5))
+    reviews = [[r["text"] for r in synthetic_reviews(2, 4)[i * 4:(i + 1) * 4]] for i in (0, 1)]
+    alone = Summarizer.from_pretrained(path).summarize_tokens_batch(reviews)
+    twice = probes.ProbeSummarizer.from_pretrained(path)
+    twice.wrap = probes.ensemble_with([twice.model])
+    assert twice.summarize_tokens_batch(reviews) == alone
