@@ -84,7 +84,8 @@ def table(rows: dict[str, dict], model: Path, dev: Path, n: int) -> str:
              "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for name, r in rows.items():
         s, st, test = r["scores"], r["style"], r.get("vs_base", {})
-        settings = ", ".join(f"{k}={v}" for k, v in r["changes"].items()) or "model's own"
+        settings = (", ".join(f"{k}={v}" for k, v in r["changes"].items())
+                    or "model's own").replace("|", "\\|")  # a | would end the table cell
         lines.append(
             f"| {name} | {settings} | {s['rouge1']:.2f} | {s['rouge2']:.2f} | {s['rougeL']:.2f} "
             f"| {s['pooled_rouge1']:.2f}/{s['pooled_rouge2']:.2f}/{s['pooled_rougeL']:.2f} "

@@ -3,7 +3,7 @@ against the model's own decoding:
 
     python scripts/mixture_probes.py denoisesum-yelp ../shared/data/yelp/meansum_dev.jsonl \
         --probes "gate-3:gate=-3;copy+0.5:copy=0.5;ens:ensemble='runs/a|runs/b'" \
-        [--json runs/probes/dev.json] [--markdown docs/results/mixture-probes.md]
+        [--json runs/probes/dev.json] [--markdown FILE] [--run runs/ema-lr1e3]
 
 A probe is `name:key=value,...` (values TOML) with these keys:
   gate = b      the branch gate λ (the weight of the segment-noise decoder against the
@@ -11,7 +11,9 @@ A probe is `name:key=value,...` (values TOML) with these keys:
   copy = b      the copy switch p_gen of the document decoder moved the same way (b < 0: copy more)
   ensemble = "DIR|DIR"  decode with the model and these models of the same vocabulary, their
                 word distributions averaged (inference/ensemble.py)
-The rest of the decoding is the model's own (its config.json, shortlist included). Rows, paired
+The rest of the decoding is the model's own (its config.json, shortlist included). Every probe
+records the mean λ and p_gen it decoded with; `--run` (a `denoisesum train` run directory) adds
+their means teacher-forced on that run's held-out synthetic pairs, the training task. Rows, paired
 tests, the table and the resuming JSON file are those of scripts/decoding_levers.py. Dev only.
 """
 
@@ -23,6 +25,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from denoisesum.data.reviewsets import read_review_sets
@@ -30,9 +33,11 @@ from denoisesum.inference.beam import DecodingModel
 from denoisesum.inference.ensemble import EnsembleModel
 from denoisesum.inference.shortlist import ShortlistModel
 from denoisesum.inference.summarizer import Summarizer
-from denoisesum.io import write_json
+from denoisesum.io import read_json, write_json
+from denoisesum.models.bilm import add_boundaries, length_mask
 from denoisesum.models.denoisesum import DenoiseSum
-from denoisesum.models.store import load_denoisesum
+from denoisesum.models.store import CONFIG, load_denoisesum, parse_section
+from denoisesum.training import pairs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -120,6 +125,30 @@ def configure(summarizer: ProbeSummarizer, original: DenoiseSum, probe: dict) ->
     summarizer.wrap = ensemble_with(others) if others else ProbeSummarizer.wrap
 
 
+def teacher_forced_mixture(model: DenoiseSum, vocab, run: Path, n: int = 400
+                           ) -> dict[str, float]:
+    """Mean λ and p_gen over the target words of `n` held-out synthetic pairs of a `denoisesum
+    train` run (its encoded pairs in data/, its held-out split), teacher-forced: what the model
+    mixes with on its training task, to set against what it decodes real reviews with."""
+    cfg = parse_section(pairs.PairDataConfig, read_json(run / CONFIG).get("data", {}),
+                        run / CONFIG, "data")
+    corpus = pairs.PairCorpus(run / "data")
+    held = pairs.split_pairs(corpus, cfg, np.ones(len(corpus), bool), 1)[1][:n]
+    if len(held) == 0:
+        raise SystemExit(f"--run: {run} holds out no pairs (data.heldout_percent)")
+    table, sums = corpus.vocab_table(vocab), {"lambda": [], "p_gen": []}
+    with torch.no_grad():
+        for start in range(0, len(held), 8):
+            batch = pairs.collate(corpus, table, held[start:start + 8], cfg, None)
+            state, _ = model._encode(batch)
+            prev = add_boundaries(batch.summary, batch.summary_lengths)[:, :-1]  # [B, S]
+            mask = length_mask(batch.summary_lengths + 1, prev.shape[1])  # [B, S] real targets
+            parts, _ = model._decode(state, prev)
+            sums["lambda"].append(parts.lam[mask])
+            sums["p_gen"].append(parts.doc.p_gen[mask])
+    return {"pairs": len(held), **{k: float(torch.cat(v).mean()) for k, v in sums.items()}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", type=Path)
@@ -127,6 +156,9 @@ def main() -> None:
     parser.add_argument("--probes", required=True)
     parser.add_argument("--json", type=Path, default=Path("runs/probes/dev.json"))
     parser.add_argument("--markdown", type=Path, help="also write the table here")
+    parser.add_argument("--run", type=Path,
+                        help="a `denoisesum train` run directory: also the mean λ and p_gen "
+                             "teacher-forced on its held-out synthetic pairs")
     args = parser.parse_args()
     sets = list(read_review_sets(args.dev))
     summarizer = ProbeSummarizer.from_pretrained(args.model)
@@ -146,9 +178,18 @@ def main() -> None:
     paired_tests(rows)
     write_json(args.json, rows)
     command = (f"python scripts/mixture_probes.py {args.model} {args.dev} --probes "
-               f"\"{args.probes}\" --json {args.json}")
+               f"\"{args.probes}\" --json {args.json}"
+               + (f" --run {args.run}" if args.run else ""))
+    forced = "" if args.run is None else teacher_forced_line(
+        teacher_forced_mixture(original, summarizer.vocab, args.run))
     emit(f"# Mixture probes (dev set)\n\n```bash\n{command}\n```\n\n"
-         + table(rows, args.model, args.dev, len(sets)) + mixture_table(rows), args.markdown)
+         + table(rows, args.model, args.dev, len(sets)) + mixture_table(rows) + forced,
+         args.markdown)
+
+
+def teacher_forced_line(means: dict) -> str:
+    return (f"\nTeacher-forced on {means['pairs']} held-out synthetic pairs: mean λ "
+            f"{means['lambda']:.3f}, mean p_gen {means['p_gen']:.3f}.\n")
 
 
 def mixture_table(rows: dict[str, dict]) -> str:

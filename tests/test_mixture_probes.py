@@ -80,3 +80,18 @@ def test_an_ensemble_over_a_shortlist_uses_the_same_words(probes, tmp_path):
     twice = probes.ProbeSummarizer.from_pretrained(path)
     twice.wrap = probes.ensemble_with([twice.model])
     assert twice.summarize_tokens_batch(reviews) == alone
+
+
+def test_teacher_forced_mixture_on_a_run_s_held_out_pairs(probes, tmp_path):
+    from denoisesum.training.summarizer import SummarizerTrainer
+    from test_train_summarizer import make_pairs, tiny_config, write_shards
+
+    run = tmp_path / "run"
+    SummarizerTrainer(write_shards(tmp_path / "pairs", make_pairs()), run,
+                      tiny_config(max_steps=2), progress=False).fit()
+    summarizer = Summarizer.from_pretrained(run)
+    means = probes.teacher_forced_mixture(summarizer.model, summarizer.vocab, run, n=5)
+    assert means["pairs"] == 5 and 0 < means["lambda"] < 1 and 0 < means["p_gen"] < 1
+    shifted = probes.shifted(summarizer.model, 4.0, 0.0)
+    assert probes.teacher_forced_mixture(shifted, summarizer.vocab, run, n=5)["lambda"] > \
+        means["lambda"]
