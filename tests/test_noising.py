@@ -286,6 +286,36 @@ def test_pairs_and_document_noise(workspace, tmp_path):
     assert sum(p["n"] for p in pairs) / 24 == pytest.approx(4, abs=1)
 
 
+def test_random_document_noise_draws_other_reviews_of_the_entity(workspace, tmp_path):
+    corpus = workspace["corpus"]
+    with pytest.raises(ConfigError, match="document_noise must be one of similar, random"):
+        synth_config(document_noise="nearest")
+    similar, rand = tmp_path / "similar", tmp_path / "random"
+    for out, kind in ((similar, "similar"), (rand, "random")):
+        pipeline.synthesize(corpus, out, workspace["lm"], synth_config(document_noise=kind),
+                            workers=0, progress=False)
+    idf = np.load(rand / "idf.npy")
+    differs = 0
+    for s_pair, r_pair in zip(read_pairs(similar), read_pairs(rand), strict=True):
+        # the same candidates and segment noise: only the document noise is drawn another way
+        assert {k: v for k, v in s_pair.items() if not k.startswith("document_noise")} == \
+            {k: v for k, v in r_pair.items() if not k.startswith("document_noise")}
+        review = r_pair["candidate_review"]
+        entity = int(corpus.entity[review])
+        siblings = [" ".join(corpus.types[t] for t in corpus.ids[corpus.offsets[r]:
+                                                                    corpus.offsets[r + 1]])
+                    for r in np.flatnonzero(corpus.entity == entity) if r != review]
+        assert len(r_pair["document_noise"]) == min(r_pair["n"], len(siblings))
+        assert len(set(r_pair["document_noise"])) == len(r_pair["document_noise"]) or \
+            len(set(siblings)) < len(siblings)
+        assert set(r_pair["document_noise"]) <= set(siblings)
+        top = reference_top_n(corpus, idf, review, entity, r_pair["n"])
+        differs += sorted(r_pair["document_noise"]) != sorted(
+            " ".join(corpus.types[t] for t in corpus.ids[corpus.offsets[r]:corpus.offsets[r + 1]])
+            for r in top)
+    assert differs > 0  # not the most similar ones after all
+
+
 def brute_support(corpus, idf, candidate, n):
     """Mean IDF-ROUGE-1 F1 of the candidate's n best other reviews of its entity, one by one."""
     entity = int(corpus.entity[candidate])

@@ -57,6 +57,9 @@ class NoiseConfig:
     p_remove_chunk: float = 0.4
 
 
+DOCUMENT_NOISE = ("similar", "random")
+
+
 @dataclass
 class SynthesisConfig:
     pairs: int = 100_000  # the paper's Yelp size
@@ -72,11 +75,18 @@ class SynthesisConfig:
     # keep only this share of the eligible candidates, those best supported by their entity's
     # other reviews (plan.best_supported; not in the paper); 1.0: all of them, as the paper
     central_fraction: float = 1.0
+    # which of the entity's other reviews are the document noise: "similar", the N most similar
+    # to the candidate (the paper); "random", N of them at random (not in the paper: at
+    # inference the reviews are not chosen to resemble any summary)
+    document_noise: str = "similar"
 
     def __post_init__(self) -> None:
         if not 0 < self.central_fraction <= 1:
             why = f"must be in (0, 1], got {self.central_fraction}"
             raise ConfigError(f"central_fraction {why}", key="central_fraction", reason=why)
+        if self.document_noise not in DOCUMENT_NOISE:
+            why = f"must be one of {', '.join(DOCUMENT_NOISE)}, got {self.document_noise!r}"
+            raise ConfigError(f"document_noise {why}", key="document_noise", reason=why)
 
     def candidate_config(self) -> CandidateConfig:
         return self.candidates or preset(self.preset)
@@ -86,7 +96,7 @@ DEFAULT_SYNTHESIS = SynthesisConfig()
 # SynthesisConfig fields added after pair directories were first written: the noising fingerprint
 # leaves each out while it is at its default (which does what the code did before it), so those
 # directories still match. A new field goes here.
-ADDED_SETTINGS = ("central_fraction",)
+ADDED_SETTINGS = ("central_fraction", "document_noise")
 
 
 @dataclass(frozen=True)
@@ -221,11 +231,24 @@ def _make_pair(res: dict[str, Any], cfg: SynthesisConfig, pair_id: int, type_ids
     siblings = res["entity_reviews"][entity]
     others = [review_ids(corpus, int(r)) for r in siblings]
     position = int(np.flatnonzero(siblings == review)[0])
-    best = most_similar(type_ids, others, position, n, res["idf"])
+    best = _document_noise(cfg, pair_id, type_ids, others, position, n, res["idf"])
     document = [" ".join(corpus.types[t] for t in others[i]) for i in best]
     timings["retrieval"] += time.perf_counter() - start
     return pair_record(pair_id, corpus.entities[entity], tokens, segment, document, n=n,
                        document_noise_short=len(document) < n, candidate_review=review)
+
+
+def _document_noise(cfg: SynthesisConfig, pair_id: int, type_ids: np.ndarray,
+                    others: list[np.ndarray], position: int, n: int, idf: np.ndarray
+                    ) -> list[int]:
+    """Indices into `others` (the entity's reviews; `position` is the candidate's own) of the
+    pair's document noise, by cfg.document_noise."""
+    if cfg.document_noise == "similar":
+        return most_similar(type_ids, others, position, n, idf)
+    pool = [i for i in range(len(others)) if i != position]
+    # its own stream, so the segment noise stays that of the "similar" pairs
+    rng = np.random.default_rng([cfg.seed, 2, pair_id])
+    return rng.choice(pool, size=min(n, len(pool)), replace=False).tolist() if pool else []
 
 
 # --------------------------------------------------------------------------- driver side
