@@ -117,11 +117,12 @@ def configure(summarizer: ProbeSummarizer, original: DenoiseSum, probe: dict) ->
                          f"{', '.join(PROBE_KEYS)})")
     gate, copy = float(probe.get("gate", 0)), float(probe.get("copy", 0))
     summarizer.model = shifted(original, gate, copy)  # at 0, 0: the model's own decoding
-    dirs = [d for d in str(probe.get("ensemble", "")).split("|") if d]
-    others = [load_denoisesum(d)[0].eval() for d in dirs]
-    for directory, other in zip(dirs, others, strict=True):
-        if other.config.vocab_size != original.config.vocab_size:
-            raise SystemExit(f"--probes: {directory} has another vocabulary size")
+    others = []
+    for directory in (d for d in str(probe.get("ensemble", "")).split("|") if d):
+        other, vocab, _ = load_denoisesum(directory)
+        if vocab.tokens != summarizer.vocab.tokens:  # word ids must mean the same words
+            raise SystemExit(f"--probes: {directory} has another vocabulary than the model")
+        others.append(other.eval())
     summarizer.wrap = ensemble_with(others) if others else ProbeSummarizer.wrap
 
 

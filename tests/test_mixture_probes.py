@@ -70,6 +70,14 @@ def test_the_command_line_pairs_every_probe_with_the_model(tmp_path):
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "unknown key(s) temperature" in bad.stderr
     assert "Traceback" not in bad.stderr
+    vocab = json.loads((other / "vocab.json").read_text())
+    vocab["tokens"][-1] = "zzz-not-a-word"  # the same size, another word
+    (other / "vocab.json").write_text(json.dumps(vocab))
+    alien = subprocess.run([sys.executable, str(SCRIPT), str(model), str(dev), "--probes",
+                            f"e2:ensemble='{other}'", "--json", str(out)],
+                           capture_output=True, text=True)
+    assert alien.returncode != 0 and "another vocabulary than the model" in alien.stderr
+    assert "Traceback" not in alien.stderr
 
 
 def test_an_ensemble_over_a_shortlist_uses_the_same_words(probes, tmp_path):

@@ -322,23 +322,20 @@ class Summarizer:
             model, words, ids, reviews = self.model, lists, list, batch.reviews
             if self.config.shortlist:
                 rows = shortlist_rows(batch.reviews, self.config.shortlist, len(self.vocab))
-                shortlist = ShortlistModel(self.model, rows)
-                model = self._decoding_model(shortlist)
-                words = WordLists(*(shortlist.positions(x) for x in (
+                model = ShortlistModel(self.model, rows)
+                words = WordLists(*(model.positions(x) for x in (
                     lists.banned, lists.content, lists.sentence_ends)))
-                ids, reviews = shortlist.vocab_ids, shortlist.position[batch.reviews]
-            else:
-                model = self._decoding_model(self.model)
+                ids, reviews = model.vocab_ids, model.position[batch.reviews]
             with torch.autocast(self.device.type, torch.bfloat16, enabled=self._bf16()):
-                found = beam_search(model, batch, self.config.decode, words=words,
-                                    reviews=reviews)
+                found = beam_search(self._decoding_model(model), batch, self.config.decode,
+                                    words=words, reviews=reviews)
             out.extend([ids(h.tokens) for h in hyps] for hyps in found)
         return out
 
     def _decoding_model(self, model: DecodingModel) -> DecodingModel:
         """The model beam search runs, given this summarizer's (a ShortlistModel of it when
         config.shortlist is set). A hook for experiments that decode another way with the same
-        words and settings (benchmarks/mixture_probes.py: ensembles, shifted gates)."""
+        words and settings (scripts/mixture_probes.py: ensembles, shifted gates)."""
         return model
 
     def summarize_batch(self, review_sets: Sequence[Sequence[str]],
