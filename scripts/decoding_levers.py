@@ -96,10 +96,16 @@ def table(rows: dict[str, dict], model: Path, dev: Path, n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def dev_parser(description: str) -> argparse.ArgumentParser:
+    """A lever script's parser: the model and the dev review-set file it is measured on."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("model", type=Path)
     parser.add_argument("dev", type=Path, help="review-set file with reference summaries")
+    return parser
+
+
+def main() -> None:
+    parser = dev_parser(__doc__.splitlines()[0])
     parser.add_argument("--variants", default=DEFAULT_VARIANTS)
     parser.add_argument("--limit", type=int, default=0, help="first N dev entities (0: all)")
     parser.add_argument("--json", type=Path, default=Path("runs/levers/dev.json"))

@@ -19,7 +19,6 @@ tests, the table and the resuming JSON file are those of scripts/decoding_levers
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Callable
@@ -42,7 +41,7 @@ from denoisesum.training import pairs
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import emit, parse_variants
-from decoding_levers import paired_tests, run_variant, table
+from decoding_levers import dev_parser, paired_tests, run_variant, table
 
 PROBE_KEYS = ("gate", "copy", "ensemble")
 
@@ -151,9 +150,7 @@ def teacher_forced_mixture(model: DenoiseSum, vocab, run: Path, n: int = 400
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model", type=Path)
-    parser.add_argument("dev", type=Path, help="review-set file with reference summaries")
+    parser = dev_parser(__doc__.splitlines()[0])
     parser.add_argument("--probes", required=True)
     parser.add_argument("--json", type=Path, default=Path("runs/probes/dev.json"))
     parser.add_argument("--markdown", type=Path, help="also write the table here")

@@ -23,7 +23,6 @@ Rows, paired tests and the resuming JSON file are those of scripts/decoding_leve
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ from denoisesum.io import write_json
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import emit, parse_variants
-from decoding_levers import paired_tests, run_variant, table
+from decoding_levers import dev_parser, paired_tests, run_variant, table
 from mixture_probes import ProbeSummarizer
 
 PROBE_KEYS = ("strength", "center")
@@ -149,9 +148,7 @@ def tone_table(rows: dict[str, dict], lexicon: RatingLexicon, sets: list) -> str
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model", type=Path)
-    parser.add_argument("dev", type=Path, help="review-set file with reference summaries")
+    parser = dev_parser(__doc__.splitlines()[0])
     parser.add_argument("--probes", default="")
     parser.add_argument("--corpus", nargs="*", default=[], help="rated review files or globs")
     parser.add_argument("--heldout", nargs="*", default=[],

@@ -1,6 +1,5 @@
 """scripts/mixture_probes.py: shifted gates and copy switches, ensembles, and its command line."""
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -8,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import save_tiny_summarizer, synthetic_reviews, write_jsonl
+from conftest import load_script, save_tiny_summarizer, synthetic_reviews, write_jsonl
 from denoisesum.data.batch import inference_batch
 from denoisesum.inference.beam import DecodeConfig, beam_search
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
@@ -19,10 +18,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture(scope="module")
 def probes():
-    spec = importlib.util.spec_from_file_location("mixture_probes", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("mixture_probes")
 
 
 def review_sets(summarizer, n=3):

@@ -1,7 +1,6 @@
 """evaluation/sentiment.py (the word-rating lexicon) and scripts/sentiment_probe.py (steering the
 beam toward the reviews' tone, and its command line)."""
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -10,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import save_tiny_summarizer, synthetic_reviews, write_jsonl
+from conftest import load_script, save_tiny_summarizer, synthetic_reviews, write_jsonl
 from denoisesum.data.batch import inference_batch
 from denoisesum.evaluation.sentiment import RatingLexicon
 from denoisesum.inference.beam import DecodeConfig, beam_search
@@ -22,11 +21,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture(scope="module")
 def probe():
-    spec = importlib.util.spec_from_file_location("sentiment_probe", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script("sentiment_probe")
 
 
 @pytest.fixture(scope="module")
