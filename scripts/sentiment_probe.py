@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,7 @@ from denoisesum.inference.beam import DecodeStateLike, DecodingModel
 from denoisesum.inference.shortlist import ShortlistModel
 from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import write_json
+from denoisesum.models.bilm import length_mask
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -77,10 +79,10 @@ class SteeredModel:
         self.out_weights = weights[model.rows] if isinstance(model, ShortlistModel) else weights
 
     def encode(self, batch: SummaryBatch) -> SteeredState:
+        real = length_mask(batch.review_lengths, batch.reviews.shape[1])  # [R, T]
+        mine = [batch.review_pair == b for b in range(batch.n_pairs)]  # [R] each
         tone = torch.tensor([  # [B] mean weight of each entity's input words (vocabulary ids)
-            mean_nonzero(self.weights[batch.reviews[batch.review_pair == b]
-                                      [length_mask_of(batch, b)]])
-            for b in range(batch.n_pairs)])
+            mean_nonzero(self.weights[batch.reviews[rows][real[rows]]]) for rows in mine])
         bias = self.strength * (tone - self.center)[:, None] * self.out_weights[None, :]
         return SteeredState(self.model.encode(batch), bias.to(batch.reviews.device))
 
@@ -88,12 +90,6 @@ class SteeredModel:
                     ) -> tuple[torch.Tensor, SteeredState]:
         log_probs, inner = self.model.decode_step(state.inner, prev_tokens)  # [B*, V']
         return torch.log_softmax(log_probs + state.bias, -1), SteeredState(inner, state.bias)
-
-
-def length_mask_of(batch: SummaryBatch, b: int) -> torch.Tensor:
-    """[R_b, T] True at the real words of pair b's reviews."""
-    lengths = batch.review_lengths[batch.review_pair == b]
-    return torch.arange(batch.reviews.shape[1], device=lengths.device)[None] < lengths[:, None]
 
 
 def vocab_tone(weights: torch.Tensor, vocab, texts: list[str]) -> list[float]:
@@ -117,7 +113,8 @@ def accuracy(lexicon: RatingLexicon, heldout: list[str], n: int = 20_000) -> str
     """How well the lexicon's estimates track the stars of `n` held-out rated reviews."""
     if not heldout:
         return ""
-    rated = [(r.text, r.rating) for r in CorpusReader(heldout) if r.rating is not None][:n]
+    rated = list(islice(((r.text, r.rating) for r in CorpusReader(heldout)
+                         if r.rating is not None), n))  # reads no further than it needs
     guess = np.array([lexicon.rating(t) for t, _ in rated])
     stars = np.array([r for _, r in rated])
     return (f"The lexicon on {len(rated):,} held-out rated reviews: Pearson r "

@@ -17,6 +17,7 @@ sentiment probe, scripts/sentiment_probe.py). Words are those of evaluation.styl
 from __future__ import annotations
 
 import json
+import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -88,9 +89,8 @@ class RatingLexicon:
 
 def _line(x: Sequence[float], y: Sequence[float], mean: float) -> tuple[float, float]:
     """Least-squares (intercept, slope) of y on x; (mean, 0) when x does not vary."""
-    mx, my = sum(x) / len(x), sum(y) / len(y)
-    var = sum((a - mx) ** 2 for a in x)
-    if var == 0.0:
+    try:
+        slope, intercept = statistics.linear_regression(x, y)
+    except statistics.StatisticsError:  # fewer than two points, or x constant
         return mean, 0.0
-    slope = sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True)) / var
-    return my - slope * mx, slope
+    return intercept, slope

@@ -335,7 +335,8 @@ class Summarizer:
     def _decoding_model(self, model: DecodingModel) -> DecodingModel:
         """The model beam search runs, given this summarizer's (a ShortlistModel of it when
         config.shortlist is set). A hook for experiments that decode another way with the same
-        words and settings (scripts/mixture_probes.py: ensembles, shifted gates)."""
+        words and settings (scripts/mixture_probes.py: ensembles, shifted gates;
+        scripts/sentiment_probe.py: tone steering)."""
         return model
 
     def summarize_batch(self, review_sets: Sequence[Sequence[str]],
