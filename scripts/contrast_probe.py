@@ -99,6 +99,16 @@ class ContrastModel:
         return torch.log_softmax(scores, -1), ContrastState(inner, null)
 
 
+class ConstantSummarizer:
+    """Stands in for a Summarizer in `run_variant`: the same summary for every review set."""
+
+    def __init__(self, tokens: list[str]) -> None:
+        self.tokens, self.config = tokens, None
+
+    def summarize_tokens_batch(self, review_sets, batch_size: int = 8) -> list[list[str]]:
+        return [self.tokens] * len(review_sets)
+
+
 def pick_null(paths: list[str], count: int, seed: int = 0, pool: int = 20_000,
               words: tuple[int, int] = (40, 120)) -> list[str]:
     """`count` reviews of `count` different businesses, drawn at random (seeded) among the
@@ -149,6 +159,9 @@ def main() -> None:
     parser.add_argument("--null", type=Path, default=Path("runs/contrast/null.json"))
     parser.add_argument("--json", type=Path, default=Path("runs/contrast/dev.json"))
     parser.add_argument("--markdown", type=Path, help="also write the table here")
+    parser.add_argument("--generic", action="store_true",
+                        help="also a row `generic`: the model's summary of the null reviews, "
+                             "given for every entity (what the contrast divides out, alone)")
     args = parser.parse_args()
     sets = list(read_review_sets(args.dev))
     args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -165,12 +178,18 @@ def main() -> None:
         write_json(args.json, rows)
         print(name, json.dumps(rows[name]["scores"]), f"{rows[name]['seconds']:.0f} s",
               flush=True)
+    if args.generic and "generic" not in rows:
+        summarizer.wrap = ProbeSummarizer.wrap
+        tokens = summarizer.summarize_tokens_batch([null_texts])[0]
+        rows["generic"] = {**run_variant(ConstantSummarizer(tokens), base, sets, {}),
+                           "changes": {"summary": "the null reviews', for every entity"}}
     paired_tests(rows)
     write_json(args.json, rows)
     sources = " ".join(f"'{s}'" for s in args.null_from)
     command = (f"python scripts/contrast_probe.py {args.model} {args.dev} --null-from {sources} "
                f"--null-count {args.null_count} --null-words {' '.join(map(str, args.null_words))} "
-               f"--probes \"{args.probes}\" --null {args.null} --json {args.json}")
+               f"--probes \"{args.probes}\" --null {args.null} --json {args.json}"
+               + (" --generic" if args.generic else ""))
     emit(f"# Context-aware decoding (dev set)\n\n```bash\n{command}\n```\n\n"
          + table(rows, args.model, args.dev, len(sets)), args.markdown)
 

@@ -96,11 +96,14 @@ def test_the_command_line_pairs_every_probe_and_refuses_bad_ones(tmp_path):
     common = [sys.executable, str(SCRIPT), str(model), str(dev), "--null-from", str(corpus),
               "--null-count", "4", "--null-words", "5", "40", "--null", str(null)]
     run = subprocess.run([*common, "--probes", "a:alpha=0.5;p:alpha=1,plausible=0.2",
-                          "--json", str(out), "--markdown", str(md)],
+                          "--json", str(out), "--markdown", str(md), "--generic"],
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     rows = json.loads(out.read_text())
-    assert list(rows) == ["base", "a", "p"] and "rouge1" in rows["p"]["vs_base"]
+    assert list(rows) == ["base", "a", "p", "generic"] and "rouge1" in rows["p"]["vs_base"]
+    generic = rows["generic"]["summaries"]  # the null reviews' summary, for every entity
+    assert len(generic) == 3 and len(set(generic)) == 1 and generic[0]
+    assert "rouge1" in rows["generic"]["vs_base"]
     assert len(json.loads(null.read_text())) == 4 and "| p | alpha=1" in md.read_text()
     for probes, message in (("x:beta=2", "unknown key(s) beta"),
                             ("x:alpha=1,plausible=1", "plausible in [0, 1)")):
