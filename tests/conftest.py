@@ -55,6 +55,20 @@ def synthetic_reviews(n_entities: int = 30, per_entity: int = 12, seed: int = 0)
     return out
 
 
+def synthetic_sets(n: int = 3) -> list[list[str]]:
+    """n entities of 4 synthetic reviews each (the first 4*n of `synthetic_reviews`'s kind)."""
+    texts = [r["text"] for r in synthetic_reviews(n_entities=n, per_entity=4)]
+    return [texts[i * 4:(i + 1) * 4] for i in range(n)]
+
+
+def write_dev_sets(path: Path, n: int = 3) -> Path:
+    """A dev review-set file of `synthetic_sets(n)`, each with one reference summary."""
+    return write_jsonl(path, [
+        {"entity_id": f"e{i}", "reviews": reviews,
+         "summaries": ["the pizza was great and the staff was friendly ."]}
+        for i, reviews in enumerate(synthetic_sets(n))])
+
+
 def save_tiny_summarizer(directory: Path, settings) -> Path:
     """A tiny random DenoiseSum over the synthetic corpus' words, saved the way the trainer
     saves one, with `settings` (a SummarizerConfig) as its decoding settings."""

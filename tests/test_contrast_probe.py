@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import load_script, save_tiny_summarizer, synthetic_reviews, write_jsonl
+from conftest import (
+    load_script,
+    save_tiny_summarizer,
+    synthetic_reviews,
+    synthetic_sets,
+    write_dev_sets,
+    write_jsonl,
+)
 from denoisesum.data.batch import inference_batch
 from denoisesum.inference.beam import DecodeConfig, beam_search
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
@@ -26,8 +33,7 @@ def probe():
 def setup(tmp_path, shortlist=0):
     summarizer = Summarizer.from_pretrained(
         save_tiny_summarizer(tmp_path / "m", SummarizerConfig(shortlist=shortlist)))
-    texts = [r["text"] for r in synthetic_reviews(n_entities=3, per_entity=4)]
-    sets = [summarizer.encode_reviews(texts[i * 4:(i + 1) * 4]) for i in range(3)]
+    sets = [summarizer.encode_reviews(reviews) for reviews in synthetic_sets(3)]
     return summarizer, sets
 
 
@@ -69,10 +75,9 @@ def test_the_plausibility_cut_rules_out_unlikely_words(probe, tmp_path):
 def test_over_a_shortlist_the_nulls_other_words_read_as_unknown(probe, tmp_path):
     summarizer = probe.ProbeSummarizer.from_pretrained(
         save_tiny_summarizer(tmp_path / "m", SummarizerConfig(shortlist=5)))
-    texts = [r["text"] for r in synthetic_reviews(n_entities=2, per_entity=4)]
-    null = summarizer.encode_reviews(texts[4:])
-    summarizer.wrap = probe.contrast({"alpha": 0.5}, null)
-    assert summarizer.summarize_tokens_batch([texts[:1]])[0]  # one review: a short shortlist
+    given, null = synthetic_sets(2)
+    summarizer.wrap = probe.contrast({"alpha": 0.5}, summarizer.encode_reviews(null))
+    assert summarizer.summarize_tokens_batch([given[:1]])[0]  # one review: a short shortlist
 
 
 def test_pick_null_takes_one_review_per_business(probe, tmp_path):
@@ -88,10 +93,7 @@ def test_the_command_line_pairs_every_probe_and_refuses_bad_ones(tmp_path):
     model = save_tiny_summarizer(tmp_path / "m", SummarizerConfig(shortlist=5))
     reviews = synthetic_reviews()
     corpus = write_jsonl(tmp_path / "corpus.jsonl", reviews)
-    texts = [r["text"] for r in reviews]
-    dev = write_jsonl(tmp_path / "dev.jsonl", [
-        {"entity_id": f"e{i}", "reviews": texts[i * 4:(i + 1) * 4],
-         "summaries": ["the pizza was great and the staff was friendly ."]} for i in range(3)])
+    dev = write_dev_sets(tmp_path / "dev.jsonl")
     out, md, null = tmp_path / "c.json", tmp_path / "c.md", tmp_path / "null.json"
     common = [sys.executable, str(SCRIPT), str(model), str(dev), "--null-from", str(corpus),
               "--null-count", "4", "--null-words", "5", "40", "--null", str(null)]

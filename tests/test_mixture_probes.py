@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import load_script, save_tiny_summarizer, synthetic_reviews, write_jsonl
+from conftest import load_script, save_tiny_summarizer, synthetic_sets, write_dev_sets
 from denoisesum.data.batch import inference_batch
 from denoisesum.inference.beam import DecodeConfig, beam_search
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
@@ -22,8 +22,7 @@ def probes():
 
 
 def review_sets(summarizer, n=3):
-    texts = [r["text"] for r in synthetic_reviews(n_entities=n, per_entity=4)]
-    return [summarizer.encode_reviews(texts[i * 4:(i + 1) * 4]) for i in range(n)]
+    return [summarizer.encode_reviews(reviews) for reviews in synthetic_sets(n)]
 
 
 def decode(model, sets):
@@ -47,10 +46,7 @@ def test_no_shift_decodes_as_the_model_and_a_shift_moves_the_gate(probes, tmp_pa
 def test_the_command_line_pairs_every_probe_with_the_model(tmp_path):
     model = save_tiny_summarizer(tmp_path / "a", SummarizerConfig(shortlist=5))
     other = save_tiny_summarizer(tmp_path / "b", SummarizerConfig())
-    texts = [r["text"] for r in synthetic_reviews(n_entities=3, per_entity=4)]
-    dev = write_jsonl(tmp_path / "dev.jsonl", [
-        {"entity_id": f"e{i}", "reviews": texts[i * 4:(i + 1) * 4],
-         "summaries": ["the pizza was great and the staff was friendly ."]} for i in range(3)])
+    dev = write_dev_sets(tmp_path / "dev.jsonl")
     out = tmp_path / "probes.json"
     run = subprocess.run([sys.executable, str(SCRIPT), str(model), str(dev), "--probes",
                           f"g:gate=2;e:ensemble='{other}'", "--json", str(out), "--markdown",
@@ -79,7 +75,7 @@ def test_the_command_line_pairs_every_probe_with_the_model(tmp_path):
 def test_an_ensemble_over_a_shortlist_uses_the_same_words(probes, tmp_path):
     """The model with itself, over its shortlist: the ensemble's positions are the model's."""
     path = save_tiny_summarizer(tmp_path / "m", SummarizerConfig(shortlist=5))
-    reviews = [[r["text"] for r in synthetic_reviews(2, 4)[i * 4:(i + 1) * 4]] for i in (0, 1)]
+    reviews = synthetic_sets(2)
     alone = Summarizer.from_pretrained(path).summarize_tokens_batch(reviews)
     twice = probes.ProbeSummarizer.from_pretrained(path)
     twice.wrap = probes.ensemble_with([twice.model])

@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import load_script, save_tiny_summarizer, synthetic_reviews, write_jsonl
+from conftest import (
+    load_script,
+    save_tiny_summarizer,
+    synthetic_reviews,
+    write_dev_sets,
+    write_jsonl,
+)
 from denoisesum.data.batch import inference_batch
 from denoisesum.evaluation.sentiment import RatingLexicon
 from denoisesum.inference.beam import DecodeConfig, beam_search
@@ -106,10 +112,7 @@ def test_the_command_line_measures_tone_and_pairs_every_probe(tmp_path):
     model = save_tiny_summarizer(tmp_path / "m", SummarizerConfig(shortlist=5))
     reviews = synthetic_reviews()
     corpus = write_jsonl(tmp_path / "corpus.jsonl", reviews)
-    texts = [r["text"] for r in reviews]
-    dev = write_jsonl(tmp_path / "dev.jsonl", [
-        {"entity_id": f"e{i}", "reviews": texts[i * 4:(i + 1) * 4],
-         "summaries": ["the pizza was great and the staff was friendly ."]} for i in range(3)])
+    dev = write_dev_sets(tmp_path / "dev.jsonl")
     out, md = tmp_path / "s.json", tmp_path / "s.md"
     common = [sys.executable, str(SCRIPT), str(model), str(dev), "--corpus", str(corpus),
               "--heldout", str(corpus), "--lexicon", str(tmp_path / "lex.json")]
