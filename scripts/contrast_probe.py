@@ -48,6 +48,7 @@ from denoisesum.data.batch import SummaryBatch, inference_batch
 from denoisesum.data.corpus import CorpusReader
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.vocab import UNK_ID
+from denoisesum.evaluation.rouge import rouge_f1_per_entity
 from denoisesum.inference.beam import DecodeStateLike, DecodingModel
 from denoisesum.inference.shortlist import ShortlistModel
 from denoisesum.io import write_json
@@ -107,6 +108,18 @@ class ConstantSummarizer:
 
     def summarize_tokens_batch(self, review_sets, batch_size: int = 8) -> list[list[str]]:
         return [self.tokens] * len(review_sets)
+
+
+def other_references(sets: list) -> str:
+    """For scale beside the `generic` row: rouge-score F1 of another business's human summary,
+    the mean over every ordered pair of businesses (their first references)."""
+    refs = [s.summaries[0] for s in sets]
+    scores = rouge_f1_per_entity(
+        [h for i in range(len(refs)) for j, h in enumerate(refs) if j != i],
+        [[r] for i, r in enumerate(refs) for _ in range(len(refs) - 1)])
+    means = " / ".join(f"{sum(v) / len(v):.2f}" for v in scores.values())
+    return (f"\nAnother business's human summary, scored against each business's (the mean over "
+            f"its {len(scores['rouge1']):,} ordered pairs), has R1/R2/RL {means}.\n")
 
 
 def pick_null(paths: list[str], count: int, seed: int = 0, pool: int = 20_000,
@@ -191,7 +204,8 @@ def main() -> None:
                f"--probes \"{args.probes}\" --null {args.null} --json {args.json}"
                + (" --generic" if args.generic else ""))
     emit(f"# Context-aware decoding (dev set)\n\n```bash\n{command}\n```\n\n"
-         + table(rows, args.model, args.dev, len(sets)), args.markdown)
+         + table(rows, args.model, args.dev, len(sets))
+         + (other_references(sets) if args.generic else ""), args.markdown)
 
 
 if __name__ == "__main__":

@@ -107,6 +107,8 @@ def test_the_command_line_pairs_every_probe_and_refuses_bad_ones(tmp_path):
     assert len(generic) == 3 and len(set(generic)) == 1 and generic[0]
     assert "rouge1" in rows["generic"]["vs_base"]
     assert len(json.loads(null.read_text())) == 4 and "| p | alpha=1" in md.read_text()
+    # the three references are one text: another business's summary matches it exactly
+    assert "its 6 ordered pairs), has R1/R2/RL 100.00 / 100.00 / 100.00" in md.read_text()
     for probes, message in (("x:beta=2", "unknown key(s) beta"),
                             ("x:alpha=1,plausible=1", "plausible in [0, 1)")):
         bad = subprocess.run([*common, "--probes", probes, "--json", str(tmp_path / "x.json")],
