@@ -4,7 +4,8 @@ model's own decoding:
     python scripts/contrast_probe.py denoisesum-yelp ../shared/data/yelp/meansum_dev.jsonl \
         --null-from ../shared/data/yelp/corpus/part-15.jsonl.xz \
         [--null-count 8] [--null-words 40 120] --probes "a0.5:alpha=0.5,plausible=0.1;a1:alpha=1" \
-        [--null runs/contrast/null.json] [--json runs/contrast/dev.json] [--markdown FILE]
+        [--null runs/contrast/null.json] [--json runs/contrast/dev.json] [--markdown FILE] \
+        [--generic]
 
 The model's summaries say what every business's reviews say ("great food, friendly staff"): its
 decoders lean on what they learned of reviews in general more than on the reviews they are given.
@@ -19,12 +20,15 @@ different businesses of `--null-from` (a corpus file the model may have trained 
 input, not a target), the same for every entity, kept in `--null` so a run is reproducible. Its
 summary is the model's generic summary, so dividing by it removes the generic. The plausibility
 cut (Li et al. 2023, "Contrastive Decoding") keeps the contrast from promoting words the model
-itself finds unlikely: words with p(w | x) < plausible * max_w p(w | x) are ruled out.
+itself finds unlikely: words with p(w | x) < plausible * max_w p(w | x) are ruled out (the max
+over the words the search may produce: not <unk>, which the model can copy).
 
 A probe is `name:key=value,...` (values TOML) with keys `alpha` (0: the model's own decoding)
-and `plausible` (0: no cut). Rows, paired tests and the resuming JSON file are those of
-scripts/decoding_levers.py. Dev only. Each step runs the decoders twice, so decoding costs about
-twice the model's own.
+and `plausible` (0: no cut; the cut alone decodes no null). `--generic` adds a row that gives
+every entity the model's summary of the null reviews, and for scale the ROUGE of another
+business's human summary. Rows (each kept with a hash of the null reviews), paired tests and
+the resuming JSON file are those of scripts/decoding_levers.py. Dev only. Each step runs the
+decoders twice, so decoding costs about twice the model's own.
 
 Measured with the shipped Yelp model (docs/results/contrastive.md): the summaries name what
 their reviews name (the dish, the clerk) and say fewer words no review says, and dev ROUGE falls
@@ -34,6 +38,8 @@ human summaries share. Not a shipped setting.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import math
 import random
@@ -47,7 +53,8 @@ import torch
 from denoisesum.data.batch import SummaryBatch, inference_batch
 from denoisesum.data.corpus import CorpusReader
 from denoisesum.data.reviewsets import read_review_sets
-from denoisesum.data.vocab import UNK_ID
+from denoisesum.data.vocab import EOS_ID, SPECIALS, UNK_ID
+from denoisesum.errors import DenoiseSumError
 from denoisesum.evaluation.rouge import rouge_f1_per_entity
 from denoisesum.inference.beam import DecodeStateLike, DecodingModel
 from denoisesum.inference.shortlist import ShortlistModel
@@ -65,10 +72,11 @@ PROBE_KEYS = ("alpha", "plausible")
 @dataclass
 class ContrastState:
     inner: DecodeStateLike  # the decoders reading the entity's reviews
-    null: DecodeStateLike  # the same decoders reading the null reviews, on the same words
+    null: DecodeStateLike | None  # the same decoders reading the null reviews (None: alpha 0)
 
     def index_select(self, index: torch.Tensor) -> ContrastState:
-        return ContrastState(self.inner.index_select(index), self.null.index_select(index))
+        null = None if self.null is None else self.null.index_select(index)
+        return ContrastState(self.inner.index_select(index), null)
 
 
 class ContrastModel:
@@ -81,21 +89,40 @@ class ContrastModel:
         self.alpha, self.log_plausible = alpha, math.log(plausible) if plausible > 0 else None
 
     def encode(self, batch: SummaryBatch) -> ContrastState:
-        null = inference_batch([self.null_reviews] * batch.n_pairs).to(batch.reviews.device)
-        if isinstance(self.model, ShortlistModel):  # the null's words off the shortlist: <unk>
-            known = self.model.position[null.reviews] >= 0
-            null.reviews = torch.where(known, null.reviews, torch.full_like(null.reviews, UNK_ID))
-        return ContrastState(self.model.encode(batch), self.model.encode(null))
+        inner = self.model.encode(batch)
+        if self.alpha == 0:  # the cut alone needs no null
+            return ContrastState(inner, None)
+        null = self._encode_null(inference_batch([self.null_reviews]).to(batch.reviews.device))
+        return ContrastState(inner, null.index_select(  # one row per entity
+            torch.zeros(batch.n_pairs, dtype=torch.long, device=batch.reviews.device)))
+
+    def _encode_null(self, null: SummaryBatch) -> DecodeStateLike:
+        """The null's state. Over a shortlist, the encoder reads the null's own words (the
+        shortlist need not hold them: it is the entity's), and copying a word off the shortlist
+        lands on <unk>, which the search never produces."""
+        if not isinstance(self.model, ShortlistModel):
+            return self.model.encode(null)
+        state = self.model.model.encode(null)
+        if state.doc is not None:
+            position = self.model.position[state.doc.ids]  # -1 off the shortlist
+            state.doc = dataclasses.replace(state.doc, ids=position.where(
+                position >= 0, torch.full_like(position, UNK_ID)))
+        return state
 
     def decode_step(self, state: ContrastState, prev_tokens: torch.Tensor
                     ) -> tuple[torch.Tensor, ContrastState]:
         """prev_tokens [B*] -> contrasted log p(w_t) [B*, V'], next states."""
         given, inner = self.model.decode_step(state.inner, prev_tokens)  # [B*, V']
-        generic, null = self.model.decode_step(state.null, prev_tokens)  # [B*, V']
-        scores = (1 + self.alpha) * given - self.alpha * generic
-        scores = scores.masked_fill(given.isneginf(), float("-inf"))  # not -inf + inf = nan
-        if self.log_plausible is not None:
-            floor = given.max(-1, keepdim=True).values + self.log_plausible  # [B*, 1]
+        scores, null = given, None
+        if state.null is not None:
+            # the models' log(p + EPS) keeps both finite: no -inf - -inf = nan to guard against
+            generic, null = self.model.decode_step(state.null, prev_tokens)  # [B*, V']
+            scores = (1 + self.alpha) * given - self.alpha * generic
+        if self.log_plausible is not None:  # against the most likely word the search may produce
+            producible = given.clone()
+            producible[:, : len(SPECIALS)] = float("-inf")
+            producible[:, EOS_ID] = given[:, EOS_ID]
+            floor = producible.max(-1, keepdim=True).values + self.log_plausible  # [B*, 1]
             scores = scores.masked_fill(given < floor, float("-inf"))
         return torch.log_softmax(scores, -1), ContrastState(inner, null)
 
@@ -114,6 +141,8 @@ def other_references(sets: list) -> str:
     """For scale beside the `generic` row: rouge-score F1 of another business's human summary,
     the mean over every ordered pair of businesses (their first references)."""
     refs = [s.summaries[0] for s in sets]
+    if len(refs) < 2:
+        return ""
     scores = rouge_f1_per_entity(
         [h for i in range(len(refs)) for j, h in enumerate(refs) if j != i],
         [[r] for i, r in enumerate(refs) for _ in range(len(refs) - 1)])
@@ -139,24 +168,37 @@ def pick_null(paths: list[str], count: int, seed: int = 0, pool: int = 20_000,
 
 
 def load_null(path: Path, sources: list[str], count: int, words: tuple[int, int]) -> list[str]:
+    """The null reviews kept in `path`, else `count` picked from `sources` and kept there."""
     if path.exists():
-        return json.loads(path.read_text())
+        try:
+            texts = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise SystemExit(f"{path}: not a JSON list of review texts ({err})") from None
+        if not (isinstance(texts, list) and texts and all(isinstance(t, str) for t in texts)):
+            raise SystemExit(f"{path}: not a JSON list of review texts")
+        return texts
     if not sources:
         raise SystemExit(f"--null-from is needed to pick the null reviews ({path} does not exist)")
+    if count < 1:
+        raise SystemExit(f"--null-count must be at least 1, not {count}")
     texts = pick_null(sources, count, words=tuple(words))
     write_json(path, texts)
     return texts
 
 
 def contrast(probe: dict, null_ids: list[list[int]]):
-    """The wrap of one probe (the identity for alpha 0)."""
+    """The wrap of one probe (the identity when alpha and plausible are both 0)."""
     unknown = sorted(set(probe) - set(PROBE_KEYS))
     if unknown:
         raise SystemExit(f"--probes: unknown key(s) {', '.join(unknown)} (known: "
                          f"{', '.join(PROBE_KEYS)})")
-    alpha, plausible = float(probe.get("alpha", 0)), float(probe.get("plausible", 0))
-    if alpha < 0 or not 0 <= plausible < 1:
-        raise SystemExit(f"--probes: alpha must be >= 0 and plausible in [0, 1) ({probe})")
+    try:
+        alpha, plausible = float(probe.get("alpha", 0)), float(probe.get("plausible", 0))
+    except (TypeError, ValueError):
+        raise SystemExit(f"--probes: alpha and plausible must be numbers ({probe})") from None
+    if not (math.isfinite(alpha) and alpha >= 0 and 0 <= plausible < 1):
+        raise SystemExit(f"--probes: alpha must be a number >= 0 and plausible in [0, 1) "
+                         f"({probe})")
     if alpha == 0 and plausible == 0:
         return ProbeSummarizer.wrap
     return lambda model: ContrastModel(model, null_ids, alpha, plausible)
@@ -180,22 +222,28 @@ def main() -> None:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     null_texts = load_null(args.null, args.null_from, args.null_count, args.null_words)
     summarizer = ProbeSummarizer.from_pretrained(args.model)
-    null_ids = summarizer.encode_reviews(null_texts, where=str(args.null))
+    try:
+        null_ids = summarizer.encode_reviews(null_texts, where=f"{args.null}: ")
+    except DenoiseSumError as err:
+        raise SystemExit(str(err)) from None
+    # a stored row is reused only if it was decoded against these very null reviews
+    null = hashlib.sha256(json.dumps(null_texts).encode()).hexdigest()[:16]
     base = summarizer.config
     rows = json.loads(args.json.read_text()) if args.json.exists() else {}
     for name, probe in {"base": {}, **parse_variants(args.probes)}.items():
-        if name in rows and rows[name]["changes"] == probe:
+        if name in rows and rows[name]["changes"] == probe and rows[name].get("null") == null:
             continue
         summarizer.wrap = contrast(probe, null_ids)
-        rows[name] = {**run_variant(summarizer, base, sets, {}), "changes": probe}
+        rows[name] = {**run_variant(summarizer, base, sets, {}), "changes": probe, "null": null}
         write_json(args.json, rows)
         print(name, json.dumps(rows[name]["scores"]), f"{rows[name]['seconds']:.0f} s",
               flush=True)
-    if args.generic and "generic" not in rows:
+    if args.generic and rows.get("generic", {}).get("null") != null:
         summarizer.wrap = ProbeSummarizer.wrap
         tokens = summarizer.summarize_tokens_batch([null_texts])[0]
         rows["generic"] = {**run_variant(ConstantSummarizer(tokens), base, sets, {}),
-                           "changes": {"summary": "the null reviews', for every entity"}}
+                           "changes": {"summary": "the null reviews', for every entity"},
+                           "null": null}
     paired_tests(rows)
     write_json(args.json, rows)
     sources = " ".join(f"'{s}'" for s in args.null_from)

@@ -18,7 +18,9 @@ from conftest import (
     write_jsonl,
 )
 from denoisesum.data.batch import inference_batch
+from denoisesum.data.vocab import EOS_ID, SPECIALS, UNK_ID
 from denoisesum.inference.beam import DecodeConfig, beam_search
+from denoisesum.inference.shortlist import ShortlistModel
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "contrast_probe.py"
@@ -30,9 +32,9 @@ def probe():
     return load_script("contrast_probe")
 
 
-def setup(tmp_path, shortlist=0):
-    summarizer = Summarizer.from_pretrained(
-        save_tiny_summarizer(tmp_path / "m", SummarizerConfig(shortlist=shortlist)))
+def setup(tmp_path):
+    summarizer = Summarizer.from_pretrained(save_tiny_summarizer(tmp_path / "m",
+                                                                 SummarizerConfig()))
     sets = [summarizer.encode_reviews(reviews) for reviews in synthetic_sets(3)]
     return summarizer, sets
 
@@ -41,25 +43,34 @@ def test_the_contrast_is_the_given_minus_the_generic_scaled(probe, tmp_path):
     summarizer, sets = setup(tmp_path)
     model, batch = summarizer.model, inference_batch(sets[:2])
     contrasted = probe.ContrastModel(model, sets[2], alpha=0.5, plausible=0.0)
-    state = contrasted.encode(batch)
-    prev = torch.full((2,), 2)
-    got, _ = contrasted.decode_step(state, prev)
+    prev = torch.tensor([5, 6])
+    got, state = contrasted.decode_step(contrasted.encode(batch), prev)
     given, _ = model.decode_step(model.encode(batch), prev)
     generic, _ = model.decode_step(model.encode(inference_batch([sets[2]] * 2)), prev)
     assert torch.allclose(got, torch.log_softmax(1.5 * given - 0.5 * generic, -1), atol=1e-5)
-    # the null states follow the beam's reordering, as the entity's do
-    moved = state.index_select(torch.tensor([1, 0]))
-    again, _ = contrasted.decode_step(moved, prev)
-    assert torch.allclose(again, got.flip(0), atol=1e-5)
+    # after a step the null rows differ (they read other words); they follow the beam's
+    # reordering as the entity's rows do: swapped rows step as the swapped history would
+    swapped = contrasted.encode(inference_batch([sets[1], sets[0]]))
+    _, swapped = contrasted.decode_step(swapped, prev.flip(0))
+    again, _ = contrasted.decode_step(state.index_select(torch.tensor([1, 0])), prev)
+    expected, _ = contrasted.decode_step(swapped, prev)
+    assert torch.allclose(again, expected, atol=1e-5)
 
 
 def test_a_null_equal_to_the_input_or_alpha_zero_decodes_as_the_model(probe, tmp_path):
     summarizer, sets = setup(tmp_path)
-    batch, cfg = inference_batch(sets[:1]), DecodeConfig(beam_size=3, min_length=2, max_length=8)
-    plain = [h[0].tokens for h in beam_search(summarizer.model, batch, cfg)]
-    for null, alpha in ((sets[0], 1.0), (sets[2], 0.0)):
-        same = beam_search(probe.ContrastModel(summarizer.model, null, alpha, 0.0), batch, cfg)
-        assert [h[0].tokens for h in same] == plain
+    cfg = DecodeConfig(beam_size=3, min_length=2, max_length=8)
+
+    def best(model, batch):
+        return [h[0].tokens for h in beam_search(model, batch, cfg)]
+    one, two = inference_batch(sets[:1]), inference_batch(sets[:2])
+    assert best(probe.ContrastModel(summarizer.model, sets[0], 1.0, 0.0), one) == \
+        best(summarizer.model, one)
+    assert best(probe.ContrastModel(summarizer.model, sets[2], 0.0, 0.0), two) == \
+        best(summarizer.model, two)
+    # entities decoded together decode as each alone, the null's rows following theirs
+    contrasted = probe.ContrastModel(summarizer.model, sets[2], 1.0, 0.0)
+    assert best(contrasted, two) == [best(contrasted, inference_batch([s]))[0] for s in sets[:2]]
 
 
 def test_the_plausibility_cut_rules_out_unlikely_words(probe, tmp_path):
@@ -68,16 +79,31 @@ def test_the_plausibility_cut_rules_out_unlikely_words(probe, tmp_path):
     cut = probe.ContrastModel(model, sets[2], alpha=2.0, plausible=0.5)
     got, _ = cut.decode_step(cut.encode(batch), torch.full((1,), 2))
     given, _ = model.decode_step(model.encode(batch), torch.full((1,), 2))
-    unlikely = given < given.max() + torch.log(torch.tensor(0.5))
+    producible = torch.cat([given[:, EOS_ID], given[:, len(SPECIALS):].flatten()])
+    unlikely = given < producible.max() + torch.log(torch.tensor(0.5))
     assert unlikely.any() and got[unlikely].isneginf().all() and got[~unlikely].isfinite().all()
+    alone = probe.ContrastModel(model, sets[2], alpha=0.0, plausible=0.5)  # the cut, no null
+    state = alone.encode(batch)
+    assert state.null is None
+    assert torch.equal(alone.decode_step(state, torch.full((1,), 2))[0].isneginf(), unlikely)
 
 
-def test_over_a_shortlist_the_nulls_other_words_read_as_unknown(probe, tmp_path):
-    summarizer = probe.ProbeSummarizer.from_pretrained(
-        save_tiny_summarizer(tmp_path / "m", SummarizerConfig(shortlist=5)))
-    given, null = synthetic_sets(2)
-    summarizer.wrap = probe.contrast({"alpha": 0.5}, summarizer.encode_reviews(null))
-    assert summarizer.summarize_tokens_batch([given[:1]])[0]  # one review: a short shortlist
+def test_over_a_shortlist_the_null_is_read_whole_and_copies_off_it_are_unknown(probe, tmp_path):
+    summarizer, sets = setup(tmp_path)
+    batch = inference_batch(sets[:1])
+    rows = torch.unique(torch.cat([torch.arange(len(SPECIALS)), batch.reviews.flatten()]))
+    short = ShortlistModel(summarizer.model, rows)
+    null = sorted({w for review in sets[2] for w in review} - set(rows.tolist()))
+    assert null, "the test needs null words off the shortlist"
+    state = probe.ContrastModel(short, sets[2] + [null], 1.0, 0.0).encode(batch)
+    whole = summarizer.model.encode(inference_batch([sets[2] + [null]]))
+    assert torch.equal(state.null.doc.memory, whole.doc.memory)  # the encoder read every word
+    off = short.position[whole.doc.ids] < 0
+    assert off.any() and (state.null.doc.ids[off] == UNK_ID).all()
+    assert torch.equal(state.null.doc.ids[~off], short.position[whole.doc.ids][~off])
+    log_probs, _ = probe.ContrastModel(short, sets[2], 1.0, 0.0).decode_step(
+        state, torch.full((1,), 2))
+    assert log_probs.shape == (1, len(rows)) and log_probs.isfinite().all()
 
 
 def test_pick_null_takes_one_review_per_business(probe, tmp_path):
@@ -110,10 +136,22 @@ def test_the_command_line_pairs_every_probe_and_refuses_bad_ones(tmp_path):
     # the three references are one text: another business's summary matches it exactly
     assert "its 6 ordered pairs), has R1/R2/RL 100.00 / 100.00 / 100.00" in md.read_text()
     for probes, message in (("x:beta=2", "unknown key(s) beta"),
-                            ("x:alpha=1,plausible=1", "plausible in [0, 1)")):
+                            ("x:alpha=1,plausible=1", "plausible in [0, 1)"),
+                            ("x:alpha='x'", "must be numbers"), ("x:alpha=nan", "alpha must be")):
         bad = subprocess.run([*common, "--probes", probes, "--json", str(tmp_path / "x.json")],
                              capture_output=True, text=True)
         assert bad.returncode != 0 and message in bad.stderr and "Traceback" not in bad.stderr
+    # rows decoded against other null reviews are decoded again
+    first = rows["a"]["null"]
+    null.write_text(json.dumps(json.loads(null.read_text())[:3]))
+    again = subprocess.run([*common, "--probes", "a:alpha=0.5", "--json", str(out)],
+                           capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(out.read_text())["a"]["null"] not in (first, None)
+    null.write_text("[1, 2]")
+    bad = subprocess.run([*common, "--probes", "a:alpha=0.5", "--json", str(out)],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "not a JSON list of review texts" in bad.stderr
     missing = subprocess.run([sys.executable, str(SCRIPT), str(model), str(dev), "--probes",
                               "a:alpha=1", "--null", str(tmp_path / "none.json"), "--json",
                               str(tmp_path / "y.json")], capture_output=True, text=True)
