@@ -63,7 +63,7 @@ from denoisesum.io import write_json
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import emit, parse_variants
-from decoding_levers import dev_parser, paired_tests, run_variant, table
+from decoding_levers import check_keys, dev_parser, measure_rows, paired_tests, run_variant, table
 from mixture_probes import ProbeSummarizer
 
 PROBE_KEYS = ("alpha", "plausible")
@@ -188,10 +188,7 @@ def load_null(path: Path, sources: list[str], count: int, words: tuple[int, int]
 
 def contrast(probe: dict, null_ids: list[list[int]]):
     """The wrap of one probe (the identity when alpha and plausible are both 0)."""
-    unknown = sorted(set(probe) - set(PROBE_KEYS))
-    if unknown:
-        raise SystemExit(f"--probes: unknown key(s) {', '.join(unknown)} (known: "
-                         f"{', '.join(PROBE_KEYS)})")
+    check_keys(probe, PROBE_KEYS)
     try:
         alpha, plausible = float(probe.get("alpha", 0)), float(probe.get("plausible", 0))
     except (TypeError, ValueError):
@@ -230,14 +227,11 @@ def main() -> None:
     null = hashlib.sha256(json.dumps(null_texts).encode()).hexdigest()[:16]
     base = summarizer.config
     rows = json.loads(args.json.read_text()) if args.json.exists() else {}
-    for name, probe in {"base": {}, **parse_variants(args.probes)}.items():
-        if name in rows and rows[name]["changes"] == probe and rows[name].get("null") == null:
-            continue
+
+    def measure(probe: dict) -> dict:
         summarizer.wrap = contrast(probe, null_ids)
-        rows[name] = {**run_variant(summarizer, base, sets, {}), "changes": probe, "null": null}
-        write_json(args.json, rows)
-        print(name, json.dumps(rows[name]["scores"]), f"{rows[name]['seconds']:.0f} s",
-              flush=True)
+        return run_variant(summarizer, base, sets, {})
+    measure_rows(rows, parse_variants(args.probes), args.json, measure, {"null": null})
     if args.generic and rows.get("generic", {}).get("null") != null:
         summarizer.wrap = ProbeSummarizer.wrap
         tokens = summarizer.summarize_tokens_batch([null_texts])[0]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from denoisesum.data.reviewsets import read_review_sets
@@ -104,6 +105,30 @@ def dev_parser(description: str) -> argparse.ArgumentParser:
     return parser
 
 
+def check_keys(probe: dict, known: Sequence[str]) -> None:
+    """A probe script's `--probes` keys: a clear refusal of any it does not know."""
+    unknown = sorted(set(probe) - set(known))
+    if unknown:
+        raise SystemExit(f"--probes: unknown key(s) {', '.join(unknown)} (known: "
+                         f"{', '.join(known)})")
+
+
+def measure_rows(rows: dict[str, dict], variants: dict[str, dict], path: Path,
+                 measure: Callable[[dict], dict], stamp: dict | None = None) -> None:
+    """Measure `base` (no changes) and then each variant into `rows`, saving `path` after each
+    so a cut-off run resumes: a stored row is kept when its changes, and the `stamp` fields
+    (what else it was measured with), are those asked for. measure(changes) -> the row."""
+    stamp = stamp or {}
+    for name, changes in {"base": {}, **variants}.items():
+        row = rows.get(name)
+        if row and row["changes"] == changes and all(row.get(k) == v for k, v in stamp.items()):
+            continue
+        rows[name] = {**measure(changes), "changes": changes, **stamp}
+        write_json(path, rows)
+        print(name, json.dumps(rows[name]["scores"]), f"{rows[name]['seconds']:.0f} s",
+              flush=True)
+
+
 def main() -> None:
     parser = dev_parser(__doc__.splitlines()[0])
     parser.add_argument("--variants", default=DEFAULT_VARIANTS)
@@ -122,13 +147,8 @@ def main() -> None:
     base = summarizer.config
     rows = {} if args.force or not args.json.exists() else json.loads(args.json.read_text())
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    for name, changes in {"base": {}, **parse_variants(args.variants)}.items():
-        if name in rows and rows[name]["changes"] == changes:
-            continue
-        rows[name] = run_variant(summarizer, base, sets, changes)
-        write_json(args.json, rows)
-        print(name, json.dumps(rows[name]["scores"]), f"{rows[name]['seconds']:.0f} s",
-              flush=True)
+    measure_rows(rows, parse_variants(args.variants), args.json,
+                 lambda changes: run_variant(summarizer, base, sets, changes))
     paired_tests(rows)
     write_json(args.json, rows)
     command = ("python scripts/decoding_levers.py " + " ".join(

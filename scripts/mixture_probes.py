@@ -41,7 +41,7 @@ from denoisesum.training import pairs
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import emit, parse_variants
-from decoding_levers import dev_parser, paired_tests, run_variant, table
+from decoding_levers import check_keys, dev_parser, measure_rows, paired_tests, run_variant, table
 
 PROBE_KEYS = ("gate", "copy", "ensemble")
 
@@ -110,10 +110,7 @@ def ensemble_with(others: list[DenoiseSum]) -> Callable[[DecodingModel], Decodin
 
 def configure(summarizer: ProbeSummarizer, original: DenoiseSum, probe: dict) -> None:
     """Set the summarizer up for one probe (an empty probe: the model's own decoding)."""
-    unknown = sorted(set(probe) - set(PROBE_KEYS))
-    if unknown:
-        raise SystemExit(f"--probes: unknown key(s) {', '.join(unknown)} (known: "
-                         f"{', '.join(PROBE_KEYS)})")
+    check_keys(probe, PROBE_KEYS)
     gate, copy = float(probe.get("gate", 0)), float(probe.get("copy", 0))
     summarizer.model = shifted(original, gate, copy)  # at 0, 0: the model's own decoding
     others = []
@@ -163,16 +160,12 @@ def main() -> None:
     original, base = summarizer.model, summarizer.config
     rows = json.loads(args.json.read_text()) if args.json.exists() else {}
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    for name, probe in {"base": {}, **parse_variants(args.probes)}.items():
-        if name in rows and rows[name]["changes"] == probe:
-            continue
+
+    def measure(probe: dict) -> dict:
         configure(summarizer, original, probe)
         # the probe is no decode setting: run_variant gets none, and the row records the probe
-        rows[name] = {**run_variant(summarizer, base, sets, {}), "changes": probe,
-                      "mixture": summarizer.model.means()}
-        write_json(args.json, rows)
-        print(name, json.dumps(rows[name]["scores"]), f"{rows[name]['seconds']:.0f} s",
-              flush=True)
+        return {**run_variant(summarizer, base, sets, {}), "mixture": summarizer.model.means()}
+    measure_rows(rows, parse_variants(args.probes), args.json, measure)
     paired_tests(rows)
     write_json(args.json, rows)
     command = (f"python scripts/mixture_probes.py {args.model} {args.dev} --probes "

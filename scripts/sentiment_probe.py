@@ -46,7 +46,7 @@ from denoisesum.models.bilm import length_mask
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import emit, parse_variants
-from decoding_levers import dev_parser, paired_tests, run_variant, table
+from decoding_levers import check_keys, dev_parser, measure_rows, paired_tests, run_variant, table
 from mixture_probes import ProbeSummarizer
 
 PROBE_KEYS = ("strength", "center")
@@ -162,14 +162,11 @@ def main() -> None:
     weights[: len(SPECIALS)] = 0.0  # the specials carry no tone
     base = summarizer.config
     rows = json.loads(args.json.read_text()) if args.json.exists() else {}
-    for name, probe in {"base": {}, **parse_variants(args.probes)}.items():
-        if name in rows and rows[name]["changes"] == probe:
-            continue
+
+    def measure(probe: dict) -> dict:
         summarizer.wrap = steering(probe, weights, summarizer, sets, rows)
-        rows[name] = {**run_variant(summarizer, base, sets, {}), "changes": probe}
-        write_json(args.json, rows)
-        print(name, json.dumps(rows[name]["scores"]), f"{rows[name]['seconds']:.0f} s",
-              flush=True)
+        return run_variant(summarizer, base, sets, {})
+    measure_rows(rows, parse_variants(args.probes), args.json, measure)
     paired_tests(rows)
     write_json(args.json, rows)
     corpus = " ".join(f"'{c}'" for c in args.corpus)
@@ -185,10 +182,7 @@ def main() -> None:
 def steering(probe: dict, weights: torch.Tensor, summarizer: Summarizer, sets: list,
              rows: dict):
     """The wrap of one probe (the identity for an empty one)."""
-    unknown = sorted(set(probe) - set(PROBE_KEYS))
-    if unknown:
-        raise SystemExit(f"--probes: unknown key(s) {', '.join(unknown)} (known: "
-                         f"{', '.join(PROBE_KEYS)})")
+    check_keys(probe, PROBE_KEYS)
     if not probe:
         return ProbeSummarizer.wrap
     center = probe.get("center", "summaries")
