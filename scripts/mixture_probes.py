@@ -33,7 +33,6 @@ from denoisesum.inference.ensemble import EnsembleModel
 from denoisesum.inference.shortlist import ShortlistModel
 from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import read_json, write_json
-from denoisesum.models.bilm import add_boundaries, length_mask
 from denoisesum.models.denoisesum import DenoiseSum
 from denoisesum.models.store import CONFIG, load_denoisesum, parse_section
 from denoisesum.training import pairs
@@ -137,10 +136,7 @@ def teacher_forced_mixture(model: DenoiseSum, vocab, run: Path, n: int = 400
     with torch.no_grad():
         for start in range(0, len(held), 8):
             batch = pairs.collate(corpus, table, held[start:start + 8], cfg, None)
-            state, _ = model._encode(batch)
-            prev = add_boundaries(batch.summary, batch.summary_lengths)[:, :-1]  # [B, S]
-            mask = length_mask(batch.summary_lengths + 1, prev.shape[1])  # [B, S] real targets
-            parts, _ = model._decode(state, prev)
+            _, _, parts, _, mask = model.teacher_forced(batch)  # mask [B, S]: real targets
             sums["lambda"].append(parts.lam[mask])
             sums["p_gen"].append(parts.doc.p_gen[mask])
     return {"pairs": len(held), **{k: float(torch.cat(v).mean()) for k, v in sums.items()}}

@@ -482,13 +482,7 @@ class DenoiseSum(nn.Module):
         """Teacher-forced losses: loss = nll + kl + coverage; nll (and coverage, the decoders'
         coverage losses summed, 0 without coverage) are means over real target tokens (the
         words and </s>); token_nll [B, S] has -log p per target (0 on padding)."""
-        if batch.summary is None or batch.summary_lengths is None:
-            raise ValueError("training needs batch.summary and batch.summary_lengths")
-        state, fused = self._encode(batch)
-        seq = add_boundaries(batch.summary, batch.summary_lengths)  # [B, L+2]
-        prev, target = seq[:, :-1], seq[:, 1:]  # [B, S]
-        mask = length_mask(batch.summary_lengths + 1, target.shape[1])  # [B, S]
-        parts, _ = self._decode(state, prev)
+        state, fused, parts, target, mask = self.teacher_forced(batch)
         p = self._target_prob(parts, state, target)  # [B, S]
         token_nll = -torch.log(p + EPS) * mask
         n_tokens = int(mask.sum())
@@ -498,6 +492,18 @@ class DenoiseSum(nn.Module):
                         if o.coverage_loss is not None), nll.new_zeros(())) / n_tokens
         return {"loss": nll + kl + coverage, "nll": nll, "kl": kl, "coverage": coverage,
                 "n_tokens": n_tokens, "token_nll": token_nll}
+
+    def teacher_forced(self, batch: SummaryBatch):
+        """Encode the reviews and run the decoders over the summary fed back word by word:
+        (state, fused, parts, target [B, S], mask [B, S] of the real targets: words and </s>)."""
+        if batch.summary is None or batch.summary_lengths is None:
+            raise ValueError("training needs batch.summary and batch.summary_lengths")
+        state, fused = self._encode(batch)
+        seq = add_boundaries(batch.summary, batch.summary_lengths)  # [B, L+2]
+        prev, target = seq[:, :-1], seq[:, 1:]  # [B, S]
+        mask = length_mask(batch.summary_lengths + 1, target.shape[1])  # [B, S]
+        parts, _ = self._decode(state, prev)
+        return state, fused, parts, target, mask
 
     def topic_log_probs(self, fused: dict[str, Fused]) -> torch.Tensor:
         """log q(z) [B, K] from the fused states [s_c; s_d]."""
