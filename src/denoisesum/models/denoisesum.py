@@ -493,11 +493,12 @@ class DenoiseSum(nn.Module):
         return {"loss": nll + kl + coverage, "nll": nll, "kl": kl, "coverage": coverage,
                 "n_tokens": n_tokens, "token_nll": token_nll}
 
-    def teacher_forced(self, batch: SummaryBatch):
+    def teacher_forced(self, batch: SummaryBatch) -> tuple[
+            DecodeState, dict[str, Fused], DecodeParts, torch.Tensor, torch.Tensor]:
         """Encode the reviews and run the decoders over the summary fed back word by word:
         (state, fused, parts, target [B, S], mask [B, S] of the real targets: words and </s>)."""
         if batch.summary is None or batch.summary_lengths is None:
-            raise ValueError("training needs batch.summary and batch.summary_lengths")
+            raise ValueError("teacher forcing needs batch.summary and batch.summary_lengths")
         state, fused = self._encode(batch)
         seq = add_boundaries(batch.summary, batch.summary_lengths)  # [B, L+2]
         prev, target = seq[:, :-1], seq[:, 1:]  # [B, S]
