@@ -8,6 +8,7 @@ Directory layout:
     ids.npy          int32 [n_tokens]   type rank of every token, reviews concatenated
     offsets.npy      int64 [n_reviews+1] review i is ids[offsets[i]:offsets[i+1]]
     entity.npy       int32 [n_reviews]   index into entities.json
+    ratings.npy      float32 [n_reviews] each review's rating, NaN when it has none (format 2)
     entities.json    list of entity ids, in order of first appearance
     types.json       token strings by rank; counts.npy their corpus frequencies
     meta.json        sources, tokenizer, counts; written last, so its presence means complete
@@ -18,6 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import os
 import shutil
 from array import array
@@ -35,7 +37,8 @@ from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.data.vocab import Vocab
 from denoisesum.io import read_json, write_json
 
-FORMAT = "denoisesum-encoded/1"
+# 2: ratings.npy added (the opinion of candidate summaries); a format-1 cache is rebuilt
+FORMAT = "denoisesum-encoded/2"
 _worker_tokenizer: Tokenizer | None = None
 
 
@@ -142,6 +145,15 @@ class EncodedCorpus(RankedTokens):
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
 
+    @functools.cached_property
+    def ratings(self) -> np.ndarray:
+        """float32 [n_reviews]: each review's rating, NaN where it has none (or where the cache
+        predates ratings.npy: such a cache is only read, never reused by `build`)."""
+        path = self.dir / "ratings.npy"
+        if path.exists():
+            return np.load(path)
+        return np.full(len(self), np.nan, dtype=np.float32)
+
     @classmethod
     def build(cls, reviews: CorpusReader, directory: str | Path, tokenizer: Tokenizer,
               workers: int = 1, total: int | None = None) -> EncodedCorpus:
@@ -170,7 +182,7 @@ def _encode_to(out: Path, reviews: CorpusReader, tokenizer: Tokenizer, workers: 
     """First pass: provisional ids in order of appearance; then renumber by frequency rank."""
     type_id: dict[str, int] = {}
     entity_id: dict[str, int] = {}
-    offsets, entity = array("q", [0]), array("i")
+    offsets, entity, ratings = array("q", [0]), array("i"), array("f")
     bar = tqdm(total=total, unit=" reviews", desc="tokenizing", smoothing=0.05)
     with open(out / "raw.i32", "wb") as raw:
         pool = None
@@ -188,6 +200,7 @@ def _encode_to(out: Path, reviews: CorpusReader, tokenizer: Tokenizer, workers: 
                     buf.extend(type_id.setdefault(t, len(type_id)) for t in tokens)
                     offsets.append(offsets[-1] + len(tokens))
                     entity.append(entity_id.setdefault(review.entity_id, len(entity_id)))
+                    ratings.append(math.nan if review.rating is None else review.rating)
                 buf.tofile(raw)
                 bar.update(len(batch))
         finally:
@@ -197,6 +210,7 @@ def _encode_to(out: Path, reviews: CorpusReader, tokenizer: Tokenizer, workers: 
     renumber_by_frequency(out, type_id)
     np.save(out / "offsets.npy", np.frombuffer(offsets, dtype=np.int64))
     np.save(out / "entity.npy", np.frombuffer(entity, dtype=np.int32))
+    np.save(out / "ratings.npy", np.frombuffer(ratings, dtype=np.float32))
     write_json(out / "entities.json", list(entity_id))
     return len(entity), reviews.skipped.count
 

@@ -5,7 +5,10 @@ A pairs directory holds `shards/shard-NNNNN.jsonl.gz` (or the shard files direct
 per line:
 
     {"pair_id": int, "entity_id": str, "summary": str, "segment_noise": [str],
-     "document_noise": [str], ...}
+     "document_noise": [str], "rating": float | null, ...}
+
+`rating` (optional; written since the encoded corpus keeps ratings) is the star rating of the
+review the summary is: the opinion an opinion-conditioned summarizer is trained to follow.
 
 Texts are space-separated tokens; the writer adds fields of its own (see `pair_record`) that
 readers ignore. A malformed line is an InputError naming the file, line and field.
@@ -13,6 +16,7 @@ readers ignore. A malformed line is an InputError naming the file, line and fiel
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +58,22 @@ class Pair:
     summary: list[str]
     segment: list[list[str]]
     document: list[list[str]]
+    rating: float | None = None  # the summary review's stars; None: unknown or not recorded
+
+
+RATING_RANGE = (0.0, 10.0)  # a sane rating: stars (1-5) or a 10-point scale
+
+
+def _rating(record: dict, path: Path, line: int) -> float | None:
+    value = record.get("rating")
+    if value is None:
+        return None
+    low, high = RATING_RANGE
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not math.isfinite(value) or not low <= value <= high):
+        raise InputError(f"must be a number in [{low:g}, {high:g}] or null, got {value!r}",
+                         path=path, line=line, field="rating")
+    return float(value)
 
 
 def _texts(record: dict, key: str, path: Path, line: int) -> list[list[str]]:
@@ -83,7 +103,7 @@ def parse_pair(record: Any, path: Path, line: int) -> Pair:
         raise InputError("must be a non-empty string of tokens", path=path, line=line,
                          field="summary")
     return Pair(pair_id, entity, summary.split(), _texts(record, "segment_noise", path, line),
-                _texts(record, "document_noise", path, line))
+                _texts(record, "document_noise", path, line), _rating(record, path, line))
 
 
 def iter_pairs(shards: Sequence[Path]) -> Iterator[Pair]:

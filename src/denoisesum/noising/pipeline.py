@@ -46,6 +46,8 @@ from denoisesum.noising.plan import (
     eligible_candidates,
     entity_groups,
     make_plan,
+    rating_balance_weights,
+    star_classes,
 )
 from denoisesum.noising.token_noise import lm_nucleus_sample, token_noise
 
@@ -79,6 +81,10 @@ class SynthesisConfig:
     # to the candidate (the paper); "random", N of them at random (not in the paper: at
     # inference the reviews are not chosen to resemble any summary)
     document_noise: str = "similar"
+    # draw candidate summaries with weights inverse to their star class's frequency (not in the
+    # paper): an opinion-conditioned summarizer needs negative summaries to learn from, and most
+    # Yelp candidates are 4-5 stars; False: uniformly, as the paper
+    balance_ratings: bool = False
 
     def __post_init__(self) -> None:
         if not 0 < self.central_fraction <= 1:
@@ -96,7 +102,7 @@ DEFAULT_SYNTHESIS = SynthesisConfig()
 # SynthesisConfig fields added after pair directories were first written: the noising fingerprint
 # leaves each out while it is at its default (which does what the code did before it), so those
 # directories still match. A new field goes here.
-ADDED_SETTINGS = ("central_fraction", "document_noise")
+ADDED_SETTINGS = ("central_fraction", "document_noise", "balance_ratings")
 
 
 @dataclass(frozen=True)
@@ -234,8 +240,10 @@ def _make_pair(res: dict[str, Any], cfg: SynthesisConfig, pair_id: int, type_ids
     best = _document_noise(cfg, pair_id, type_ids, others, position, n, res["idf"])
     document = [" ".join(corpus.types[t] for t in others[i]) for i in best]
     timings["retrieval"] += time.perf_counter() - start
+    rating = float(corpus.ratings[review])  # the summary's opinion: the candidate's stars
     return pair_record(pair_id, corpus.entities[entity], tokens, segment, document, n=n,
-                       document_noise_short=len(document) < n, candidate_review=review)
+                       document_noise_short=len(document) < n, candidate_review=review,
+                       rating=None if np.isnan(rating) else rating)
 
 
 def _document_noise(cfg: SynthesisConfig, pair_id: int, type_ids: np.ndarray,
@@ -289,7 +297,12 @@ def prepare(corpus: EncodedCorpus, out: Path, lm_dir: Path, cfg: SynthesisConfig
                                           cfg.central_fraction)
         report["central"] = len(eligible)
         report["central_lowest_support"] = round(lowest, 4)
-    plan = make_plan(eligible, cfg.pairs, cfg.n_mean, cfg.n_std, cfg.seed)
+    weights = rating_balance_weights(corpus.ratings[eligible]) if cfg.balance_ratings else None
+    plan = make_plan(eligible, cfg.pairs, cfg.n_mean, cfg.n_std, cfg.seed, weights)
+    if cfg.balance_ratings:
+        chosen = np.bincount(star_classes(corpus.ratings[plan.candidates]), minlength=6)
+        report["chosen_by_stars"] = {("none" if k == 0 else str(k)): int(chosen[k])
+                                     for k in range(6)}
     plan.save(out / "plan.npz")
     np.save(out / "allowed.npy", allowed)
     np.save(out / "idf.npy", idf)

@@ -118,10 +118,48 @@ def count_matrix(corpus: EncodedCorpus, reviews: np.ndarray) -> sparse.csr_matri
     return matrix
 
 
-def make_plan(eligible: np.ndarray, pairs: int, n_mean: float, n_std: float, seed: int) -> Plan:
-    """Sample `pairs` distinct candidates (fewer if fewer are eligible) and N ~ Normal, N >= 1."""
+def star_classes(ratings: np.ndarray) -> np.ndarray:
+    """float [n] ratings -> int64 [n] opinion classes: 0 for no rating (NaN), else the rating
+    clamped to 1..5 and rounded half up (3.5 -> 4; np.rint would round it to even)."""
+    ratings = np.asarray(ratings, dtype=np.float64)
+    rated = ~np.isnan(ratings)
+    classes = np.zeros(len(ratings), dtype=np.int64)
+    classes[rated] = np.floor(np.clip(ratings[rated], 1, 5) + 0.5)
+    return classes
+
+
+def rating_balance_weights(ratings: np.ndarray) -> np.ndarray:
+    """float64 [n] sampling weights of reviews with these ratings (NaN: none): inversely
+    proportional to the frequency of their star class among them, so each class is drawn about
+    equally often (Yelp's candidates are mostly 4-5 stars: a summarizer trained on them learns
+    to praise). Unrated reviews get the mean weight of the rated ones; all 1 when none is rated.
+    """
+    classes = star_classes(ratings)
+    rated = classes > 0
+    weights = np.ones(len(classes), dtype=np.float64)
+    if not rated.any():
+        return weights
+    frequency = np.bincount(classes[rated], minlength=6)  # [6], index 0 unused
+    weights[rated] = 1.0 / frequency[classes[rated]]
+    weights[~rated] = weights[rated].mean()
+    return weights
+
+
+def make_plan(eligible: np.ndarray, pairs: int, n_mean: float, n_std: float, seed: int,
+              weights: np.ndarray | None = None) -> Plan:
+    """Sample `pairs` distinct candidates (fewer if fewer are eligible) and N ~ Normal, N >= 1.
+
+    weights: float [len(eligible)], positive: draw candidates with these relative weights
+    (without replacement); None: uniformly, exactly as before weights existed."""
     rng = np.random.default_rng([seed, 0])
-    chosen = rng.choice(eligible, size=min(pairs, len(eligible)), replace=False)
+    size = min(pairs, len(eligible))
+    if weights is None:
+        chosen = rng.choice(eligible, size=size, replace=False)
+    else:
+        # Efraimidis-Spirakis: the `size` largest keys log(u) / w are a weighted sample without
+        # replacement, in O(n log n) (Generator.choice with p and replace=False is far slower)
+        keys = np.log(rng.random(len(eligible))) / np.asarray(weights, dtype=np.float64)
+        chosen = eligible[np.argsort(-keys, kind="stable")[:size]]
     n = np.maximum(1, np.rint(rng.normal(n_mean, n_std, size=len(chosen)))).astype(np.int32)
     return Plan(chosen.astype(np.int64), n)
 
