@@ -464,6 +464,119 @@ def leaderboard_command(
     typer.echo(f"-> {output}", err=True)
 
 
+@app.command("rating")
+def rating_command(
+        corpus: CorpusArg,
+        output: Annotated[Path, typer.Option(
+            "-o", "--output", help="Directory to write rating.npz and rating-report.json to "
+                                   "(a summarizer's model directory uses it from there).")],
+        heldout: Annotated[list[str], typer.Option(
+            help="Rated reviews kept out of training, to report accuracy on; files or quoted "
+                 "globs, repeatable.")],
+        sample: Annotated[int, typer.Option(
+            min=100, max=5_000_000, help="Rated reviews sampled from CORPUS to train on.")
+        ] = 250_000,
+        heldout_sample: Annotated[int, typer.Option(
+            min=10, max=1_000_000, help="Rated reviews sampled from --heldout.")] = 20_000,
+        max_features: Annotated[int, typer.Option(
+            min=10, max=5_000_000, help="Most frequent n-grams kept as features.")] = 200_000,
+        seed: SeedOption = 0,
+        entity_field: EntityField = "entity_id", text_field: TextField = "text",
+        rating_field: RatingField = "rating", skip_bad: SkipBad = False) -> None:
+    """Train the rating model (stars a text reads as) on the corpus's own ratings; it measures
+    the opinion of summaries and lets decoding follow their reviews' opinion."""
+    from dataclasses import asdict
+
+    from denoisesum.io import write_json
+    from denoisesum.training.rating import rated_sample, train_rating_model
+
+    _check_output_dir(output)
+    readers = [_reader(paths, entity_field, text_field, rating_field, "category", skip_bad)
+               for paths in (corpus, heldout)]
+    train = rated_sample(readers[0], sample, seed)
+    held = rated_sample(readers[1], heldout_sample, seed)
+    _log(f"training on {len(train):,} rated reviews, reporting on {len(held):,}")
+    model, report = train_rating_model(train, held, max_features=max_features)
+    path = model.save(output)
+    write_json(output / "rating-report.json", asdict(report))
+    typer.echo(json.dumps(asdict(report), indent=2))
+    typer.echo(f"-> {path}", err=True)
+
+
+@app.command("opinion-set")
+def opinion_set_command(
+        corpus: CorpusArg,
+        output: Annotated[Path, typer.Option("-o", "--output", help="Review-set file (JSONL).")],
+        per_stratum: Annotated[int, typer.Option(
+            min=1, max=100_000, help="Businesses at most in each stratum.")] = 100,
+        size: Annotated[int, typer.Option(
+            min=1, max=1000, help="Rated reviews drawn per business.")] = 8,
+        seed: SeedOption = 0,
+        entity_field: EntityField = "entity_id", text_field: TextField = "text",
+        rating_field: RatingField = "rating", skip_bad: SkipBad = False) -> None:
+    """Review sets stratified by their reviews' mean stars (mostly negative <= 2, mixed
+    2.75-3.25, mostly positive >= 4.5), with the stars: the set `denoisesum opinion` scores."""
+    from collections import Counter
+
+    from denoisesum.evaluation.opinion import build_opinion_set
+    from denoisesum.io import atomic_write
+
+    _check_output_file(output)
+    reader = _reader(corpus, entity_field, text_field, rating_field, "category", skip_bad)
+    sets = build_opinion_set(reader, per_stratum, seed, size)
+    with atomic_write(output) as handle:
+        handle.writelines(json.dumps(s, ensure_ascii=False) + "\n" for s in sets)
+    counts = Counter(s["stratum"] for s in sets)
+    typer.echo(f"{len(sets)} review sets ({dict(counts)}) -> {output}", err=True)
+
+
+@app.command("opinion")
+def opinion_command(
+        predictions: Annotated[Path, typer.Argument(
+            help="Prediction file (JSONL: entity_id, summary).")],
+        sets: Annotated[Path, typer.Argument(
+            help="Review-set file with ratings (from `denoisesum opinion-set`); without ratings "
+                 "the rating model reads the reviews too.")],
+        rating_model: Annotated[str | None, typer.Option(
+            "--rating-model", metavar="DIR|NAME",
+            help="A rating model directory, or a summarizer whose directory holds one "
+                 "(default: denoisesum-yelp's).")] = None,
+        per_entity: Annotated[Path | None, typer.Option(
+            help="Write every entity's row to this JSONL file.")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """Opinion fidelity: per stratum, the share of summaries whose opinion agrees with their
+    reviews', misleads, contradicts itself or states the opposite of the reviews."""
+    from denoisesum.data.reviewsets import read_review_sets
+    from denoisesum.evaluation.opinion import format_opinion_report, opinion_report
+    from denoisesum.inference.summarizer import resolve_model
+    from denoisesum.io import atomic_write, iter_jsonl
+    from denoisesum.models.rating import RatingModel
+
+    if per_entity is not None:
+        _check_output_file(per_entity, [predictions, sets])
+    model = RatingModel.load(resolve_model(rating_model))
+    summaries = {p.entity_id: p.summary for p in _predictions(predictions)}
+    strata = [record.get("stratum", "all") for _, record in iter_jsonl(sets)]
+    rows = [{**rs.model_dump(), "stratum": stratum}
+            for rs, stratum in zip(read_review_sets(sets), strata, strict=True)]
+    missing = [r["entity_id"] for r in rows if r["entity_id"] not in summaries]
+    if missing:
+        raise DenoiseSumError(f"{predictions}: no summary for {len(missing)} entities of "
+                              f"{sets} (first: {missing[0]})")
+    report, per_row = opinion_report([summaries[r["entity_id"]] for r in rows], rows, model)
+    if per_entity is not None:
+        with atomic_write(per_entity) as handle:
+            handle.writelines(json.dumps(r) + "\n" for r in per_row)
+    typer.echo(json.dumps(report.to_dict(), indent=2) if as_json
+               else format_opinion_report(report))
+
+
+def _predictions(path: Path):
+    from denoisesum.data.reviewsets import read_predictions
+
+    return list(read_predictions(path))
+
+
 @app.command("topics")
 def topics_command(
         source: Annotated[list[str], typer.Argument(

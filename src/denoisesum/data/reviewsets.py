@@ -1,7 +1,9 @@
 """Review-set and prediction files, the formats every later stage reads and writes.
 
 Review set (JSONL, one entity per line):
-    {"entity_id": str, "reviews": [str, ...], "summaries": [str, ...]}   (summaries optional)
+    {"entity_id": str, "reviews": [str, ...], "summaries": [str, ...], "ratings": [number, ...]}
+    summaries optional; ratings optional: each review's stars (null where unknown), which the
+    summarizer follows as the reviews' opinion
 Prediction (JSONL, one entity per line):
     {"entity_id": str, "summary": str}
 """
@@ -9,12 +11,21 @@ Prediction (JSONL, one entity per line):
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from denoisesum.errors import InputError
 from denoisesum.io import BLANK, atomic_write, iter_jsonl, parse_json_line
@@ -29,6 +40,24 @@ class ReviewSet(BaseModel):
     entity_id: StrictStr = Field(min_length=1)
     reviews: list[StrictStr] = Field(min_length=1)
     summaries: list[StrictStr] = Field(default_factory=list)
+    ratings: list[float | None] = Field(default_factory=list)
+
+    @field_validator("ratings")
+    @classmethod
+    def _finite_ratings(cls, ratings: list[float | None]) -> list[float | None]:
+        for i, value in enumerate(ratings):
+            if value is not None and not math.isfinite(value):
+                raise ValueError(f"rating {i} is not a finite number")
+        return ratings
+
+    @model_validator(mode="after")
+    def _one_rating_per_review(self) -> ReviewSet:
+        if self.ratings and len(self.ratings) != len(self.reviews):
+            raise ValueError(
+                f"ratings has {len(self.ratings)} values for "
+                f"{len(self.reviews)} reviews (one per review, null if unknown)"
+            )
+        return self
 
     @field_validator("reviews")
     @classmethod
@@ -49,8 +78,9 @@ class Prediction(BaseModel):
 Record = TypeVar("Record", ReviewSet, Prediction)
 
 
-def _validate(records: Iterable[tuple[int, Any]], kind: type[Record],
-              path: str | Path) -> Iterator[Record]:
+def _validate(
+    records: Iterable[tuple[int, Any]], kind: type[Record], path: str | Path
+) -> Iterator[Record]:
     seen: set[str] = set()
     for line, value in records:
         try:
@@ -60,8 +90,9 @@ def _validate(records: Iterable[tuple[int, Any]], kind: type[Record],
             field = ".".join(str(p) for p in err["loc"]) or None
             raise InputError(err["msg"], path=path, line=line, field=field) from None
         if record.entity_id in seen:
-            raise InputError(f"duplicate entity_id '{record.entity_id}'", path=path, line=line,
-                             field="entity_id")
+            raise InputError(
+                f"duplicate entity_id '{record.entity_id}'", path=path, line=line, field="entity_id"
+            )
         seen.add(record.entity_id)
         yield record
 
@@ -93,8 +124,16 @@ def read_predictions(path: str | Path) -> Iterator[Prediction]:
     return _read(path, Prediction)
 
 
+def _record(record: BaseModel) -> dict:
+    """A record as written: a review set without ratings has no "ratings" key."""
+    out = record.model_dump()
+    if out.get("ratings") == []:
+        del out["ratings"]
+    return out
+
+
 def _write(path: str | Path, records: Iterable[BaseModel]) -> None:
-    lines = (json.dumps(r.model_dump(), ensure_ascii=False) + "\n" for r in records)
+    lines = (json.dumps(_record(r), ensure_ascii=False) + "\n" for r in records)
     if str(path) == "-":
         sys.stdout.writelines(lines)
         return

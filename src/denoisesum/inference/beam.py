@@ -85,28 +85,49 @@ class DecodeConfig:
     rerank: bool = False
     subsets: int = 0  # extra decodes per entity, each leaving out some reviews (needs rerank)
     rerank_ngrams: int = 2  # closeness: mean ROUGE-1..n F1 against each input review
+    # length that follows the input: an entity's min_length is at most length_ratio x the
+    # words of the reviews read, and its max_length at most twice that (never below
+    # min_length); 0: the fixed min_length and max_length for every entity
+    length_ratio: float = 0.0
+    end_at_sentence: bool = False  # </s> only right after a sentence end (. ! ?)
+    # opinion steering (inference/summarizer.py): each step adds opinion_weight x the caller's
+    # per-entity word bias (the rating model's pull of each word toward the target stars)
+    opinion_weight: float = 0.0
+    # among the finished hypotheses, the best one with no self-contradiction and no clause
+    # against the reviews (inference/opinion.py), else the best with its offending sentences cut
+    avoid_contradiction: bool = False
 
     def validate(self) -> None:
-        checks = [("beam_size", self.beam_size >= 1, "must be at least 1"),
-                  ("max_length", self.max_length >= 1, "must be at least 1"),
-                  ("min_length", 0 <= self.min_length <= self.max_length,
-                   f"must be between 0 and max_length ({self.max_length})"),
-                  ("length_penalty", self.length_penalty >= 0, "must be >= 0"),
-                  ("no_repeat_ngram", self.no_repeat_ngram >= 0, "must be >= 0 (0: off)"),
-                  ("max_word_repeats", self.max_word_repeats >= 0, "must be >= 0 (0: off)"),
-                  ("restate_overlap", 0 <= self.restate_overlap <= 1,
-                   "must be between 0 (off) and 1"),
-                  ("input_bonus", self.input_bonus >= 0, "must be >= 0 (0: off)"),
-                  ("unsaid_penalty", self.unsaid_penalty >= 0, "must be >= 0 (0: off)"),
-                  ("subsets", self.subsets >= 0, "must be >= 0"),
-                  ("subsets", self.rerank or not self.subsets,
-                   "needs rerank = true (the candidates of the subsets must be chosen among)"),
-                  ("rerank_ngrams", self.rerank_ngrams >= 1, "must be at least 1")]
+        checks = [
+            ("beam_size", self.beam_size >= 1, "must be at least 1"),
+            ("max_length", self.max_length >= 1, "must be at least 1"),
+            (
+                "min_length",
+                0 <= self.min_length <= self.max_length,
+                f"must be between 0 and max_length ({self.max_length})",
+            ),
+            ("length_penalty", self.length_penalty >= 0, "must be >= 0"),
+            ("no_repeat_ngram", self.no_repeat_ngram >= 0, "must be >= 0 (0: off)"),
+            ("max_word_repeats", self.max_word_repeats >= 0, "must be >= 0 (0: off)"),
+            ("restate_overlap", 0 <= self.restate_overlap <= 1, "must be between 0 (off) and 1"),
+            ("input_bonus", self.input_bonus >= 0, "must be >= 0 (0: off)"),
+            ("unsaid_penalty", self.unsaid_penalty >= 0, "must be >= 0 (0: off)"),
+            ("subsets", self.subsets >= 0, "must be >= 0"),
+            (
+                "subsets",
+                self.rerank or not self.subsets,
+                "needs rerank = true (the candidates of the subsets must be chosen among)",
+            ),
+            ("rerank_ngrams", self.rerank_ngrams >= 1, "must be at least 1"),
+            ("length_ratio", 0 <= self.length_ratio <= 10, "must be between 0 (off) and 10"),
+            ("opinion_weight", 0 <= self.opinion_weight <= 100, "must be between 0 (off) and 100"),
+        ]
         for name, ok, why in checks:
             if not ok:
                 value = getattr(self, name)
-                raise ConfigError(f"decode.{name}={value!r} {why}", key=name,
-                                  reason=f"{value!r} {why}")
+                raise ConfigError(
+                    f"decode.{name}={value!r} {why}", key=name, reason=f"{value!r} {why}"
+                )
 
 
 @dataclass
@@ -154,8 +175,9 @@ class DecodeStateLike(Protocol):
 class DecodingModel(Protocol):
     def encode(self, batch) -> DecodeStateLike: ...
 
-    def decode_step(self, state: DecodeStateLike, prev_tokens: torch.Tensor
-                    ) -> tuple[torch.Tensor, DecodeStateLike]: ...
+    def decode_step(
+        self, state: DecodeStateLike, prev_tokens: torch.Tensor
+    ) -> tuple[torch.Tensor, DecodeStateLike]: ...
 
 
 def banned_words(config: DecodeConfig, index: dict[str, int]) -> list[int]:
@@ -172,8 +194,9 @@ def _mark(ban: torch.Tensor, ids: torch.Tensor, hit: torch.Tensor) -> None:
     ban |= counts > 0
 
 
-def _content_repeats(ban: torch.Tensor, history: torch.Tensor, masks: WordMasks,
-                     config: DecodeConfig) -> None:
+def _content_repeats(
+    ban: torch.Tensor, history: torch.Tensor, masks: WordMasks, config: DecodeConfig
+) -> None:
     """Ban content words used in the current sentence, or max_word_repeats times already."""
     if not (config.no_repeat_in_sentence or config.max_word_repeats):
         return
@@ -211,8 +234,9 @@ def restating(history: torch.Tensor, masks: WordMasks, share: float) -> torch.Te
     return (size >= 2) & (overlap >= share * size.unsqueeze(1)).any(1)
 
 
-def input_salience(reviews: torch.Tensor, review_pair: torch.Tensor, n_entities: int,
-                   content: torch.Tensor) -> torch.Tensor:
+def input_salience(
+    reviews: torch.Tensor, review_pair: torch.Tensor, n_entities: int, content: torch.Tensor
+) -> torch.Tensor:
     """[E, V]: the share of entity e's reviews that use content word w (0 for other words).
     reviews [R, T] word ids in the decoder's output space, review_pair [R] their entity,
     content [V] bool."""
@@ -224,23 +248,30 @@ def input_salience(reviews: torch.Tensor, review_pair: torch.Tensor, n_entities:
     return per_entity / counts.unsqueeze(1) * content
 
 
-def constraint_mask(history: torch.Tensor, masks: WordMasks,
-                    config: DecodeConfig) -> torch.Tensor:
-    """True where a next word is banned. history [N, t] words so far -> [N, V] bool."""
+def constraint_mask(
+    history: torch.Tensor,
+    masks: WordMasks,
+    config: DecodeConfig,
+    bounds: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> torch.Tensor:
+    """True where a next word is banned. history [N, t] words so far -> [N, V] bool.
+    bounds: per-row (min_length [N], max_length [N]) instead of the config's."""
     n, t = history.shape
     ban = masks.always.expand(n, -1).clone()  # [N, V]
-    if t < config.min_length:
-        ban[:, EOS_ID] = True
-    if t >= config.max_length:  # only </s> is left
+    low, high = (config.min_length, config.max_length) if bounds is None else bounds
+    if bounds is None and t >= high:  # only </s> is left
         ban.fill_(True)
         ban[:, EOS_ID] = False
         return ban
+    ban[:, EOS_ID] |= torch.as_tensor(t < low, device=ban.device)
+    if config.end_at_sentence and t > 0:
+        ban[:, EOS_ID] |= ~masks.ends[history[:, -1]]
     if config.no_immediate_repeat and t > 0:
         ban.scatter_(1, history[:, -1:], True)
     size = config.no_repeat_ngram
     if size > 0 and t >= size:
         windows = history.unfold(1, size, 1)  # [N, W, size], every n-gram so far
-        prefix = history[:, t - size + 1:]  # [N, size-1], what the next word would extend
+        prefix = history[:, t - size + 1 :]  # [N, size-1], what the next word would extend
         match = (windows[:, :, :-1] == prefix.unsqueeze(1)).all(-1)  # [N, W]
         _mark(ban, windows[:, :, -1], match)
     if t > 0:
@@ -248,17 +279,28 @@ def constraint_mask(history: torch.Tensor, masks: WordMasks,
     if t > 0 and config.restate_overlap:
         rows = restating(history, masks, config.restate_overlap).unsqueeze(1)  # [N, 1]
         ban |= rows & masks.ends
-        ban[:, EOS_ID:EOS_ID + 1] |= rows
+        ban[:, EOS_ID : EOS_ID + 1] |= rows
+    if bounds is not None:  # rows at their max_length: only </s> is left
+        full = t >= high  # [N]
+        ban[full] = True
+        ban[full, EOS_ID] = False
     return ban
 
 
-def beam_search(model: DecodingModel, batch, config: DecodeConfig | None = None,
-                banned_ids: Sequence[int] = (), words: WordLists | None = None,
-                reviews: torch.Tensor | None = None) -> list[list[Hypothesis]]:
+def beam_search(
+    model: DecodingModel,
+    batch,
+    config: DecodeConfig | None = None,
+    banned_ids: Sequence[int] = (),
+    words: WordLists | None = None,
+    reviews: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+) -> list[list[Hypothesis]]:
     """Decode every entity of `batch` (a SummaryBatch from `inference_batch`). banned_ids:
     words never produced (joined to words.banned). reviews: batch.reviews in the model's output
     space, for input_bonus and input_words_only (None: batch.reviews; a ShortlistModel's
-    positions differ from ids).
+    positions differ from ids). bias [B, V]: added to each step's log p of entity b's words,
+    times config.opinion_weight.
 
     Returns, per entity in batch order, up to beam_size hypotheses, best first.
     """
@@ -267,7 +309,20 @@ def beam_search(model: DecodingModel, batch, config: DecodeConfig | None = None,
     words = words or WordLists()
     words = dataclasses.replace(words, banned=[*words.banned, *banned_ids])
     search = _Search(model, batch, config, words, batch.reviews if reviews is None else reviews)
+    search.bias = bias if config.opinion_weight else None
     return search.run()
+
+
+def length_bounds(batch, config: DecodeConfig) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """Per entity (min_length [B], max_length [B]) from the words of its reviews
+    (config.length_ratio; None when it is off)."""
+    if not config.length_ratio:
+        return None
+    words = torch.zeros(batch.n_pairs, dtype=torch.long, device=batch.reviews.device)
+    words.index_add_(0, batch.review_pair, batch.review_lengths)
+    low = (words * config.length_ratio).floor().long().clamp(max=config.min_length)
+    high = (2 * words * config.length_ratio).ceil().long().clamp(max=config.max_length)
+    return low, torch.maximum(high, low).clamp(min=1)
 
 
 def _leaves(obj) -> list[torch.Tensor]:
@@ -287,8 +342,9 @@ def _rebuild(obj, leaves: Iterator[torch.Tensor]):
     if isinstance(obj, torch.Tensor):
         return next(leaves)
     if dataclasses.is_dataclass(obj):
-        return type(obj)(**{f.name: _rebuild(getattr(obj, f.name), leaves)
-                            for f in dataclasses.fields(obj)})
+        return type(obj)(
+            **{f.name: _rebuild(getattr(obj, f.name), leaves) for f in dataclasses.fields(obj)}
+        )
     if isinstance(obj, (tuple, list)):
         return type(obj)(_rebuild(item, leaves) for item in obj)
     return obj
@@ -314,12 +370,15 @@ class _Reorder:
             if len(before) != len(after) or type(old) is not type(new):
                 self.static = None
             else:
-                self.static = [s and a is b for s, a, b in zip(self.static, before, after,
-                                                                 strict=True)]
+                self.static = [
+                    s and a is b for s, a, b in zip(self.static, before, after, strict=True)
+                ]
         if self.static is None or not same_entities:
             return new.index_select(rows)
-        moved = (t if s else t.index_select(0, rows)
-                 for s, t in zip(self.static, _leaves(new), strict=True))
+        moved = (
+            t if s else t.index_select(0, rows)
+            for s, t in zip(self.static, _leaves(new), strict=True)
+        )
         return _rebuild(new, moved)
 
 
@@ -327,8 +386,14 @@ class _Search:
     """The loop state of one beam search. A = entities still decoding, K = beam size,
     t = words generated so far."""
 
-    def __init__(self, model: DecodingModel, batch, config: DecodeConfig,
-                 words: WordLists, reviews: torch.Tensor) -> None:
+    def __init__(
+        self,
+        model: DecodingModel,
+        batch,
+        config: DecodeConfig,
+        words: WordLists,
+        reviews: torch.Tensor,
+    ) -> None:
         self.model, self.config = model, config
         self.k = k = config.beam_size
         n = batch.n_pairs
@@ -349,6 +414,8 @@ class _Search:
         self.batch, self.reviews = batch, reviews
         self.share: torch.Tensor | None = None  # [n, V] input_salience, at the first step
         self.unsaid: torch.Tensor | None = None  # [n, V] bool, at the first step (_unsaid)
+        self.bias: torch.Tensor | None = None  # [n, V] per-entity word bias (opinion)
+        self.bounds = length_bounds(batch, config)  # per entity (min, max) lengths, or None
 
     def run(self) -> list[list[Hypothesis]]:
         while len(self.entity):
@@ -365,8 +432,16 @@ class _Search:
         log_probs, state = self.model.decode_step(self.state, self.prev)  # [A*K, V]
         v = log_probs.shape[1]
         history = self.tokens.view(a * k, t)
-        ban = constraint_mask(history, self._word_masks(v), self.config)
+        bounds = (
+            None
+            if self.bounds is None
+            else tuple(b[self.entity].repeat_interleave(k) for b in self.bounds)
+        )  # [A*K] each
+        ban = constraint_mask(history, self._word_masks(v), self.config, bounds)
         log_probs, ban = self._input_terms(log_probs, ban, history)
+        if self.bias is not None:
+            weight = self.config.opinion_weight
+            log_probs = log_probs + weight * self.bias[self.entity].repeat_interleave(k, 0)
         log_probs = log_probs.masked_fill(ban, -torch.inf)
         cand = (self.scores.unsqueeze(-1) + log_probs.view(a, k, v)).view(a, k * v)
         top, idx = cand.topk(min(2 * k, k * v), dim=1)  # [A, 2K], best first
@@ -374,16 +449,21 @@ class _Search:
         is_eos = word == EOS_ID
         self._collect(top[:, :k], beam[:, :k], is_eos[:, :k] & top[:, :k].isfinite(), t)
         # the best K continuations that do not end: non-</s> first, each group in score order
-        order = (is_eos.long() * 2 * k + torch.arange(top.shape[1], device=self.device))
+        order = is_eos.long() * 2 * k + torch.arange(top.shape[1], device=self.device)
         keep = order.argsort(1)[:, :k]  # [A, K]
         scores, beam, word = top.gather(1, keep), beam.gather(1, keep), word.gather(1, keep)
         old_tokens, old_scores = self.tokens, self.scores
-        tokens = torch.cat([old_tokens.gather(1, beam.unsqueeze(-1).expand(-1, -1, t)),
-                            word.unsqueeze(-1)], -1)  # [A, K, t+1]
-        enough = torch.tensor([len(self.finished[e]) >= k for e in self.entity.tolist()],
-                              dtype=torch.bool, device=self.device)
+        tokens = torch.cat(
+            [old_tokens.gather(1, beam.unsqueeze(-1).expand(-1, -1, t)), word.unsqueeze(-1)], -1
+        )  # [A, K, t+1]
+        enough = torch.tensor(
+            [len(self.finished[e]) >= k for e in self.entity.tolist()],
+            dtype=torch.bool,
+            device=self.device,
+        )
         stuck = ~scores.isfinite().any(1)  # every word banned: no hypothesis can go on
-        done = enough | stuck | (t >= self.config.max_length)  # [A]
+        high = self.config.max_length if self.bounds is None else self.bounds[1][self.entity]
+        done = enough | stuck | (t >= high)  # [A]
         for i in torch.nonzero(stuck & ~enough).flatten().tolist():
             self._fallback(i, old_tokens[i], old_scores[i])
         live = torch.nonzero(~done).flatten()  # [A']
@@ -396,8 +476,12 @@ class _Search:
     def _share(self, v: int) -> torch.Tensor:
         """[n, V] input_salience of every entity of the batch (computed once)."""
         if self.share is None:
-            self.share = input_salience(self.reviews, self.batch.review_pair,
-                                        len(self.finished), self._word_masks(v).content)
+            self.share = input_salience(
+                self.reviews,
+                self.batch.review_pair,
+                len(self.finished),
+                self._word_masks(v).content,
+            )
         return self.share
 
     def _unsaid(self, v: int) -> torch.Tensor:
@@ -406,8 +490,9 @@ class _Search:
             self.unsaid = self._word_masks(v).content & (self._share(v) == 0)
         return self.unsaid
 
-    def _input_terms(self, log_probs: torch.Tensor, ban: torch.Tensor, history: torch.Tensor
-                     ) -> tuple[torch.Tensor, torch.Tensor]:
+    def _input_terms(
+        self, log_probs: torch.Tensor, ban: torch.Tensor, history: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The input-aware settings on one step's log p and ban mask [A*K, V]: input_words_only
         and unsaid_penalty on the words no review uses, input_bonus on those the reviews use."""
         c, v = self.config, log_probs.shape[1]
@@ -420,19 +505,20 @@ class _Search:
         if c.input_bonus:
             bonus = c.input_bonus * self._share(v)[self.entity].repeat_interleave(self.k, 0)
             # only a word's first use earns it
-            log_probs = log_probs + (bonus.scatter(1, history, 0.0) if history.shape[1]
-                                     else bonus)
+            log_probs = log_probs + (bonus.scatter(1, history, 0.0) if history.shape[1] else bonus)
         return log_probs, ban
 
-    def _collect(self, scores: torch.Tensor, beam: torch.Tensor, ended: torch.Tensor,
-                 t: int) -> None:
+    def _collect(
+        self, scores: torch.Tensor, beam: torch.Tensor, ended: torch.Tensor, t: int
+    ) -> None:
         """Move the hypotheses that just produced </s> (ended [A, K]) to the finished lists."""
         alpha = self.config.length_penalty
         for i, j in torch.nonzero(ended).tolist():
             log_prob = float(scores[i, j])
             words = self.tokens[i, int(beam[i, j])].tolist()
             self.finished[int(self.entity[i])].append(
-                Hypothesis(words, log_prob / (t + 1) ** alpha, log_prob))
+                Hypothesis(words, log_prob / (t + 1) ** alpha, log_prob)
+            )
 
     def _fallback(self, i: int, tokens: torch.Tensor, scores: torch.Tensor) -> None:
         """An entity whose every continuation is banned before any hypothesis ended (only
@@ -444,4 +530,5 @@ class _Search:
         for words, log_prob in zip(tokens.tolist(), scores.tolist(), strict=True):
             if log_prob > -torch.inf:
                 self.finished[entity].append(
-                    Hypothesis(words, log_prob / (t + 1) ** alpha, log_prob, finished=False))
+                    Hypothesis(words, log_prob / (t + 1) ** alpha, log_prob, finished=False)
+                )
