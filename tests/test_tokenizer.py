@@ -1,3 +1,5 @@
+import time
+
 import pytest
 
 from denoisesum.data.tokenizer import Tokenizer, detokenize
@@ -54,3 +56,26 @@ def test_round_trip(text):
 def test_glued_sentences_round_trip():
     assert detokenize(tok.tokenize("It was great.The staff was nice.")) == \
         "It was great. The staff was nice."
+
+
+@pytest.mark.parametrize("text", [
+    "_" * 30_000,  # took 9 s: the email pattern rescanned the rest of the run at every "_"
+    "+" * 30_000,
+    "a." * 5_000 + "a",  # took 12 s: the abbreviation pattern, likewise
+    "x_" * 15_000,
+])
+def test_tokenize_is_linear_in_hostile_input(text):
+    start = time.perf_counter()
+    tokens = tok.tokenize(text)
+    assert time.perf_counter() - start < 2
+    assert "".join(tokens) == text.lower()
+
+
+@pytest.mark.parametrize(("text", "tokens"), [
+    ("write to " + "a" * 64 + "@b.com", "write to " + "a" * 64 + "@b.com"),
+    ("the w.o.n.d.e.r.f.u.l. staff", "the w.o.n.d.e.r.f.u.l. staff"),
+    ("a.b.c.d and ab.c.d. and x.y.", "a . b . c . d and ab . c.d. and x.y."),
+    ("_me@x.org!!", "_me@x.org !"),
+])
+def test_bounded_patterns_keep_their_tokens(text, tokens):
+    assert tok.tokenize(text) == tokens.split()

@@ -18,14 +18,17 @@ from dataclasses import dataclass
 import regex
 
 # Order matters: earlier alternatives win at the same position.
+# The email and abbreviation scans are bounded (a local part of at most 64 characters, the
+# RFC 5321 limit; at most 32 letters): unbounded, each was retried at every position of a long
+# run that fails ("____...", "a.a.a...a"), which made tokenizing quadratic in the input.
 _TOKEN_RE = regex.compile(
     r"""
     (?P<url>(?:https?://|www\.)[^\s<>"]*[^\s<>".,;:!?)\]'])
-  | (?P<email>[\w.+-]+@[\w-]+(?:\.[\w-]+)+)
+  | (?P<email>[\w.+-]{1,64}@[\w-]+(?:\.[\w-]+)+)
   | (?P<emoticon>(?<![\w:;=])(?:[:;=][-^']?[()\[\]dDpP/|*]|<3)(?![\w)(]))
   | (?P<emoji>[\U0001F1E6-\U0001F1FF]{2}
         |\p{Extended_Pictographic}(?:[\p{EMod}\uFE0F\u20E3]|\u200D\p{Extended_Pictographic})*)
-  | (?P<abbrev>(?<!\p{L})(?:\p{L}\.){2,}(?!\p{L}))
+  | (?P<abbrev>(?<!\p{L})(?:\p{L}\.){2,32}+(?!\p{L}))
   | (?P<number>\d+(?:[.,:/]\d+)*(?:(?:st|nd|rd|th)(?!\p{L}))?)
   | (?P<word>[\p{L}\p{M}\p{N}]+(?:'[\p{L}\p{M}\p{N}]+|-\p{L}[\p{L}\p{M}\p{N}]*)*)
   | (?P<dots>\.{2,})
