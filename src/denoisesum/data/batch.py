@@ -10,6 +10,9 @@ A batch holds B pairs whose reviews are flattened into R rows, in any order:
     summary_lengths  [B]     the model adds <s> before and </s> after, as bilm.add_boundaries does,
                              and scores the L words plus </s>
     topics           [B, K]  p(z) of each summary, e.g. from LDA (training, discriminator only)
+    ratings          [B]     opinion class of each summary: 0 unknown, 1..5 the star rating
+                             rounded (`opinion_class`); read only by a model with opinion on
+                             (None: unknown for every pair)
 
 Training pairs come from `make_batch`: per pair, its segment-noise reviews (read by the model's
 branch c) and its document-noise reviews (read by branch d). At inference there are no noise
@@ -20,6 +23,7 @@ serve both branches.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
@@ -42,11 +46,38 @@ class SummaryBatch:
     summary: torch.Tensor | None = None  # [B, S] long, no <s>/</s>
     summary_lengths: torch.Tensor | None = None  # [B] long
     topics: torch.Tensor | None = None  # [B, K] float, rows sum to 1
+    ratings: torch.Tensor | None = None  # [B] long, 0 (unknown) or 1..5 stars
 
     def to(self, device: torch.device | str) -> SummaryBatch:
         moved = {f.name: getattr(self, f.name) for f in fields(self)}
         return SummaryBatch(**{k: v.to(device) if isinstance(v, torch.Tensor) else v
                                for k, v in moved.items()})
+
+
+N_OPINIONS = 6  # opinion classes: 0 = unknown, 1..5 stars
+
+
+def opinion_class(rating: float | None) -> int:
+    """A rating -> its opinion class: 0 when unknown (None or NaN), else the rating clamped to
+    1..5 and rounded half up (so 3.5 is 4, as noising/plan.star_classes counts it)."""
+    if rating is None or math.isnan(rating):
+        return 0
+    return math.floor(min(max(rating, 1.0), 5.0) + 0.5)
+
+
+def _ratings_tensor(ratings: Sequence[float | None] | torch.Tensor, n_pairs: int) -> torch.Tensor:
+    """Ratings of n_pairs summaries (numbers or None; or a tensor of opinion classes) -> [B]
+    long opinion classes."""
+    if isinstance(ratings, torch.Tensor):
+        out = ratings.to(torch.long)
+        if bool(((out < 0) | (out >= N_OPINIONS)).any()):
+            raise ValueError(f"opinion classes must be in 0..{N_OPINIONS - 1}")
+    else:
+        out = torch.tensor([opinion_class(r) for r in ratings], dtype=torch.long)
+    if out.shape != (n_pairs,):
+        raise ValueError(f"ratings must give one value per pair ({n_pairs}), got "
+                         f"{list(out.shape)}")
+    return out
 
 
 def pad_ids(seqs: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -62,9 +93,11 @@ def pad_ids(seqs: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
 def make_batch(segment: Sequence[Sequence[Sequence[int]]],
                document: Sequence[Sequence[Sequence[int]]],
                summaries: Sequence[Sequence[int]] | None = None,
-               topics: Sequence[Sequence[float]] | torch.Tensor | None = None) -> SummaryBatch:
+               topics: Sequence[Sequence[float]] | torch.Tensor | None = None,
+               ratings: Sequence[float | None] | torch.Tensor | None = None) -> SummaryBatch:
     """Per pair: its segment-noise reviews, its document-noise reviews (lists of word ids), the
-    summary's word ids (no <s>/</s>) and its topic distribution."""
+    summary's word ids (no <s>/</s>), its topic distribution and its rating (a number or None,
+    made an opinion class; or a tensor of opinion classes)."""
     if len(segment) != len(document):
         raise ValueError("segment and document must list the same number of pairs")
     rows, pair, kind = [], [], []
@@ -80,12 +113,17 @@ def make_batch(segment: Sequence[Sequence[Sequence[int]]],
         batch.summary, batch.summary_lengths = pad_ids(summaries)
     if topics is not None:
         batch.topics = torch.as_tensor(topics, dtype=torch.float)
+    if ratings is not None:
+        batch.ratings = _ratings_tensor(ratings, len(segment))
     return batch
 
 
-def inference_batch(review_sets: Sequence[Sequence[Sequence[int]]]) -> SummaryBatch:
-    """Real reviews of each entity -> a batch that gives all of them to both branches."""
-    batch = make_batch(review_sets, [[] for _ in review_sets])
+def inference_batch(review_sets: Sequence[Sequence[Sequence[int]]],
+                    ratings: Sequence[float | None] | torch.Tensor | None = None
+                    ) -> SummaryBatch:
+    """Real reviews of each entity -> a batch that gives all of them to both branches.
+    ratings: the opinion each summary is to have (see make_batch); None: unknown."""
+    batch = make_batch(review_sets, [[] for _ in review_sets], ratings=ratings)
     batch.review_kind.fill_(BOTH)
     return batch
 

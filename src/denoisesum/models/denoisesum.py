@@ -34,6 +34,11 @@ Design decisions (not fixed by the paper):
   costs at most -log(EPS) ≈ 23 nats instead of an infinite loss and a NaN gradient.
 - An ablated model ignores the reviews of a noise kind it has no branch for, so one synthetic
   data set serves every ablation. `copy` has no effect without the document branch.
+- Opinion (config.opinion, issue 31): the summary's star rating (batch.ratings: 0 unknown,
+  1..5) picks a vector o [E] that is added to the embedding of every decoder input word, in
+  both decoders, so the gate and the copy gate, which read that embedding, see it too. Its
+  table starts at zero: a model fine-tuned from a checkpoint without it starts as that
+  checkpoint, and row 0 (unknown) is what a model without opinion computes until trained.
 
 Shapes: B pairs (B* = pairs x beams while decoding), R reviews, T review length, N reviews of one
 kind in a pair (max), M tokens of one kind in a pair (max), S summary steps (L + 1), E embed,
@@ -48,7 +53,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from denoisesum.data.batch import BOTH, DOCUMENT, SEGMENT, SummaryBatch, of_kind
+from denoisesum.data.batch import BOTH, DOCUMENT, N_OPINIONS, SEGMENT, SummaryBatch, of_kind
 from denoisesum.data.vocab import PAD_ID
 from denoisesum.errors import ConfigError
 from denoisesum.models.bilm import add_boundaries, length_mask, reverse_within_length
@@ -74,6 +79,9 @@ class DenoiseSumConfig:
     copy: bool = True  # partial copy in decoder d
     discriminator: bool = True  # off: no topic MLP, kl = 0
     coverage: bool = False  # See et al. (2017) coverage in both decoders' attention (phase 2)
+    # condition the decoders on the summary's opinion (issue 31; not in the paper): a learned
+    # vector per rounded star rating (0 = unknown) added to every decoder input embedding
+    opinion: bool = False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,6 +177,9 @@ class DecodeState:
 
     seg: BranchState | None
     doc: BranchState | None
+    # [B*, E] the opinion vector added to every decoder input (None: model.opinion is off); the
+    # same in every beam of an entity, so beam search may leave it in place while beams move
+    opinion: torch.Tensor | None = None
 
     def index_select(self, index: torch.Tensor) -> DecodeState:
         return _select(self, index)
@@ -305,6 +316,9 @@ class Branch(nn.Module):
 
 
 class DenoiseSum(nn.Module):
+    # weights that start at zero, so that a checkpoint without them loads as the same model
+    ZERO_INIT_KEYS = ("opinion.weight",)
+
     def __init__(self, config: DenoiseSumConfig) -> None:
         super().__init__()
         c = self.config = config
@@ -328,6 +342,11 @@ class DenoiseSum(nn.Module):
         self.discriminator = nn.Sequential(
             nn.Linear(n_fused * c.hidden_dim, c.hidden_dim), nn.Tanh(), nn.Dropout(c.dropout),
             nn.Linear(c.hidden_dim, c.n_topics)) if c.discriminator else None
+        # created last and from zeros (no random draw), so that every other module is
+        # initialised exactly as without it; zero: the model starts as one without opinion
+        self.opinion = (nn.Embedding(N_OPINIONS, c.embed_dim,
+                                     _weight=torch.zeros(N_OPINIONS, c.embed_dim))
+                        if c.opinion else None)  # [6, E]: 0 unknown, 1..5 stars
 
     def branches(self) -> dict[str, Branch]:
         return {name: b for name, b in (("seg", self.seg), ("doc", self.doc)) if b is not None}
@@ -378,7 +397,20 @@ class DenoiseSum(nn.Module):
         if not bool(present.all()):
             missing = torch.nonzero(~present).flatten().tolist()
             raise ValueError(f"pairs {missing} have no review of a noise kind this model uses")
-        return DecodeState(seg, doc), fused
+        return DecodeState(seg, doc, self._opinion_vector(batch)), fused
+
+    def _opinion_vector(self, batch: SummaryBatch) -> torch.Tensor | None:
+        """[B, E] the opinion vector of each pair (None without model.opinion); a batch without
+        ratings has unknown opinion (class 0) everywhere."""
+        if self.opinion is None:
+            return None
+        ratings = batch.ratings
+        if ratings is None:
+            ratings = torch.zeros(batch.n_pairs, dtype=torch.long, device=batch.reviews.device)
+        if ratings.shape != (batch.n_pairs,):
+            raise ValueError(f"batch.ratings must be [{batch.n_pairs}], got "
+                             f"{list(ratings.shape)}")
+        return self.opinion(ratings)  # [B, E]
 
     def _active_reviews(self, batch: SummaryBatch) -> SummaryBatch:
         """Drop the reviews of a noise kind whose branch is ablated; check the rest."""
@@ -390,7 +422,7 @@ class DenoiseSum(nn.Module):
             return batch
         return SummaryBatch(batch.reviews[keep], batch.review_lengths[keep],
                             batch.review_pair[keep], batch.review_kind[keep], batch.n_pairs,
-                            batch.summary, batch.summary_lengths, batch.topics)
+                            batch.summary, batch.summary_lengths, batch.topics, batch.ratings)
 
     @torch.no_grad()
     def encode(self, batch: SummaryBatch) -> DecodeState:
@@ -402,9 +434,12 @@ class DenoiseSum(nn.Module):
     def _decode(self, state: DecodeState, prev: torch.Tensor, seg_rows: OutRows | None = None,
                 doc_rows: OutRows | None = None) -> tuple[DecodeParts, DecodeState]:
         """prev [B*, S] previous words -> both decoders' outputs and the gate, and new state."""
-        emb = self.drop(self.embed(prev))  # [B*, S, E]
+        emb = self.embed(prev)  # [B*, S, E]
+        if state.opinion is not None:
+            emb = emb + state.opinion.unsqueeze(1)  # the same opinion at every step
+        emb = self.drop(emb)
         seg = doc = None
-        new = DecodeState(None, None)
+        new = DecodeState(None, None, state.opinion)
         if self.seg is not None:
             seg, new.seg = self.seg.decoder(emb, state.seg, seg_rows)
         if self.doc is not None:

@@ -110,8 +110,15 @@ def load(directory: str | Path, kind: str) -> tuple[torch.nn.Module, Vocab, dict
         model = model_cls(model_config)
     except ConfigError as exc:
         raise InputError(str(exc), path=path, field="model") from None
+    # weights that start at zero (DenoiseSum's opinion table) may be missing: such a model
+    # is the one saved without them
+    optional = set(getattr(model, "ZERO_INIT_KEYS", ()))
     try:
-        model.load_state_dict(weights)
+        result = model.load_state_dict(weights, strict=False)
+        missing = [k for k in result.missing_keys if k not in optional]
+        if missing or result.unexpected_keys:
+            raise RuntimeError(f"missing keys {missing[:3]}, unexpected keys "
+                               f"{result.unexpected_keys[:3]}")
     except RuntimeError as exc:  # missing/unexpected keys or wrong shapes
         reason = str(exc).splitlines()[-1].strip() or str(exc)
         raise InputError(f"weights do not fit config.json's model: {reason}",

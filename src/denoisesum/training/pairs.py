@@ -17,6 +17,8 @@ review at all is skipped; both are counted in meta.json.
     n_segment.npy   int32 [n_pairs]      how many of them are segment noise
     pair_id.npy     int64 [n_pairs]      the shards' pair_id
     entity.npy      int32 [n_pairs]      index into entities.json
+    ratings.npy     float32 [n_pairs]    the summary's rating, NaN when the pair has none
+                                         (format 2; pairs made before ratings were recorded)
     types.json, counts.npy               token strings by rank and their counts in the pairs
     meta.json       sources (shard names, sizes, mtimes), settings, counts; written last
     topics-HASH.npy float32 [n_pairs, K] p(z) of each summary under the topic model with that
@@ -30,6 +32,7 @@ depends only on (seed, epoch), so a resumed run rebuilds it and skips the batche
 
 from __future__ import annotations
 
+import math
 import os
 from array import array
 from dataclasses import dataclass
@@ -54,7 +57,8 @@ from denoisesum.errors import DenoiseSumError
 from denoisesum.io import read_json, write_json
 from denoisesum.training.lm_data import heldout_entities
 
-FORMAT = "denoisesum-pairs/1"
+# 2: ratings.npy added (opinion conditioning); a format-1 cache is rebuilt
+FORMAT = "denoisesum-pairs/2"
 
 
 @dataclass
@@ -89,6 +93,7 @@ class PairCorpus(RankedTokens):
         self.pair_texts = np.load(self.dir / "pair_texts.npy")
         self.n_segment = np.load(self.dir / "n_segment.npy")
         self.pair_id = np.load(self.dir / "pair_id.npy")
+        self.ratings = np.load(self.dir / "ratings.npy")  # float32 [n_pairs], NaN: none
 
     def __len__(self) -> int:
         return len(self.n_segment)
@@ -137,7 +142,7 @@ def _encode_pairs(shards: list[Path], out: Path, max_review_tokens: int,
     type_id: dict[str, int] = {}
     entity_id: dict[str, int] = {}
     offsets, pair_texts = array("q", [0]), array("q", [0])
-    n_segment, pair_ids, entity = array("i"), array("q"), array("i")
+    n_segment, pair_ids, entity, ratings = array("i"), array("q"), array("i"), array("f")
     empty_reviews = empty_pairs = 0
     with open(out / "raw.i32", "wb") as raw:
         for path in tqdm(shards, unit="shard", desc="reading pairs", disable=not progress):
@@ -156,11 +161,12 @@ def _encode_pairs(shards: list[Path], out: Path, max_review_tokens: int,
                 n_segment.append(len(seg))
                 pair_ids.append(pair.pair_id)
                 entity.append(entity_id.setdefault(pair.entity_id, len(entity_id)))
+                ratings.append(math.nan if pair.rating is None else pair.rating)
             buf.tofile(raw)
     renumber_by_frequency(out, type_id)
     arrays = {"offsets": (offsets, np.int64), "pair_texts": (pair_texts, np.int64),
               "n_segment": (n_segment, np.int32), "pair_id": (pair_ids, np.int64),
-              "entity": (entity, np.int32)}
+              "entity": (entity, np.int32), "ratings": (ratings, np.float32)}
     for name, (values, dtype) in arrays.items():
         np.save(out / f"{name}.npy", np.frombuffer(values, dtype=dtype))
     write_json(out / "entities.json", list(entity_id))
@@ -215,9 +221,10 @@ def epoch_batches(n: int, batch_size: int, seed: int, epoch: int) -> list[np.nda
 
 def collate(corpus: PairCorpus, table: np.ndarray, pairs: np.ndarray, cfg: PairDataConfig,
             topics: np.ndarray | None, segment: bool = True,
-            document: bool = True) -> SummaryBatch:
+            document: bool = True, hide_opinion: np.ndarray | None = None) -> SummaryBatch:
     """Pair indices -> a SummaryBatch. The reviews of a noise kind whose branch is off are left
-    out here (the model would drop them anyway)."""
+    out here (the model would drop them anyway). The batch's ratings are the summaries' opinion
+    classes (0 where a pair has no rating, and where hide_opinion [len(pairs)] bool is True)."""
     seg_lists, doc_lists, summaries = [], [], []
     limit = cfg.max_reviews or None
     for p in pairs.tolist():
@@ -231,4 +238,7 @@ def collate(corpus: PairCorpus, table: np.ndarray, pairs: np.ndarray, cfg: PairD
         doc_lists.append(reviews[1])
         summaries.append(table[corpus.text(first)].tolist())
     rows = None if topics is None else torch.from_numpy(np.asarray(topics[pairs], np.float32))
-    return make_batch(seg_lists, doc_lists, summaries, rows)
+    ratings = [None if math.isnan(r) else r for r in corpus.ratings[pairs].tolist()]
+    if hide_opinion is not None:
+        ratings = [None if hide else r for r, hide in zip(ratings, hide_opinion, strict=True)]
+    return make_batch(seg_lists, doc_lists, summaries, rows, ratings)

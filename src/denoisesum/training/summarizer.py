@@ -97,6 +97,14 @@ class SummarizerTrainConfig:
     coverage_weight: float = 1.0  # the coverage loss's weight (See et al. 2017: 1)
     # weight of the old average per step: 0.999 averages over about the last 1,000 steps
     ema_decay: float = 0.0
+    # model.opinion only: the share of training pairs whose rating is hidden (opinion class 0,
+    # unknown), so the model also learns to summarize without a target opinion
+    opinion_dropout: float = 0.1
+
+    def validate(self) -> None:
+        if not 0 <= self.opinion_dropout <= 1:
+            why = f"must be in [0, 1], got {self.opinion_dropout}"
+            raise ConfigError(f"opinion_dropout {why}", key="opinion_dropout", reason=why)
 
 
 @dataclass
@@ -241,15 +249,17 @@ class SummarizerTrainer(ResumableTrainer):
     # ---- setup ------------------------------------------------------------------------------
 
     def _start_from(self, weights: dict[str, torch.Tensor]) -> None:
-        """Load a trained summarizer's weights (train.init_model); only the coverage weights,
-        which that model may lack, may be missing."""
+        """Load a trained summarizer's weights (train.init_model); only the coverage weights
+        and the opinion table, which that model may lack, may be missing (both start at zero:
+        the model starts as the one loaded)."""
         where = self.cfg.train.init_model
         try:
             result = self.model.load_state_dict(weights, strict=False)
         except RuntimeError as exc:  # wrong shapes
             raise ConfigError(f"train.init_model={where!r} does not fit this model: "
                               f"{str(exc).splitlines()[-1].strip()}") from None
-        missing = [k for k in result.missing_keys if not k.endswith("decoder.coverage")]
+        missing = [k for k in result.missing_keys if not k.endswith("decoder.coverage")
+                   and k not in DenoiseSum.ZERO_INIT_KEYS]
         if missing or result.unexpected_keys:
             raise ConfigError(f"train.init_model={where!r} does not fit this model (missing "
                               f"{missing[:3]}, unexpected {result.unexpected_keys[:3]}): the "
@@ -342,10 +352,23 @@ class SummarizerTrainer(ResumableTrainer):
 
     # ---- training ---------------------------------------------------------------------------
 
-    def batch(self, pairs: np.ndarray):
+    def batch(self, pairs: np.ndarray, hide_opinion: np.ndarray | None = None):
         m = self.cfg.model
         return pair_data.collate(self.corpus, self.table, pairs, self.cfg.data, self.topics,
-                                 m.segment_noise, m.document_noise).to(self.device)
+                                 m.segment_noise, m.document_noise, hide_opinion).to(self.device)
+
+    def _hidden_opinions(self, pairs: np.ndarray, mine: np.ndarray) -> np.ndarray | None:
+        """bool [len(mine)]: which of this rank's pairs train with their rating hidden
+        (train.opinion_dropout). Drawn for the whole global batch `pairs` from a stream of
+        (seed, step) alone: the same pairs whatever the number of processes, the same after a
+        resume, and no draw from torch's generator (dropout masks stay those of a run without
+        opinion)."""
+        t = self.cfg.train
+        if not self.cfg.model.opinion or not t.opinion_dropout:
+            return None
+        rng = np.random.default_rng([t.seed, 3, self.state["step"]])
+        hidden = set(pairs[rng.random(len(pairs)) < t.opinion_dropout].tolist())
+        return np.array([p in hidden for p in mine.tolist()], dtype=bool)
 
     def _epoch_order(self, epoch: int) -> list:
         t = self.cfg.train
@@ -366,7 +389,8 @@ class SummarizerTrainer(ResumableTrainer):
         """One step on the global batch `pairs` (this rank's share of it when distributed)."""
         start = time.perf_counter()
         mine, counted = self.dist.shard(pairs)
-        out = self._forward(self.batch(mine), self.train_model)
+        out = self._forward(self.batch(mine, self._hidden_opinions(pairs, mine)),
+                            self.train_model)
         if self.dist.enabled:
             out = self._global_loss(out, len(mine) if counted else 0, len(pairs))
         self.optimizer.zero_grad(set_to_none=True)
