@@ -176,3 +176,44 @@ def test_estimate_records(tmp_path):
     path = tmp_path / "r.jsonl.gz"
     path.write_bytes(gzip.compress(_jsonl_bytes(RECORDS)))
     assert estimate_records([Path(path)]) == 3
+
+
+@pytest.mark.parametrize("compression", [".gz", ".xz", ".zst"])
+@pytest.mark.parametrize("keep", [0.5, -1, 20])
+def test_truncated_compressed_file_is_an_error(tmp_path, compression, keep):
+    """A .zst cut short used to read as a shorter (or empty) file, with no error."""
+    path = tmp_path / f"r.jsonl{compression}"
+    data = COMPRESS[compression](_jsonl_bytes(RECORDS * 500))
+    path.write_bytes(data[: int(len(data) * keep) if keep == 0.5 else keep])
+    with pytest.raises(InputError, match=r"r\.jsonl\..*: cannot read \(corrupt or truncated"):
+        list(CorpusReader(path, skip_bad=True))
+    with pytest.raises(InputError, match="corrupt or truncated"):
+        estimate_records([path])
+
+
+def test_zst_of_several_frames_is_read_to_the_end(tmp_path):
+    path = tmp_path / "r.jsonl.zst"
+    path.write_bytes(COMPRESS[".zst"](_jsonl_bytes(RECORDS)) * 3)  # as `cat a.zst b.zst` makes
+    assert len(list(CorpusReader(path))) == 9
+    assert estimate_records([path]) == 9
+
+
+def test_csv_unterminated_quote_is_an_error_never_skipped(tmp_path):
+    """It used to read the rows before it, then swallow the rest of the file as one field."""
+    rows = ["entity_id,text", *(f"e{i % 3},review {i} was fine" for i in range(100))]
+    rows[3] = 'e1,"this quote is never closed'
+    path = tmp_path / "r.csv"
+    path.write_text("\n".join(rows) + "\n")
+    for skip_bad in (False, True):
+        with pytest.raises(InputError, match=r"r\.csv, line 4: unterminated quote"):
+            list(CorpusReader(path, skip_bad=skip_bad))
+
+
+def test_csv_text_after_a_closing_quote_is_a_bad_row(tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text('entity_id,text\na,"closed" then text\na,"fine ""quoted"" text"\n')
+    with pytest.raises(InputError, match=r"line 2: malformed CSV: text after a field's closing"):
+        list(CorpusReader(path))
+    reader = CorpusReader(path, skip_bad=True)
+    assert [r.text for r in reader] == ['fine "quoted" text']
+    assert reader.skipped.count == 1

@@ -39,10 +39,60 @@ def open_binary(path: str | Path) -> IO[bytes]:
     if compression == ".xz":
         return lzma.open(path, "rb")
     if compression == ".zst":
-        raw = open(path, "rb")  # noqa: SIM115 - closed through the reader below
         # the zstd reader has no readline; a BufferedReader adds line iteration
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True))
+        return io.BufferedReader(ZstdReader(path))
     return open(path, "rb")
+
+
+class ZstdReader(io.RawIOBase):
+    """A .zst file decompressed frame after frame, in bounded memory.
+
+    zstandard's own stream_reader ends quietly where the data ends, so a file cut in half read
+    as a shorter (or empty) file; and it stops after the first frame of a concatenated file.
+    This reader reads every frame and raises ZstdError when the file ends inside one.
+    """
+
+    # compressed bytes fed per step: small, so that even at zstd's highest ratio (a 128 KB block
+    # in 4 bytes) one step gives at most 32 MB; larger steps are no faster
+    FEED = 1 << 10
+
+    def __init__(self, path: str | Path) -> None:
+        self._raw = open(path, "rb")  # noqa: SIM115 - closed by close()
+        self._decompressor = zstandard.ZstdDecompressor()
+        self._frame: Any = None  # the open frame's decompressor; None between frames
+        self._out = b""
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while self._pos == len(self._out):
+            data = self._raw.read(self.FEED)
+            if not data:
+                if self._frame is not None:
+                    raise zstandard.ZstdError("the file ends inside a frame (truncated)")
+                return 0
+            self._out, self._pos = self._decompress(data), 0
+        n = min(len(buffer), len(self._out) - self._pos)
+        buffer[:n] = self._out[self._pos : self._pos + n]
+        self._pos += n
+        return n
+
+    def _decompress(self, data: bytes) -> bytes:
+        parts = []
+        while data:
+            if self._frame is None:
+                self._frame = self._decompressor.decompressobj()
+            parts.append(self._frame.decompress(data))
+            data = b""
+            if self._frame.eof:  # the rest of `data` starts the next frame
+                data, self._frame = self._frame.unused_data, None
+        return b"".join(parts)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 # What a broken compressed stream raises, by library.

