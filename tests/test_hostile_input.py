@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import pytest
 import zstandard
 
 from conftest import synthetic_reviews
@@ -70,3 +73,55 @@ def test_stats_on_a_csv_with_an_unterminated_quote_names_its_line(tmp_path):
     for skip in ([], ["--skip-bad"]):
         done = run_cli("stats", path, *skip)
         assert refused(done, "corpus.csv, line 4: unterminated quote"), done.stdout + done.stderr
+
+
+# ---- an output that is not a regular file is written through, never replaced ---------------
+
+
+@pytest.fixture
+def corpus(tmp_path) -> Path:
+    path = tmp_path / "corpus.jsonl"
+    path.write_bytes(jsonl(synthetic_reviews(3, 4)))
+    return path
+
+
+def written_vocab(text: str) -> dict:
+    """The vocabulary JSON at the start of `text` (the command's own message may follow)."""
+    return json.JSONDecoder().raw_decode(text)[0]
+
+
+def test_output_onto_a_fifo_writes_into_it(corpus, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()  # a reader waiting, as `cat fifo` would be
+    done = run_cli("vocab", corpus, "-o", fifo, "--min-count", "1")
+    if reader.is_alive():  # never opened for writing: let the reader go
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    reader.join(10)
+    assert done.returncode == 0, done.stderr
+    assert stat.S_ISFIFO(fifo.lstat().st_mode), "the FIFO was replaced by a regular file"
+    assert "the" in written_vocab(got[0].decode())["tokens"]
+
+
+def test_output_onto_a_symlink_to_a_device_or_stdout_writes_through(corpus, tmp_path):
+    null, stdout = tmp_path / "null", tmp_path / "stdout"
+    null.symlink_to("/dev/null")
+    stdout.symlink_to("/proc/self/fd/1")
+    done = run_cli("vocab", corpus, "-o", null, "--min-count", "1")
+    assert done.returncode == 0, done.stderr
+    assert null.is_symlink() and stat.S_ISCHR(null.stat().st_mode)
+    done = run_cli("vocab", corpus, "-o", stdout, "--min-count", "1")
+    assert done.returncode == 0, done.stderr
+    assert stdout.is_symlink()
+    assert "the" in written_vocab(done.stdout)["tokens"]
+
+
+def test_output_onto_a_symlink_to_a_file_replaces_the_file_keeps_the_link(corpus, tmp_path):
+    target, link = tmp_path / "vocab.json", tmp_path / "link.json"
+    target.write_text("old\n")
+    link.symlink_to(target)
+    done = run_cli("vocab", corpus, "-o", link, "--min-count", "1")
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and "the" in json.loads(target.read_text())["tokens"]

@@ -207,10 +207,18 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     """Write to a temporary file beside `path`, then rename it over `path`.
 
     A crash leaves either the old file or the new one, never a half-written file. The file gets
-    the mode an ordinary write would give (an overwritten file keeps its own).
+    the mode an ordinary write would give (an overwritten file keeps its own). An output that is
+    not a regular file (a device such as /dev/null, a FIFO, /dev/stdout) is written through, as a
+    shell's `>` would: renaming over it would replace it with a regular file. A symlink keeps
+    pointing where it did: the file it names is the one replaced.
     """
     path = Path(path)
     check_output(path)
+    if path.exists() and not path.is_file():
+        with open(path, mode, encoding=None if "b" in mode else encoding) as handle:
+            yield handle
+        return
+    path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.chmod(tmp, _new_file_mode(path))
