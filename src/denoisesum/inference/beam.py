@@ -93,6 +93,9 @@ class DecodeConfig:
     # opinion steering (inference/summarizer.py): each step adds opinion_weight x the caller's
     # per-entity word bias (the rating model's pull of each word toward the target stars)
     opinion_weight: float = 0.0
+    # the stars the model's summaries read when not steered: an entity whose reviews read
+    # so is not steered at all, one below it toward lower stars (target - opinion_tone)
+    opinion_tone: float = 4.5
     # among the finished hypotheses, the best one with no self-contradiction and no clause
     # against the reviews (inference/opinion.py), else the best with its offending sentences cut
     avoid_contradiction: bool = False
@@ -121,6 +124,7 @@ class DecodeConfig:
             ("rerank_ngrams", self.rerank_ngrams >= 1, "must be at least 1"),
             ("length_ratio", 0 <= self.length_ratio <= 10, "must be between 0 (off) and 10"),
             ("opinion_weight", 0 <= self.opinion_weight <= 100, "must be between 0 (off) and 100"),
+            ("opinion_tone", 1 <= self.opinion_tone <= 5, "must be between 1 and 5 (stars)"),
         ]
         for name, ok, why in checks:
             if not ok:

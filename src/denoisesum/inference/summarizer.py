@@ -47,6 +47,7 @@ from denoisesum.inference.beam import (
     banned_words,
     beam_search,
 )
+from denoisesum.inference.opinion import check_opinion, clauses
 from denoisesum.inference.rerank import choose, review_subsets
 from denoisesum.inference.selection import SELECT_MODES, select_reviews
 from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
@@ -54,6 +55,7 @@ from denoisesum.inference.support import Explanation, SupportConfig, is_content_
 from denoisesum.inference.support import explain as explain_support
 from denoisesum.models.denoisesum import DenoiseSum
 from denoisesum.models.precision import use_bf16
+from denoisesum.models.rating import RatingModel, find_rating_model
 from denoisesum.models.store import CONFIG, load_denoisesum, parse_section
 
 # The models installed with the package: package data under denoisesum/pretrained/, one directory
@@ -71,8 +73,7 @@ def installed_models_dir() -> Path:
 def installed_models() -> list[str]:
     """The names of the installed models (directories with a config.json)."""
     root = installed_models_dir()
-    return sorted(p.name for p in root.iterdir() if (p / CONFIG).is_file()) if root.is_dir() \
-        else []
+    return sorted(p.name for p in root.iterdir() if (p / CONFIG).is_file()) if root.is_dir() else []
 
 
 DEFAULT_MODEL_DIR = installed_models_dir() / DEFAULT_MODEL
@@ -87,7 +88,8 @@ def resolve_model(name_or_path: str | Path | None) -> Path:
             raise DenoiseSumError(
                 f"no default model is installed (looked for {DEFAULT_MODEL_DIR}); pass a model "
                 "directory: Summarizer.from_pretrained('path/to/model') or `denoisesum summarize "
-                "--model DIR` (a directory with model.safetensors, config.json, vocab.json)")
+                "--model DIR` (a directory with model.safetensors, config.json, vocab.json)"
+            )
         return DEFAULT_MODEL_DIR
     path = Path(name_or_path)
     text = str(name_or_path)
@@ -96,8 +98,9 @@ def resolve_model(name_or_path: str | Path | None) -> Path:
     if text in installed_models():
         return installed_models_dir() / text
     names = ", ".join(installed_models()) or "none"
-    raise DenoiseSumError(f"no model directory or installed model named {text!r} "
-                          f"(installed models: {names})")
+    raise DenoiseSumError(
+        f"no model directory or installed model named {text!r} (installed models: {names})"
+    )
 
 
 # An entity's reviews are flagged when fewer than this share of their words (tokens with a
@@ -110,6 +113,17 @@ _HAS_WORD = regex.compile(r"[\p{L}\p{N}]")
 
 class UnreadableInputWarning(UserWarning):
     """The reviews are mostly words the model does not know: its summary is likely invented."""
+
+
+# which reviews a summary speaks for: all of them, the complaints (reviews of at most
+# COMPLAINT_STARS), or the praise (at least PRAISE_STARS); stars are the given ones, else the
+# rating model's reading
+SLICES = ("all", "complaints", "praise")
+COMPLAINT_STARS, PRAISE_STARS = 3.0, 4.0
+
+
+class EmptySliceWarning(UserWarning):
+    """No review of a set belongs to the asked slice (no complaint, no praise): no summary."""
 
 
 @dataclass
@@ -133,10 +147,11 @@ class SummarizerConfig:
     decode: DecodeConfig = field(default_factory=DecodeConfig)
 
     def validate(self) -> None:
-        for name, ok, why in [("max_reviews", self.max_reviews >= 1, "must be at least 1"),
-                              ("read_reviews", self.read_reviews >= 1, "must be at least 1"),
-                              ("select", self.select in SELECT_MODES,
-                               f"must be one of {', '.join(SELECT_MODES)}")]:
+        for name, ok, why in [
+            ("max_reviews", self.max_reviews >= 1, "must be at least 1"),
+            ("read_reviews", self.read_reviews >= 1, "must be at least 1"),
+            ("select", self.select in SELECT_MODES, f"must be one of {', '.join(SELECT_MODES)}"),
+        ]:
             if not ok:
                 value = getattr(self, name)
                 raise ConfigError(f"{name}={value!r} {why}", key=name, reason=f"{value!r} {why}")
@@ -146,8 +161,9 @@ def load_model(directory: str | Path) -> tuple[DenoiseSum, Vocab, SummarizerConf
     """Read a model directory (format: models/store.py): the model in eval mode, its
     vocabulary and the summarizing settings saved with it (config.json's "summarize")."""
     model, vocab, config = load_denoisesum(directory)
-    settings = parse_section(SummarizerConfig, config.get("summarize", {}),
-                             Path(directory) / CONFIG, "summarize")
+    settings = parse_section(
+        SummarizerConfig, config.get("summarize", {}), Path(directory) / CONFIG, "summarize"
+    )
     return model, vocab, settings
 
 
@@ -155,8 +171,13 @@ class Summarizer:
     """A DenoiseSum model, its vocabulary, and the settings to summarize with (`config`, which
     may be changed between calls)."""
 
-    def __init__(self, model: DenoiseSum, vocab: Vocab, config: SummarizerConfig | None = None,
-                 device: str | torch.device = "cpu") -> None:
+    def __init__(
+        self,
+        model: DenoiseSum,
+        vocab: Vocab,
+        config: SummarizerConfig | None = None,
+        device: str | torch.device = "cpu",
+    ) -> None:
         self.device = torch.device(device)
         self.model = model.eval().to(self.device)
         self.vocab = vocab
@@ -164,17 +185,25 @@ class Summarizer:
         self.path: Path | None = None  # the model directory, when loaded from one
         self._classes: tuple[list[int], list[int], set[int]] | None = None  # _word_classes
         self._bf16_ok: bool | None = None  # whether this device computes bf16 (_bf16)
+        # how many stars a text reads as (the model directory's rating.npz): the reviews'
+        # opinion when no stars are given, opinion steering and the contradiction checks
+        self.rating: RatingModel | None = None
+        self._pull: torch.Tensor | None = None  # [V] each word's pull on the stars (_word_pull)
 
     @classmethod
-    def from_pretrained(cls, path: str | Path | None = None,
-                        config: SummarizerConfig | None = None,
-                        device: str | torch.device = "cpu") -> Summarizer:
+    def from_pretrained(
+        cls,
+        path: str | Path | None = None,
+        config: SummarizerConfig | None = None,
+        device: str | torch.device = "cpu",
+    ) -> Summarizer:
         """Load a model directory, or an installed model by name (e.g. "denoisesum-yelp"; None:
         the default model). `config` replaces the settings saved with the model."""
         path = resolve_model(path)
         model, vocab, saved = load_model(path)
         summarizer = cls(model, vocab, config or saved, device)
         summarizer.path = Path(path)
+        summarizer.rating = find_rating_model(path)
         return summarizer
 
     # ---- input ------------------------------------------------------------------------------
@@ -204,14 +233,16 @@ class Summarizer:
         return {"reviews_read": self.read_count(total), "reviews_total": total}
 
     def _select(self, encoded: list[list[int]]) -> list[int]:
-        return select_reviews(encoded, self.config.read_reviews, self.config.select,
-                              self.config.seed)
+        return select_reviews(
+            encoded, self.config.read_reviews, self.config.select, self.config.seed
+        )
 
     def _encode_all(self, reviews: Sequence[str], where: str = "") -> list[list[int]]:
         """Review texts -> word ids, cut to max_reviews reviews of max_review_tokens words."""
         if isinstance(reviews, str) or not isinstance(reviews, Sequence):
-            raise DenoiseSumError(f"{where}reviews must be a list of review texts, got "
-                                  f"{type(reviews).__name__}")
+            raise DenoiseSumError(
+                f"{where}reviews must be a list of review texts, got {type(reviews).__name__}"
+            )
         if not reviews:
             raise DenoiseSumError(f"{where}no reviews to summarize")
         out = []
@@ -228,8 +259,12 @@ class Summarizer:
         """The share of the words the model considers (tokens with a letter or digit, of the
         first max_reviews reviews, whichever of them it reads) that its vocabulary knows; None
         when there is no word at all."""
-        tokens = [t for text in list(reviews)[: self.config.max_reviews] if isinstance(text, str)
-                  for t in self.vocab.tokenizer.tokenize(text)[: self.config.max_review_tokens]]
+        tokens = [
+            t
+            for text in list(reviews)[: self.config.max_reviews]
+            if isinstance(text, str)
+            for t in self.vocab.tokenizer.tokenize(text)[: self.config.max_review_tokens]
+        ]
         words = [t for t in tokens if _HAS_WORD.search(t)]
         return sum(t in self.vocab.index for t in words) / len(words) if words else None
 
@@ -239,12 +274,16 @@ class Summarizer:
         of the words it reads known to its vocabulary (another language, say)."""
         known = self.known_share(reviews)
         if known is None:
-            return ["the reviews have no words (only punctuation, symbols or invisible "
-                    "characters): the summary cannot come from them"]
+            return [
+                "the reviews have no words (only punctuation, symbols or invisible "
+                "characters): the summary cannot come from them"
+            ]
         if known < MIN_KNOWN_SHARE:
-            return [f"only {known:.0%} of the reviews' words are known to the model (below "
-                    f"{MIN_KNOWN_SHARE:.0%}; another language?): the summary is likely "
-                    "invented"]
+            return [
+                f"only {known:.0%} of the reviews' words are known to the model (below "
+                f"{MIN_KNOWN_SHARE:.0%}; another language?): the summary is likely "
+                "invented"
+            ]
         return []
 
     def _warn_unreadable(self, review_sets: Sequence[Sequence[str]]) -> None:
@@ -255,21 +294,128 @@ class Summarizer:
 
     # ---- summarizing ------------------------------------------------------------------------
 
-    def summarize_tokens_batch(self, review_sets: Sequence[Sequence[str]],
-                               batch_size: int = 8) -> list[list[str]]:
+    def summarize_tokens_batch(
+        self,
+        review_sets: Sequence[Sequence[str]],
+        batch_size: int = 8,
+        ratings: Sequence[Sequence[float | None] | None] | None = None,
+        slice: str = "all",
+    ) -> list[list[str]]:
         """Tokenized summaries (lower-cased, PTB clitics: what ROUGE scripts expect), one per
-        review set, decoded `batch_size` entities at a time."""
+        review set, decoded `batch_size` entities at a time. ratings: per set, each review's
+        stars (None where unknown), the opinion the summary follows; slice: "all",
+        "complaints" or "praise" (SLICES), the reviews the summary speaks for."""
         if isinstance(review_sets, str) or not isinstance(review_sets, Sequence):
             raise DenoiseSumError("review_sets must be a list of lists of review texts")
         if batch_size < 1:
             raise DenoiseSumError(f"batch_size must be at least 1, got {batch_size}")
-        encoded = [self.encode_reviews(reviews, f"review set {i}: ")
-                   for i, reviews in enumerate(review_sets)]
-        return self._decode(encoded, batch_size)
+        if ratings is not None and len(ratings) != len(review_sets):
+            raise DenoiseSumError(
+                f"ratings has {len(ratings)} entries for {len(review_sets)} "
+                "review sets (one list per set, or None)"
+            )
+        sets, stars = [], []
+        for i, reviews in enumerate(review_sets):
+            kept, kept_stars = self.slice_reviews(
+                reviews, ratings[i] if ratings else None, slice, f"review set {i}: "
+            )
+            sets.append(kept)
+            stars.append(kept_stars)
+        todo = [i for i, kept in enumerate(sets) if kept]
+        encoded, targets = [], []
+        for i in todo:
+            read = self.reviews_read(sets[i])
+            encoded.append(self.encode_reviews(sets[i], f"review set {i}: "))
+            targets.append(
+                self.target_stars([sets[i][j] for j in read], [stars[i][j] for j in read])
+            )
+        out: list[list[str]] = [[] for _ in review_sets]
+        for i, tokens in zip(todo, self._decode(encoded, batch_size, targets), strict=True):
+            out[i] = tokens
+        return out
 
-    def summarize_tokens(self, reviews: Sequence[str]) -> list[str]:
+    def summarize_tokens(
+        self,
+        reviews: Sequence[str],
+        ratings: Sequence[float | None] | None = None,
+        slice: str = "all",
+    ) -> list[str]:
         """The summary of one entity's reviews as tokens."""
-        return self._decode([self.encode_reviews(reviews)], 1)[0]
+        return self.summarize_tokens_batch([reviews], 1, [ratings], slice)[0]
+
+    # ---- opinion ----------------------------------------------------------------------------
+
+    def slice_reviews(
+        self,
+        reviews: Sequence[str],
+        stars: Sequence[float | None] | None,
+        slice: str,
+        where: str = "",
+    ) -> tuple[list[str], list[float | None]]:
+        """The reviews (and their stars) a summary of `slice` speaks for; an
+        EmptySliceWarning and no reviews when none belongs to it."""
+        if slice not in SLICES:
+            raise DenoiseSumError(f"slice={slice!r}: must be one of {', '.join(SLICES)}")
+        if isinstance(reviews, str) or not isinstance(reviews, Sequence):
+            raise DenoiseSumError(
+                f"{where}reviews must be a list of review texts, got {type(reviews).__name__}"
+            )
+        stars = list(stars) if stars is not None else [None] * len(reviews)
+        if len(stars) != len(reviews):
+            raise DenoiseSumError(
+                f"{where}{len(stars)} ratings for {len(reviews)} reviews "
+                "(one per review, None where unknown)"
+            )
+        if slice == "all":
+            return list(reviews), stars
+        if self.rating is None and None in stars:
+            raise DenoiseSumError(
+                f"slice={slice!r} needs every review's stars, or a model "
+                "with a rating model (rating.npz) to read them"
+            )
+        read = [
+            s if s is not None else self.rating.star(r) for r, s in zip(reviews, stars, strict=True)
+        ]
+        keep = [
+            i
+            for i, s in enumerate(read)
+            if (s <= COMPLAINT_STARS if slice == "complaints" else s >= PRAISE_STARS)
+        ]
+        if not keep:
+            warnings.warn(
+                f"{where}no review belongs to the {slice} (reviews of "
+                f"{'at most' if slice == 'complaints' else 'at least'} "
+                f"{COMPLAINT_STARS if slice == 'complaints' else PRAISE_STARS:g} "
+                "stars): no summary",
+                EmptySliceWarning,
+                stacklevel=3,
+            )
+        return [reviews[i] for i in keep], [read[i] for i in keep]
+
+    def target_stars(self, reviews: Sequence[str], stars: Sequence[float | None]) -> float | None:
+        """The opinion a summary of these reviews should convey: their mean stars when every
+        one is given, else the rating model's mean reading (None without a rating model)."""
+        if stars and None not in stars:
+            return sum(stars) / len(stars)
+        return None if self.rating is None else float(self.rating.stars(reviews).mean())
+
+    def _word_pull(self) -> torch.Tensor:
+        """[V] each content word's pull on the stars, scaled so that the 99th percentile of
+        its size is 1 (opinion_weight is then in nats per star of difference). Function words
+        ("not", "no", "but") pull nothing: alone they push a summary toward "not bad", whose
+        opinion is the opposite of the word's."""
+        if self._pull is None:
+            weights = self.rating.word_weights()
+            content = set(self._word_classes()[0])
+            pull = torch.tensor(
+                [
+                    weights.get(w, 0.0) if i in content else 0.0
+                    for i, w in enumerate(self.vocab.tokens)
+                ]
+            )
+            scale = float(pull.abs()[pull != 0].quantile(0.99)) if bool(pull.any()) else 1.0
+            self._pull = (pull / scale).clamp(-1, 1)
+        return self._pull
 
     def _word_classes(self) -> tuple[list[int], list[int], set[int]]:
         """(content words, sentence ends, ids the input-overlap score ignores) of the
@@ -277,18 +423,29 @@ class Summarizer:
         tokens with no letter or digit."""
         if self._classes is None:
             tokens = self.vocab.tokens
-            content = [i for i, w in enumerate(tokens)
-                       if i >= len(SPECIALS) and is_content_word(w)]
+            content = [i for i, w in enumerate(tokens) if i >= len(SPECIALS) and is_content_word(w)]
             ends = [self.vocab.index[w] for w in (".", "!", "?") if w in self.vocab.index]
-            ignore = {i for i, w in enumerate(tokens)
-                      if i < len(SPECIALS) or not any(ch.isalnum() for ch in w)}
+            ignore = {
+                i
+                for i, w in enumerate(tokens)
+                if i < len(SPECIALS) or not any(ch.isalnum() for ch in w)
+            }
             self._classes = content, ends, ignore
         return self._classes
 
-    def _decode(self, encoded: list[list[list[int]]], batch_size: int) -> list[list[str]]:
+    def _decode(
+        self,
+        encoded: list[list[list[int]]],
+        batch_size: int,
+        targets: list[float | None] | None = None,
+    ) -> list[list[str]]:
         """Per entity, the best hypothesis; with decode.rerank, the candidate (n-best and
-        review-subset hypotheses) closest to its reviews (inference/rerank.py)."""
+        review-subset hypotheses) closest to its reviews (inference/rerank.py); with
+        decode.avoid_contradiction, the best that neither contradicts itself nor the reviews
+        (_consistent). targets: per entity, the stars the summary should convey (None:
+        unknown)."""
         cfg = self.config.decode
+        targets = targets or [None] * len(encoded)
         sources, owner = list(encoded), list(range(len(encoded)))
         if cfg.rerank:
             for e, reviews in enumerate(encoded):
@@ -296,15 +453,43 @@ class Summarizer:
                     sources.append([reviews[i] for i in keep])
                     owner.append(e)
         candidates: list[list[list[int]]] = [[] for _ in encoded]
-        for e, hyps in zip(owner, self._search(sources, batch_size), strict=True):
+        found = self._search(sources, batch_size, [targets[e] for e in owner])
+        for e, hyps in zip(owner, found, strict=True):
             candidates[e].extend(hyps)  # the full set's hypotheses first, best first
         ignore = self._word_classes()[2]
         out = []
-        for reviews, cands in zip(encoded, candidates, strict=True):
-            best = choose(cands, reviews, ignore, cfg.rerank_ngrams) if cfg.rerank and cands \
-                else 0
-            out.append(self.vocab.decode(cands[best]) if cands else [])
+        for reviews, cands, target in zip(encoded, candidates, targets, strict=True):
+            best = choose(cands, reviews, ignore, cfg.rerank_ngrams) if cfg.rerank and cands else 0
+            if not cands:
+                out.append([])
+            elif cfg.avoid_contradiction and self.rating is not None:
+                out.append(self._consistent(cands, best, reviews, target))
+            else:
+                out.append(self.vocab.decode(cands[best]))
         return out
+
+    def _consistent(
+        self, cands: list[list[int]], best: int, reviews: list[list[int]], target: float | None
+    ) -> list[str]:
+        """The first candidate (best first) with no self-contradiction and no clause against
+        the reviews; if there is none, `best` with the sentences of such clauses cut (never
+        its first sentence), ending at its last sentence end."""
+        texts = [" ".join(self.vocab.decode(r)) for r in reviews]
+        stars = [target] * len(texts) if target is not None else None
+        order = [best] + [i for i in range(len(cands)) if i != best]
+        for i in order:
+            tokens = self.vocab.decode(cands[i])
+            if not _offending(check_opinion(" ".join(tokens), texts, self.rating, stars)):
+                return _end_at_sentence(tokens)
+        tokens = self.vocab.decode(cands[best])
+        text = " ".join(tokens)
+        parts = clauses(text, self.rating)
+        cut = {
+            parts[i].sentence for i in _offending(check_opinion(text, texts, self.rating, stars))
+        } - {0}
+        return _end_at_sentence(
+            [t for s, sentence in enumerate(_sentences(tokens)) if s not in cut for t in sentence]
+        )
 
     def _bf16(self) -> bool:
         """config.bf16 where this device computes bf16 (else fp32, with one warning)."""
@@ -312,25 +497,53 @@ class Summarizer:
             self._bf16_ok = use_bf16(self.device, "bf16 decoding")
         return self.config.bf16 and bool(self._bf16_ok)
 
-    def _search(self, sources: list[list[list[int]]], batch_size: int) -> list[list[list[int]]]:
-        """Beam search over each review set: its hypotheses' word ids, best first."""
+    def _search(
+        self, sources: list[list[list[int]]], batch_size: int, targets: list[float | None]
+    ) -> list[list[list[int]]]:
+        """Beam search over each review set: its hypotheses' word ids, best first. targets:
+        the stars each summary should convey (the opinion of an opinion model, the steering
+        of decode.opinion_weight)."""
         content, ends, _ = self._word_classes()
         lists = WordLists(banned_words(self.config.decode, self.vocab.index), content, ends)
         out: list[list[list[int]]] = []
         for start in range(0, len(sources), batch_size):
-            batch = inference_batch(sources[start: start + batch_size]).to(self.device)
+            wanted = targets[start : start + batch_size]
+            batch = inference_batch(sources[start : start + batch_size], wanted).to(self.device)
             model, words, ids, reviews = self.model, lists, list, batch.reviews
             if self.config.shortlist:
                 rows = shortlist_rows(batch.reviews, self.config.shortlist, len(self.vocab))
                 model = ShortlistModel(self.model, rows)
-                words = WordLists(*(model.positions(x) for x in (
-                    lists.banned, lists.content, lists.sentence_ends)))
+                words = WordLists(
+                    *(
+                        model.positions(x)
+                        for x in (lists.banned, lists.content, lists.sentence_ends)
+                    )
+                )
                 ids, reviews = model.vocab_ids, model.position[batch.reviews]
+            bias = self._bias(wanted, model)
             with torch.autocast(self.device.type, torch.bfloat16, enabled=self._bf16()):
-                found = beam_search(self._decoding_model(model), batch, self.config.decode,
-                                    words=words, reviews=reviews)
+                found = beam_search(
+                    self._decoding_model(model),
+                    batch,
+                    self.config.decode,
+                    words=words,
+                    reviews=reviews,
+                    bias=bias,
+                )
             out.extend([ids(h.tokens) for h in hyps] for hyps in found)
         return out
+
+    def _bias(self, targets: list[float | None], model) -> torch.Tensor | None:
+        """[B, V] opinion steering: (target - opinion_tone) x each word's pull, in the search's
+        output space (a ShortlistModel's positions); None when off or nothing to steer."""
+        cfg = self.config.decode
+        if not cfg.opinion_weight or self.rating is None or all(t is None for t in targets):
+            return None
+        shift = torch.tensor([0.0 if t is None else t - cfg.opinion_tone for t in targets])
+        pull = self._word_pull()
+        if isinstance(model, ShortlistModel):
+            pull = pull[model.rows.cpu()]
+        return (shift.unsqueeze(1) * pull.unsqueeze(0)).to(self.device)  # [B, V]
 
     def _decoding_model(self, model: DecodingModel) -> DecodingModel:
         """The model beam search runs, given this summarizer's (a ShortlistModel of it when
@@ -339,27 +552,69 @@ class Summarizer:
         scripts/sentiment_probe.py: tone steering)."""
         return model
 
-    def summarize_batch(self, review_sets: Sequence[Sequence[str]],
-                        batch_size: int = 8, warn: bool = True) -> list[str]:
+    def summarize_batch(
+        self,
+        review_sets: Sequence[Sequence[str]],
+        batch_size: int = 8,
+        warn: bool = True,
+        ratings: Sequence[Sequence[float | None] | None] | None = None,
+        slice: str = "all",
+    ) -> list[str]:
         """Readable summaries (detokenized, sentence case), one per review set. Review sets the
         model cannot read (`input_warnings`) raise an UnreadableInputWarning unless `warn` is
-        False (for callers that report `input_warnings` themselves)."""
-        summaries = [detokenize(t) for t in self.summarize_tokens_batch(review_sets, batch_size)]
+        False (for callers that report `input_warnings` themselves). ratings and slice: as in
+        summarize."""
+        summaries = [
+            detokenize(t)
+            for t in self.summarize_tokens_batch(review_sets, batch_size, ratings, slice)
+        ]
         if warn:
             self._warn_unreadable(review_sets)
         return summaries
 
-    def summarize(self, reviews: Sequence[str]) -> str:
+    def summarize(
+        self,
+        reviews: Sequence[str],
+        ratings: Sequence[float | None] | None = None,
+        slice: str = "all",
+    ) -> str:
         """The readable summary of one entity's reviews (an UnreadableInputWarning when the
-        model cannot read them: `input_warnings`)."""
-        summary = detokenize(self.summarize_tokens(reviews))
+        model cannot read them: `input_warnings`). ratings: each review's stars (None where
+        unknown), the opinion to convey (else the rating model reads it); slice: "all", or
+        "complaints" / "praise" to summarize only what people complain about / praise."""
+        summary = detokenize(self.summarize_tokens(reviews, ratings, slice))
         self._warn_unreadable([reviews])
         return summary
 
-    def explain(self, reviews: Sequence[str], summary: str | None = None,
-                config: SupportConfig | None = None) -> Explanation:
+    def explain(
+        self,
+        reviews: Sequence[str],
+        summary: str | None = None,
+        config: SupportConfig | None = None,
+    ) -> Explanation:
         """Which of the reviews support each sentence of `summary` (None: summarize them first),
         with scores; method and thresholds in `denoisesum.inference.support`."""
         if summary is None:
             summary = self.summarize(reviews)
-        return explain_support(reviews, summary, self.vocab.tokenizer, config)
+        return explain_support(reviews, summary, self.vocab.tokenizer, config, self.rating)
+
+
+def _sentences(tokens: list[str]) -> list[list[str]]:
+    out: list[list[str]] = [[]]
+    for token in tokens:
+        out[-1].append(token)
+        if token in (".", "!", "?"):
+            out.append([])
+    return [s for s in out if s]
+
+
+def _end_at_sentence(tokens: list[str]) -> list[str]:
+    """Tokens up to their last sentence end (all of them when none has one)."""
+    ends = [i for i, t in enumerate(tokens) if t in (".", "!", "?")]
+    return tokens[: ends[-1] + 1] if ends else tokens
+
+
+def _offending(check) -> list[int]:
+    """Clause indices to cut: the later clause of each contradiction, and clauses against the
+    reviews."""
+    return sorted({j for _, j in check.contradictions} | set(check.against_reviews))

@@ -29,6 +29,15 @@ Method (lexical, fast, no model needed, so it also works for baselines and human
    is.") claims nothing and counts as supported, with score 1 and no reviews.
 5. **Summary.** `supported_share` is the share of supported sentences (0 for an empty summary).
 
+6. **Opinion** (with a rating model, models/rating.py). A sentence whose words match reviews
+   but whose opinion is the opposite of theirs is **contradicted**, not supported: the rating
+   model reads the sentence, and the sentences of its supporting reviews that use the words it
+   shares with them; if one reads positive and the other negative (the clause thresholds of
+   inference/opinion.py), word overlap is not support ("the breakfast buffet is pretty good"
+   against "the buffet was cold").
+7. **Warning.** When fewer than half of the sentences are supported, `warnings` says the
+   reviews may lie outside what the model knows (its summary is likely invented).
+
 Each sentence lists its best reviews (at most `top_k`, score at least `min_score`) with the
 content words they share with it (`matched`), and the content words found in no review at all
 (`missing`). Word overlap cannot see negation or paraphrase: "the staff was not friendly" is
@@ -47,8 +56,11 @@ import regex
 
 from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.errors import DenoiseSumError
+from denoisesum.inference.opinion import NEGATIVE_CLAUSE, POSITIVE_CLAUSE
+from denoisesum.models.rating import RatingModel
 
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a about above after again against all also am an and any are as at be because been before being
 below between both but by can could did do does doing down during each either else even ever
 every few for from further had has have having he her here hers herself him himself his how i if
@@ -59,13 +71,16 @@ to too under until up upon us very was we were what when where which while who w
 will with would yet you your yours yourself yourselves
 n't 's 'm 're 've 'll 'd ca wo na gon wan im ive dont didnt cant wont isnt wasnt
 really quite pretty much many lot lots bit thing things way got get gets go goes went one
-""".split())
+""".split()
+)
 
 # a sentence ends after . ! ? … (runs of them, then closing quotes/brackets) before white space
 # or the end of the text; a line break ends one too
 _SENTENCE_RE = regex.compile(
     r"\S.*?(?:(?<=[.!?\u2026])(?=\s|\Z)|[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s|\Z)"
-    r"|(?=[ \t]*\n)|\Z)", regex.DOTALL)
+    r"|(?=[ \t]*\n)|\Z)",
+    regex.DOTALL,
+)
 
 
 @dataclass
@@ -99,6 +114,8 @@ class SentenceSupport:
     supported: bool
     reviews: list[ReviewSupport] = field(default_factory=list)  # best first
     missing: list[str] = field(default_factory=list)  # content words found in no review
+    contradicted: bool = False  # the supporting reviews say the opposite (step 6)
+    stars: float | None = None  # the rating model's reading of the sentence
 
 
 @dataclass
@@ -107,6 +124,8 @@ class Explanation:
     sentences: list[SentenceSupport]
     supported_share: float  # share of supported sentences (0.0 for an empty summary)
     threshold: float
+    contradicted_share: float = 0.0  # share of contradicted sentences
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -145,12 +164,19 @@ def content_words(tokens: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
-def explain(reviews: Sequence[str], summary: str, tokenizer: Tokenizer | None = None,
-            config: SupportConfig | None = None) -> Explanation:
-    """Support of each sentence of `summary` by the `reviews` (method: module docstring)."""
+def explain(
+    reviews: Sequence[str],
+    summary: str,
+    tokenizer: Tokenizer | None = None,
+    config: SupportConfig | None = None,
+    rating: RatingModel | None = None,
+) -> Explanation:
+    """Support of each sentence of `summary` by the `reviews` (method: module docstring);
+    with a rating model, contradicted sentences too."""
     if isinstance(reviews, str) or not isinstance(reviews, Sequence):
-        raise DenoiseSumError("reviews must be a list of review texts, got "
-                              f"{type(reviews).__name__}")
+        raise DenoiseSumError(
+            f"reviews must be a list of review texts, got {type(reviews).__name__}"
+        )
     if not isinstance(summary, str):
         raise DenoiseSumError(f"summary must be text, got {type(summary).__name__}")
     for i, text in enumerate(reviews):
@@ -183,31 +209,86 @@ def explain(reviews: Sequence[str], summary: str, tokenizer: Tokenizer | None = 
             shared = [key for key in spelled if key in words]
             if shared:
                 score = sum(weights[key] for key in shared) / total
-                scored.append(ReviewSupport(index, round(score, 4),
-                                            [spelled[key] for key in shared]))
+                scored.append(
+                    ReviewSupport(index, round(score, 4), [spelled[key] for key in shared])
+                )
         scored.sort(key=lambda r: (-r.score, r.index))
         best = scored[0].score if scored else 0.0
         listed = [r for r in scored if r.score >= config.min_score][: config.top_k]
         missing = [spelled[key] for key in spelled if not df[key]]
-        sentences.append(SentenceSupport(text, start, end, best, best >= config.threshold,
-                                         listed, missing))
-    share = sum(s.supported for s in sentences) / len(sentences) if sentences else 0.0
-    return Explanation(summary, sentences, round(share, 4), config.threshold)
+        sentence = SentenceSupport(
+            text, start, end, best, best >= config.threshold, listed, missing
+        )
+        if rating is not None:
+            _check_opinion(sentence, reviews, rating, tokenizer)
+        sentences.append(sentence)
+    return _summarize(summary, sentences, config.threshold)
+
+
+def _summarize(summary: str, sentences: list[SentenceSupport], threshold: float) -> Explanation:
+    n = len(sentences)
+    share = sum(s.supported for s in sentences) / n if n else 0.0
+    contradicted = sum(s.contradicted for s in sentences) / n if n else 0.0
+    warnings = []
+    if n and share < 0.5:
+        warnings.append(
+            f"only {share:.0%} of the summary's sentences are supported by the "
+            "reviews: they may be outside what the model knows, and the summary "
+            "is likely invented"
+        )
+    return Explanation(
+        summary, sentences, round(share, 4), threshold, round(contradicted, 4), warnings
+    )
+
+
+def _side(stars: float) -> int:
+    return 1 if stars > POSITIVE_CLAUSE else -1 if stars < NEGATIVE_CLAUSE else 0
+
+
+def _check_opinion(
+    sentence: SentenceSupport, reviews: Sequence[str], rating: RatingModel, tokenizer: Tokenizer
+) -> None:
+    """Mark a sentence contradicted when it reads the opposite of the review sentences that
+    share its words (step 6)."""
+    sentence.stars = round(rating.star(sentence.text), 3)
+    side = _side(sentence.stars)
+    if not side or not sentence.reviews:
+        return
+    evidence = []
+    for support in sentence.reviews:
+        words = {fold(w) for w in support.matched}
+        text = reviews[support.index]
+        for start, end in split_sentences(text):
+            part = text[start:end]
+            if words & {key for key, _ in content_words(tokenizer.tokenize(part))}:
+                evidence.append(part)
+    # the opinionated evidence decides, by majority: neutral sentences ("we tried the buffet")
+    # neither support nor contradict an opinion
+    sides = sum(_side(float(x)) for x in rating.stars(evidence)) if evidence else 0
+    if side * sides < 0:
+        sentence.contradicted, sentence.supported = True, False
 
 
 def format_explanation(explanation: Explanation, indent: str = "  ") -> str:
     """The per-sentence support as text for people (the `summarize --explain` text format)."""
     lines = []
     for s in explanation.sentences:
-        mark = "supported" if s.supported else "UNSUPPORTED"
+        mark = "CONTRADICTED" if s.contradicted else "supported" if s.supported else "UNSUPPORTED"
         lines.append(f"{indent}[{mark} {s.score:.2f}] {s.text}")
         if s.reviews:
-            shown = ", ".join(f"#{r.index} ({r.score:.2f}: {' '.join(r.matched)})"
-                              for r in s.reviews)
+            shown = ", ".join(
+                f"#{r.index} ({r.score:.2f}: {' '.join(r.matched)})" for r in s.reviews
+            )
             lines.append(f"{indent}{indent}reviews: {shown}")
         if s.missing:
             lines.append(f"{indent}{indent}in no review: {' '.join(s.missing)}")
     count = sum(s.supported for s in explanation.sentences)
-    lines.append(f"{indent}{count} of {len(explanation.sentences)} sentences supported "
-                 f"({explanation.supported_share:.0%}, threshold {explanation.threshold:.2f})")
+    lines.append(
+        f"{indent}{count} of {len(explanation.sentences)} sentences supported "
+        f"({explanation.supported_share:.0%}, threshold {explanation.threshold:.2f})"
+    )
+    contradicted = sum(s.contradicted for s in explanation.sentences)
+    if contradicted:
+        lines.append(f"{indent}{contradicted} contradicted by the reviews' opinion")
+    lines.extend(f"{indent}warning: {w}" for w in explanation.warnings)
     return "\n".join(lines)

@@ -87,7 +87,7 @@ def train_rating_model(
         dtype=np.float32,
     )
     x = vectorizer.fit_transform(texts)  # [N, F] sparse
-    classifier = LogisticRegression(C=c, max_iter=max_iter, solver="saga", tol=1e-3)
+    classifier = LogisticRegression(C=c, max_iter=max_iter, solver="saga", tol=1e-3, random_state=0)
     classifier.fit(x, labels)
     coef, intercept = classifier.coef_, classifier.intercept_
     if len(classifier.classes_) == 2:  # one logit z: softmax over (-z/2, z/2) is sigmoid(z)

@@ -1,0 +1,268 @@
+"""Issue 31's measures and controls: the rating model, clause opinions and self-contradiction,
+the opinion set and its report, contradicted evidence, and the summarizer's opinion options
+(ratings, slices, steering, length that follows the input, contradiction-free choice)."""
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from conftest import save_tiny_summarizer, synthetic_reviews, write_jsonl
+from denoisesum.cli import app
+from denoisesum.data.batch import inference_batch
+from denoisesum.data.corpus import Review
+from denoisesum.errors import DenoiseSumError, InputError
+from denoisesum.evaluation.opinion import build_opinion_set, is_misleading, opinion_report
+from denoisesum.inference.beam import (
+    DecodeConfig,
+    WordLists,
+    WordMasks,
+    constraint_mask,
+    length_bounds,
+)
+from denoisesum.inference.opinion import clauses, self_contradictions, split_clauses
+from denoisesum.inference.summarizer import EmptySliceWarning, Summarizer, SummarizerConfig
+from denoisesum.inference.support import explain
+from denoisesum.models.rating import RatingModel, polarity
+from denoisesum.training.rating import train_rating_model
+
+runner = CliRunner()
+GOOD = ["great", "delicious", "amazing", "friendly", "cheap", "clean", "fast"]
+BAD = ["terrible", "awful", "rude", "bland", "expensive", "dirty", "slow"]
+THINGS = ["food", "staff", "prices", "room", "service", "wait"]
+
+
+def rated_texts(n: int, seed: int) -> list[tuple[str, float]]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        stars = int(rng.integers(1, 6))
+        words = GOOD if stars >= 4 else BAD if stars <= 2 else GOOD[:2] + BAD[:2]
+        text = " . ".join(f"the {rng.choice(THINGS)} was {rng.choice(words)}" for _ in range(3))
+        out.append((text + " .", float(stars)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def rating() -> RatingModel:
+    model, report = train_rating_model(rated_texts(600, 0), rated_texts(100, 1), min_df=1)
+    assert report.polarity_accuracy > 0.8
+    return model
+
+
+def test_numpy_scoring_equals_scikit_learn(rating):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    from denoisesum.models.rating import text_features
+
+    train = rated_texts(600, 0)
+    vectorizer = TfidfVectorizer(
+        analyzer=text_features, sublinear_tf=True, min_df=1, max_features=200_000, dtype=np.float32
+    )
+    x = vectorizer.fit_transform([t for t, _ in train])
+    clf = LogisticRegression(C=4.0, max_iter=200, solver="saga", tol=1e-3, random_state=0)
+    clf.fit(x, np.rint([s for _, s in train]).astype(int))
+    texts = ["the food was great .", "the staff was rude and the room was dirty", "unknown"]
+    np.testing.assert_allclose(
+        rating.probs(texts), clf.predict_proba(vectorizer.transform(texts)), atol=2e-4
+    )
+
+
+def test_rating_reads_opinion_and_survives_a_round_trip(rating, tmp_path):
+    good, bad = rating.stars(["the food was great and cheap", "the staff was rude , dirty"])
+    assert good > 3.5 > 2.5 > bad
+    loaded = RatingModel.load(rating.save(tmp_path))
+    np.testing.assert_allclose(
+        loaded.stars(["the food was great"]), rating.stars(["the food was great"]), atol=1e-2
+    )  # fp16 coef
+    (tmp_path / "rating.npz").write_bytes(b"not a zip")
+    with pytest.raises(InputError, match="rating.npz"):
+        RatingModel.load(tmp_path)
+    with pytest.raises(InputError, match="no rating model"):
+        RatingModel.load(tmp_path / "nowhere")
+
+
+def test_polarity_thresholds():
+    assert [polarity(x) for x in (1.0, 2.49, 2.5, 3.5, 3.51)] == [
+        "negative",
+        "negative",
+        "mixed",
+        "mixed",
+        "positive",
+    ]
+    assert is_misleading(4.6, 1.8) and is_misleading(4.6, 3.0) and not is_misleading(3.2, 3.0)
+
+
+def test_clauses_split_at_sentences_and_turns():
+    tokens = "the food was great , but the staff was rude . we will be back !".split()
+    assert [" ".join(c) for _, c in split_clauses(tokens)] == [
+        "the food was great ,",
+        "the staff was rude .",
+        "we will be back !",
+    ]
+    assert [s for s, _ in split_clauses(tokens)] == [0, 0, 1]
+
+
+def test_self_contradiction_needs_one_aspect_both_ways(rating):
+    mixed = clauses("the food was great . the staff was rude .", rating)
+    assert self_contradictions(mixed) == []  # two aspects: a mixed opinion, not a contradiction
+    both = clauses("the prices were cheap . the prices were expensive and awful .", rating)
+    assert self_contradictions(both) == [(0, 1)]
+
+
+def test_contradicted_evidence_and_the_out_of_domain_warning(rating):
+    reviews = ["the food was terrible . the food was bland and awful .", "the wait was slow ."]
+    e = explain(reviews, "The food was amazing and cheap. The wait was slow.", rating=rating)
+    assert [s.contradicted for s in e.sentences] == [True, False]
+    assert not e.sentences[0].supported and e.contradicted_share == 0.5
+    assert explain(reviews, "The food was amazing.").sentences[0].score > 0  # words alone
+    off = explain(reviews, "The battery lasts. The screen is sharp.", rating=rating)
+    assert off.warnings and "supported" in off.warnings[0]
+
+
+def test_opinion_set_is_stratified_and_the_report_counts(rating):
+    reviews = [
+        Review(f"e{e}", text, stars)
+        for e in range(40)
+        for text, stars in [
+            (f"the food was {'awful' if e % 2 else 'great'}", 1.0 if e % 2 else 5.0)
+        ]
+        * 8
+    ]
+    sets = build_opinion_set(reviews, per_stratum=5, seed=0)
+    assert sorted({s["stratum"] for s in sets}) == ["negative", "positive"]
+    assert all(len(s["reviews"]) == len(s["ratings"]) == 8 for s in sets)
+    assert sum(s["stratum"] == "negative" for s in sets) == 5
+    # every summary glowing: the negative stratum is all misleading, the positive agrees
+    report, rows = opinion_report(["the food was great ."] * len(sets), sets, rating)
+    assert report.strata["negative"].misleading == 1.0
+    assert report.strata["positive"].agree == 1.0
+    assert len(rows) == len(sets)
+
+
+def test_length_bounds_follow_the_input():
+    batch = inference_batch([[[5] * 10], [[5] * 10] * 8])  # 10 and 80 words of reviews
+    low, high = length_bounds(batch, DecodeConfig(min_length=60, max_length=100, length_ratio=0.5))
+    assert low.tolist() == [5, 40] and high.tolist() == [10, 80]
+    assert length_bounds(batch, DecodeConfig()) is None
+
+
+def test_end_at_sentence_bans_eos_mid_sentence():
+    masks = WordMasks.build(WordLists(sentence_ends=[7]), 10, "cpu")
+    history = torch.tensor([[5, 6], [5, 7]])
+    ban = constraint_mask(history, masks, DecodeConfig(min_length=0, end_at_sentence=True))
+    assert ban[:, 3].tolist() == [True, False]  # </s> (id 3) only after a sentence end
+
+
+# ---- the summarizer's opinion options -------------------------------------------------------
+
+SETTINGS = SummarizerConfig(
+    max_review_tokens=12,
+    max_reviews=8,
+    decode=DecodeConfig(beam_size=3, min_length=4, max_length=12),
+)
+
+
+@pytest.fixture(scope="module")
+def summarizer(tmp_path_factory, rating) -> Summarizer:
+    directory = save_tiny_summarizer(tmp_path_factory.mktemp("m") / "tiny", SETTINGS)
+    rating.save(directory)
+    return Summarizer.from_pretrained(directory)
+
+
+def sets_of(n: int = 2) -> tuple[list[list[str]], list[list[float]]]:
+    rows = synthetic_reviews(n_entities=n, per_entity=6, seed=3)
+    texts = [[r["text"] for r in rows[i * 6 : (i + 1) * 6]] for i in range(n)]
+    stars = [[r["rating"] for r in rows[i * 6 : (i + 1) * 6]] for i in range(n)]
+    return texts, stars
+
+
+def test_a_model_directory_brings_its_rating_model(summarizer):
+    assert summarizer.rating is not None
+
+
+def test_target_stars_come_from_the_given_stars_else_the_rating_model(summarizer):
+    texts, stars = sets_of(1)
+    assert summarizer.target_stars(texts[0], stars[0]) == pytest.approx(np.mean(stars[0]))
+    read = summarizer.target_stars(texts[0], [None] * len(texts[0]))
+    assert read == pytest.approx(float(summarizer.rating.stars(texts[0]).mean()))
+
+
+def test_slices_keep_the_complaints_or_the_praise(summarizer):
+    texts, stars = sets_of(1)
+    kept, kept_stars = summarizer.slice_reviews(texts[0], stars[0], "complaints")
+    assert kept and all(s <= 3 for s in kept_stars) and all("rude" in t for t in kept)
+    kept, _ = summarizer.slice_reviews(texts[0], None, "praise")  # read by the rating model
+    assert kept and all("friendly" in t for t in kept)
+    with pytest.warns(EmptySliceWarning, match="complaints"):
+        assert summarizer.summarize_batch(
+            [texts[0][:1] * 2], ratings=[[5.0, 5.0]], slice="complaints"
+        ) == [""]
+    with pytest.raises(DenoiseSumError, match="slice="):
+        summarizer.summarize(texts[0], slice="gossip")
+    with pytest.raises(DenoiseSumError, match="ratings"):
+        summarizer.summarize(texts[0], ratings=[1.0])
+
+
+def test_steering_changes_the_words_toward_the_target(summarizer):
+    texts, _ = sets_of(1)
+    base = summarizer.summarize(texts[0], ratings=[1.0] * 6)
+    old = summarizer.config.decode
+    try:
+        summarizer.config.decode = replace(old, opinion_weight=20.0)
+        low = summarizer.summarize(texts[0], ratings=[1.0] * 6)
+        high = summarizer.summarize(texts[0], ratings=[5.0] * 6)
+    finally:
+        summarizer.config.decode = old
+    assert low != base
+    assert summarizer.rating.star(low) < summarizer.rating.star(high)
+
+
+def test_contradiction_free_choice_ends_at_a_sentence(summarizer):
+    texts, stars = sets_of(2)
+    old = summarizer.config.decode
+    try:
+        summarizer.config.decode = replace(
+            old, avoid_contradiction=True, max_length=30, min_length=8
+        )
+        out = summarizer.summarize_tokens_batch(texts, ratings=stars)
+    finally:
+        summarizer.config.decode = old
+    for tokens in out:
+        assert tokens and (tokens[-1] in ".!?" or "." not in tokens)
+
+
+def test_opinion_commands(tmp_path, rating):
+    corpus = write_jsonl(
+        tmp_path / "c.jsonl",
+        [
+            {"entity_id": f"e{e}", "text": t, "rating": s}
+            for e in range(12)
+            for t, s in rated_texts(10, e)
+        ],
+    )
+    sets = tmp_path / "sets.jsonl"
+    result = runner.invoke(app, ["opinion-set", str(corpus), "-o", str(sets), "--size", "4"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in sets.read_text().splitlines()]
+    assert rows and all(r["stratum"] in ("negative", "mixed", "positive") for r in rows)
+    model_dir = tmp_path / "rating"
+    rating.save(model_dir)
+    preds = write_jsonl(
+        tmp_path / "p.jsonl",
+        [{"entity_id": r["entity_id"], "summary": "the food was great ."} for r in rows],
+    )
+    result = runner.invoke(
+        app, ["opinion", str(preds), str(sets), "--rating-model", str(model_dir), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert set(json.loads(result.output)["strata"]) <= {"negative", "mixed", "positive"}
+    short = write_jsonl(tmp_path / "short.jsonl", [{"entity_id": "x", "summary": "s"}])
+    result = runner.invoke(
+        app, ["opinion", str(short), str(sets), "--rating-model", str(model_dir)]
+    )
+    assert result.exit_code != 0 and "no summary" in str(result.exception or result.output)
