@@ -80,7 +80,7 @@ def test_rating_reads_opinion_and_survives_a_round_trip(rating, tmp_path):
         loaded.stars(["the food was great"]), rating.stars(["the food was great"]), atol=1e-2
     )  # fp16 coef
     (tmp_path / "rating.npz").write_bytes(b"not a zip")
-    with pytest.raises(InputError, match="rating.npz"):
+    with pytest.raises(InputError, match=r"rating\.npz"):
         RatingModel.load(tmp_path)
     with pytest.raises(InputError, match="no rating model"):
         RatingModel.load(tmp_path / "nowhere")
