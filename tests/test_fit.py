@@ -91,6 +91,44 @@ def test_a_rerun_skips_every_stage(fitted):
     assert (model / "model.safetensors").stat().st_mtime_ns == before
 
 
+def test_a_truncated_exported_model_is_made_again(fitted, tmp_path):
+    """It used to be skipped ("7 skipped", exit 0), the broken model left as the result."""
+    model = tmp_path / "model"
+    shutil.copytree(fitted["model"], model)
+    os.truncate(model / "model.safetensors", 100)
+    result = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
+    assert result.exit_code == 0, result.output
+    assert "[7/7] export: its output changed since it ran (model.safetensors: 100 bytes, " \
+        in result.output
+    assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 6 + ["ran"]
+    assert (model / "model.safetensors").read_bytes() == \
+        (model / "work" / "train" / "model.safetensors").read_bytes()
+
+
+@pytest.mark.parametrize(("damage", "stage", "says"), [
+    (lambda p: os.truncate(p / "train" / "model.safetensors", 100), "train",
+     "work/train/model.safetensors: 100 bytes, "),
+    (lambda p: (p / "lm" / "vocab.json").unlink(), "lm", "work/lm/vocab.json: missing"),
+    (lambda p: (p / "pairs" / "manifest.json").write_text(
+        (p / "pairs" / "manifest.json").read_text().replace("1", "2", 1)), "synthesize",
+     "work/pairs/manifest.json: changed since made (another SHA-256)"),
+], ids=["truncated", "deleted", "edited"])
+def test_a_damaged_output_of_a_long_stage_is_refused_before_any_work(fitted, tmp_path, damage,
+                                                                     stage, says):
+    """A stage that cannot make its output again refuses to be skipped over a damaged one."""
+    model = tmp_path / "model"
+    shutil.copytree(fitted["model"], model)
+    damage(model / "work")
+    before = (model / "fit-report.json").read_bytes()
+    result = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
+    assert isinstance(result.exception, DenoiseSumError)
+    assert str(result.exception).startswith(
+        f"stage '{stage}' (work/{'pairs' if stage == 'synthesize' else stage}): its output "
+        f"changed since it ran ({says}")
+    assert "delete work/" in str(result.exception)
+    assert (model / "fit-report.json").read_bytes() == before  # nothing ran
+
+
 def test_the_same_corpus_copied_elsewhere_is_reused_and_another_refused(fitted, tmp_path):
     """The corpus is known by its bytes, not its place or time: a copy (new mtime, another
     folder) skips every stage; one review changed refuses the tokenized corpus."""

@@ -6,9 +6,13 @@
      "limits": {"train.train.max_minutes": 60, ...},  a trainer's max_steps and max_minutes
      "inputs": {"synthesize": "sha256...", ...},   digests of what it reads (earlier outputs)
      "done": false | true, "seconds": 812.4,       wall time of the run that finished it
+     "made": {"work/train/model.safetensors": {"bytes": 86360, "sha256": "..."}, ...},
      "summary": "one line", "result": {...}}
 
-A stage is *skipped* when its record is done, its output is there and its inputs are unchanged;
+A stage is *skipped* when its record is done, its output is there, as it made it (every file of
+"made" has its size and SHA-256), and its inputs are unchanged. An output changed since (a file
+truncated, edited or deleted) is made again by a stage made whole from its inputs (recipe.py's
+`remake`: topics, decode, export) and refused by the others, which cannot repair what they made;
 *resumed* when its record is not done (a crash or Ctrl-C cut it off: the trainers continue from
 their last checkpoint, synthesis makes the missing shards, the short stages start again); and
 *refused* when its settings or inputs differ from the record's: its output cannot be reused with
@@ -55,6 +59,40 @@ def digest(paths: Iterable[Path]) -> str:
             while block := handle.read(1 << 20):
                 h.update(block)
     return h.hexdigest()
+
+
+def made(root: Path, paths: Iterable[Path]) -> dict[str, dict[str, Any]]:
+    """What a stage made, for its record: {path under root: {"bytes": ..., "sha256": ...}}."""
+    return {path.relative_to(root).as_posix(): {"bytes": path.stat().st_size,
+                                                "sha256": digest([path])} for path in paths}
+
+
+def damaged(root: Path, recorded: dict[str, dict[str, Any]]) -> list[str]:
+    """A line for each file of `recorded` (`made`'s) that is no longer as the stage made it."""
+    out = []
+    for name, was in sorted(recorded.items()):
+        path = root / name
+        if not path.is_file():
+            out.append(f"{name}: missing")
+        elif (size := path.stat().st_size) != was["bytes"]:
+            out.append(f"{name}: {size:,} bytes, {was['bytes']:,} when made")
+        elif digest([path]) != was["sha256"]:
+            out.append(f"{name}: changed since made (another SHA-256)")
+    return out
+
+
+def damage_text(damage: list[str]) -> str:
+    more = f"; and {len(damage) - 1} more file(s)" if len(damage) > 1 else ""
+    return damage[0] + more
+
+
+def check_made(stage: str, output: str, damage: list[str]) -> None:
+    """Refuse to skip a stage whose output changed since it ran (`damaged`'s lines)."""
+    if damage:
+        raise DenoiseSumError(
+            f"stage '{stage}' ({output}): its output changed since it ran "
+            f"({damage_text(damage)}), so it cannot be skipped. Restore it, or delete {output} "
+            f"and the stages after it to redo them")
 
 
 def digest_value(value: Any) -> str:

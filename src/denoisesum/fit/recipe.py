@@ -91,6 +91,15 @@ class Stage:
     # export reads (the decoding choice; the export, which has no settings, follows its input)
     settings_remake: bool = False
     limits: dict[str, Any] = field(default_factory=dict)  # flattened LIMITS (trainers only)
+    # the files it makes, recorded by size and SHA-256: it is skipped only while they are intact
+    made: Callable[[], list[Path]] = list
+
+
+def files(directory: Path, nested: bool = True) -> list[Path]:
+    """The files in `directory`, or only at its top (a trainer's: its checkpoints and caches,
+    below, are its own to manage and change when it continues)."""
+    found = directory.rglob("*") if nested else directory.glob("*")
+    return sorted(path for path in found if path.is_file())
 
 
 def without_limits(settings: dict[str, Any], prefix: str) -> tuple[dict, dict]:
@@ -190,7 +199,7 @@ class Recipe:
             "corpus": content_fingerprint(self.reader.paths), "fields": fields,
             "skip_bad": self.request.skip_bad}), dict,
             lambda: (d["tokenize"] / "meta.json").is_file(), self.tokenize,
-            f"tokenizing {len(self.reader.paths)} file(s)")]
+            f"tokenizing {len(self.reader.paths)} file(s)", made=lambda: files(d["tokenize"]))]
         if self.request.lm is None:
             t = c.lm.train
             settings, limits = without_limits(flatten(c.lm, "lm"), "lm")
@@ -198,18 +207,19 @@ class Recipe:
                              lambda: (d["lm"] / "results.json").is_file(), self.train_lm,
                              f"training the cloze LM ({c.lm.model.hidden_dim}-unit LSTMs, up to "
                              f"{t.max_steps:,} steps{self._minutes(t.max_minutes)})",
-                             limits=limits))
+                             limits=limits, made=lambda: files(d["lm"], nested=False)))
         out.append(Stage("synthesize", d["synthesize"], flatten(c.synthesize, "synthesize"),
                          self._synthesis_inputs,
                          lambda: (d["synthesize"] / "manifest.json").is_file(), self.synthesize,
-                         f"making {c.synthesize.pairs:,} synthetic pairs"))
+                         f"making {c.synthesize.pairs:,} synthetic pairs",
+                         made=lambda: files(d["synthesize"])))
         if c.train.model.discriminator:
             source = "synthesize" if c.topics.source == "pairs" else "tokenize"
             out.append(Stage("topics", d["topics"], flatten(c.topics, "topics"),
                              lambda: self._digests(source),
                              lambda: (d["topics"] / "topics.json").is_file(), self.topics,
                              f"the topic model ({c.topics.kind}, from the {c.topics.source})",
-                             remake=True))
+                             remake=True, made=lambda: files(d["topics"])))
         t = c.train.train
         settings, limits = without_limits(flatten(c.train, "train"), "train")
         out.append(Stage("train", d["train"], settings,
@@ -218,7 +228,7 @@ class Recipe:
                          lambda: (d["train"] / "results.json").is_file(), self.train,
                          f"training the summarizer (up to {t.max_steps:,} steps"
                          f"{self._minutes(t.max_minutes)}, selected on {t.select_on})",
-                         limits=limits))
+                         limits=limits, made=lambda: files(d["train"], nested=False)))
         out.append(Stage("decode", ledger.record_path(self.work, "decode"),
                          {**flatten(c.decode, "decode"), "dev": self.request.dev is not None},
                          lambda: self._digests("train", "synthesize", "dev"),
@@ -227,7 +237,8 @@ class Recipe:
                          settings_remake=True))
         out.append(Stage("export", self.root, {}, lambda: self._digests("train", "decode"),
                          lambda: all((self.root / f).is_file() for f in (WEIGHTS, CONFIG, VOCAB)),
-                         self.export, "exporting the model", remake=True))
+                         self.export, "exporting the model", remake=True,
+                         made=lambda: [self.root / f for f in (WEIGHTS, CONFIG, VOCAB)]))
         return out
 
     def _synthesis_inputs(self) -> dict[str, str]:
@@ -410,6 +421,10 @@ class Recipe:
                 recorded, _ = without_limits(records[s.name]["settings"], s.name)
                 ledger.check_settings(s.name, self._relative(s.output), recorded, s.settings,
                                       DEFAULT_SETTINGS)
+        for s in stages:  # and every output a stage cannot make again, as it made it
+            if (records[s.name] or {}).get("done") and not s.remake:
+                ledger.check_made(s.name, self._relative(s.output),
+                                  ledger.damaged(self.root, records[s.name].get("made", {})))
         self.work.mkdir(parents=True, exist_ok=True)
         write_json(self.work / "fit-config.json", dataclasses.asdict(self.cfg))
         report = FitReport(self.root, preset=self.request.preset,
@@ -445,6 +460,11 @@ class Recipe:
             self.log(f"{label}: {', '.join(changed)} changed since it ran: making it again")
             record = None
         done_before = record is not None and record["done"] and stage.complete()
+        damage = ledger.damaged(self.root, record.get("made", {})) if done_before else []
+        if damage:  # only a remake stage gets here (run() refused the others)
+            self.log(f"{label}: its output changed since it ran ({ledger.damage_text(damage)}):"
+                     " making it again")
+            record, done_before = None, False
         if record is not None and (done_before or not record["done"]):
             ledger.check_inputs(stage.name, where, record["inputs"], inputs)
         continued = done_before and self._new_limits(stage, record, label)
@@ -467,6 +487,7 @@ class Recipe:
         summary, result = stage.run()
         seconds = time.perf_counter() - start
         ledger.write_record(self.work, stage.name, {**entry, "done": True, "seconds": seconds,
+                                                    "made": ledger.made(self.root, stage.made()),
                                                     "summary": summary, "result": result})
         self.log(f"{label}: done in {seconds_text(seconds)}: {summary}")
         status = "continued" if continued else "resumed" if resumed else "ran"
