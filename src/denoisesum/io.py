@@ -40,7 +40,7 @@ def open_binary(path: str | Path) -> IO[bytes]:
         return lzma.open(path, "rb")
     if compression == ".zst":
         # the zstd reader has no readline; a BufferedReader adds line iteration
-        return io.BufferedReader(ZstdReader(path))
+        return io.BufferedReader(ZstdReader(open(path, "rb")))
     return open(path, "rb")
 
 
@@ -56,8 +56,8 @@ class ZstdReader(io.RawIOBase):
     # in 4 bytes) one step gives at most 32 MB; larger steps are no faster
     FEED = 1 << 10
 
-    def __init__(self, path: str | Path) -> None:
-        self._raw = open(path, "rb")  # noqa: SIM115 - closed by close()
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._raw = raw  # the compressed file; closed by close()
         self._decompressor = zstandard.ZstdDecompressor()
         self._frame: Any = None  # the open frame's decompressor; None between frames
         self._out = b""
