@@ -127,6 +127,11 @@ def test_a_damaged_output_of_a_long_stage_is_refused_before_any_work(fitted, tmp
         f"changed since it ran ({says}")
     assert "delete work/" in str(result.exception)
     assert (model / "fit-report.json").read_bytes() == before  # nothing ran
+    if stage == "train":  # as the message says: its output deleted, the stage is made again
+        shutil.rmtree(model / "work" / "train")
+        result = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
+        assert result.exit_code == 0, result.output
+        assert [s["status"] for s in report(model)["stages"]][4] == "ran"
 
 
 def test_the_same_corpus_copied_elsewhere_is_reused_and_another_refused(fitted, tmp_path):

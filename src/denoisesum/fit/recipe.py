@@ -421,8 +421,8 @@ class Recipe:
                 recorded, _ = without_limits(records[s.name]["settings"], s.name)
                 ledger.check_settings(s.name, self._relative(s.output), recorded, s.settings,
                                       DEFAULT_SETTINGS)
-        for s in stages:  # and every output a stage cannot make again, as it made it
-            if (records[s.name] or {}).get("done") and not s.remake:
+        for s in stages:  # and, of a stage to skip that cannot make it again, its output
+            if (records[s.name] or {}).get("done") and s.complete() and not s.remake:
                 ledger.check_made(s.name, self._relative(s.output),
                                   ledger.damaged(self.root, records[s.name].get("made", {})))
         self.work.mkdir(parents=True, exist_ok=True)
@@ -460,8 +460,9 @@ class Recipe:
             self.log(f"{label}: {', '.join(changed)} changed since it ran: making it again")
             record = None
         done_before = record is not None and record["done"] and stage.complete()
-        damage = ledger.damaged(self.root, record.get("made", {})) if done_before else []
-        if damage:  # only a remake stage gets here (run() refused the others)
+        damage = (ledger.damaged(self.root, record.get("made", {}))
+                  if done_before and stage.remake else [])  # run() checked the others
+        if damage:
             self.log(f"{label}: its output changed since it ran ({ledger.damage_text(damage)}):"
                      " making it again")
             record, done_before = None, False
