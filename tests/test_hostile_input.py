@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -125,3 +126,12 @@ def test_output_onto_a_symlink_to_a_file_replaces_the_file_keeps_the_link(corpus
     done = run_cli("vocab", corpus, "-o", link, "--min-count", "1")
     assert done.returncode == 0, done.stderr
     assert link.is_symlink() and "the" in json.loads(target.read_text())["tokens"]
+
+
+def test_output_onto_a_socket_is_refused_in_one_line(corpus, tmp_path):
+    path = tmp_path / "sock"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+        done = run_cli("vocab", corpus, "-o", path, "--min-count", "1")
+    assert refused(done, "sock: is not a regular file and cannot be written"), done.stderr
+    assert stat.S_ISSOCK(path.lstat().st_mode)

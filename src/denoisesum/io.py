@@ -215,7 +215,12 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     path = Path(path)
     check_output(path)
     if path.exists() and not path.is_file():
-        with open(path, mode, encoding=None if "b" in mode else encoding) as handle:
+        try:
+            handle = open(path, mode, encoding=None if "b" in mode else encoding)  # noqa: SIM115
+        except OSError as exc:  # a socket, a device that refuses writes
+            raise InputError(f"is not a regular file and cannot be written: {exc.strerror}",
+                             path=path) from exc
+        with handle:
             yield handle
         return
     path = Path(os.path.realpath(path))
