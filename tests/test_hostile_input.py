@@ -20,16 +20,26 @@ from conftest import synthetic_reviews
 
 
 def run_cli(*args, cwd: Path | None = None, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "denoisesum.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=300, cwd=cwd,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"}, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "denoisesum.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        **kwargs,
+    )
 
 
 def refused(done: subprocess.CompletedProcess, message: str) -> bool:
     """An error of one line holding `message`, no traceback."""
     lines = done.stderr.strip().splitlines()
-    return (done.returncode == 2 and "Traceback" not in done.stderr
-            and lines[-1].startswith("error: ") and message in lines[-1])
+    return (
+        done.returncode == 2
+        and "Traceback" not in done.stderr
+        and lines[-1].startswith("error: ")
+        and message in lines[-1]
+    )
 
 
 def jsonl(records: list[dict]) -> bytes:
@@ -45,21 +55,26 @@ def cut_in_half(data: bytes) -> bytes:
 
 def test_stats_on_a_zst_cut_in_half_is_an_error(tmp_path):
     path = tmp_path / "corpus.jsonl.zst"
-    path.write_bytes(cut_in_half(zstandard.ZstdCompressor().compress(
-        jsonl(synthetic_reviews(30, 12)))))
+    path.write_bytes(
+        cut_in_half(zstandard.ZstdCompressor().compress(jsonl(synthetic_reviews(30, 12))))
+    )
     done = run_cli("stats", path)
-    assert refused(done, "corpus.jsonl.zst, line 1: cannot read (corrupt or truncated file?)"), \
+    assert refused(done, "corpus.jsonl.zst, line 1: cannot read (corrupt or truncated file?)"), (
         done.stdout + done.stderr
+    )
 
 
 def test_summarize_on_a_zst_cut_in_half_is_an_error_not_0_summaries(tmp_path):
-    sets = [{"entity_id": f"e{i}", "reviews": ["good pizza here", "nice staff and food"]}
-            for i in range(300)]
+    sets = [
+        {"entity_id": f"e{i}", "reviews": ["good pizza here", "nice staff and food"]}
+        for i in range(300)
+    ]
     path = tmp_path / "sets.jsonl.zst"
     path.write_bytes(cut_in_half(zstandard.ZstdCompressor().compress(jsonl(sets))))
     done = run_cli("summarize", path, "-o", tmp_path / "out.jsonl")
-    assert refused(done, "sets.jsonl.zst, line 1: cannot read (corrupt or truncated"), \
+    assert refused(done, "sets.jsonl.zst, line 1: cannot read (corrupt or truncated"), (
         done.stdout + done.stderr
+    )
     assert not (tmp_path / "out.jsonl").exists()
 
 
