@@ -262,11 +262,11 @@ class GatedSummarizer(Summarizer):
         self.started = threading.Event()
         self.calls: list[int] = []
 
-    def summarize_batch(self, review_sets, batch_size=8, warn=True):
+    def summarize_batch(self, review_sets, batch_size=8, warn=True, **options):
         self.calls.append(len(review_sets))
         self.started.set()
         assert self.gate.wait(20), "the test never opened the gate"
-        return super().summarize_batch(review_sets, batch_size, warn)
+        return super().summarize_batch(review_sets, batch_size, warn, **options)
 
 
 async def until(condition, seconds: float = 10.0) -> None:
@@ -425,3 +425,23 @@ def test_serve_command_serves(summarizer):
     finally:
         server.terminate()
         server.wait(30)
+
+
+# ---- opinion: ratings and slices (issue 31) ---------------------------------------------------
+
+
+def test_ratings_and_slices_per_request(client, summarizer):
+    ratings = [5.0, 1.0, 5.0]
+    body = client.post("/v1/summarize", json={"reviews": REVIEWS, "ratings": ratings,
+                                              "slice": "complaints"}).json()
+    assert body["summary"] == summarizer.summarize(REVIEWS, ratings, "complaints")
+    praise = client.post("/v1/summarize", json={"reviews": REVIEWS, "ratings": [5.0] * 3,
+                                                "slice": "complaints"}).json()
+    assert praise["summary"] == "" and any("complaints" in w for w in praise["warnings"])
+    batch = client.post("/v1/summarize/batch", json={"slice": "praise", "sets": [
+        {"reviews": REVIEWS, "ratings": ratings}, {"reviews": OTHER}]})
+    assert batch.status_code == 422  # the tiny model has no rating model to read OTHER
+    bad = client.post("/v1/summarize", json={"reviews": REVIEWS, "ratings": [1.0]})
+    assert bad.status_code == 422 and "ratings has 1 values" in bad.text
+    bad = client.post("/v1/summarize", json={"reviews": REVIEWS, "slice": "gossip"})
+    assert bad.status_code == 422 and "slice" in bad.text

@@ -812,6 +812,13 @@ def summarize_command(
         unsaid_penalty: Annotated[float | None, _decoding(
             "Subtract U from the log-probability of a content word none of the reviews uses: the "
             "soft --input-words-only (0: off).", min=0.0)] = None,
+        opinion_weight: Annotated[float | None, _decoding(
+            "Steer each word toward the reviews' opinion (their 'ratings', else the rating "
+            "model's reading) with this weight (0: off).", min=0.0, max=100.0)] = None,
+        slice_: Annotated[str, typer.Option(
+            "--slice", help="Summarize all reviews, or only the complaints (reviews of at most "
+                            "3 stars) or the praise (at least 4): all, complaints, praise.")
+        ] = "all",
         batch_size: Annotated[int, typer.Option(min=1, help="Entities decoded together.")] = 8,
         bf16: Annotated[bool, typer.Option(
             "--bf16", help="Compute in bfloat16: ~2x faster on CPUs with AVX512-BF16/AMX "
@@ -857,7 +864,7 @@ def summarize_command(
         ("rerank", rerank), ("subsets", subsets), ("no_repeat_in_sentence", sentence_repeats),
         ("max_word_repeats", max_word_repeats), ("restate_overlap", restate_overlap),
         ("input_bonus", input_bonus), ("input_words_only", input_words_only),
-        ("unsaid_penalty", unsaid_penalty))
+        ("unsaid_penalty", unsaid_penalty), ("opinion_weight", opinion_weight))
         if value is not None}
     decode = dataclasses.replace(summarizer.config.decode, **changes)
     decode.validate()  # e.g. --min-length above the model's max_length: fail before reading
@@ -865,6 +872,10 @@ def summarize_command(
     summarizer.config.bf16 = summarizer.config.bf16 or bf16
     if shortlist is not None:
         summarizer.config.shortlist = shortlist
+    from denoisesum.inference.summarizer import SLICES
+
+    if slice_ not in SLICES:
+        raise DenoiseSumError(f"--slice {slice_!r}: must be one of {', '.join(SLICES)}")
     sets = _summarize_inputs(source, entity_field, text_field)
     flags = _unreadable(summarizer, sets, strict)
     with contextlib.ExitStack() as stack:
@@ -873,7 +884,9 @@ def summarize_command(
                                        disable=None))  # None: only on a terminal
         for start in range(0, len(sets), batch_size):
             chunk = sets[start: start + batch_size]
-            summaries = summarizer.summarize_tokens_batch([s.reviews for s in chunk], batch_size)
+            summaries = summarizer.summarize_tokens_batch(
+                [s.reviews for s in chunk], batch_size, [s.ratings or None for s in chunk],
+                slice_)
             for review_set, tokens in zip(chunk, summaries, strict=True):
                 text = " ".join(tokens) if raw else detokenize(tokens)
                 record: dict = {"entity_id": review_set.entity_id, "summary": text}
@@ -884,6 +897,8 @@ def summarize_command(
                     explanation = summarizer.explain(review_set.reviews, text)
                     record["support"] = {k: v for k, v in explanation.to_dict().items()
                                          if k != "summary"}
+                    if explanation.warnings:
+                        record["warnings"] = record.get("warnings", []) + explanation.warnings
                 if as_text:
                     flagged = "".join(f"  warning: {w}\n" for w in record.get("warnings", []))
                     if "reviews_read" in record:

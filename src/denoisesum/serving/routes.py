@@ -43,7 +43,8 @@ def add_summarize_routes(app: FastAPI, queue: InferenceQueue, limits: "ServiceLi
     @app.post("/v1/summarize", response_model=SummarizeResponse, tags=["summarize"],
               summary="Summarize one entity's reviews", responses=ERROR_RESPONSES)
     async def summarize(body: SummarizeRequest) -> dict:  # type: ignore[valid-type]
-        [(summary, support_, warnings)] = await run(queue, [body.reviews], limits.timeout_s)
+        [(summary, support_, warnings)] = await run(queue, [body.reviews], limits.timeout_s,
+                                                    [body.ratings], body.slice)
         return {"summary": summary, "support": support_, "warnings": warnings,
                 **queue.summarizer.reading_fields(len(body.reviews)), "model": model_id}
 
@@ -51,7 +52,8 @@ def add_summarize_routes(app: FastAPI, queue: InferenceQueue, limits: "ServiceLi
               summary="Summarize several review sets in one request",
               responses=ERROR_RESPONSES)
     async def summarize_batch(body: BatchRequest) -> dict:  # type: ignore[valid-type]
-        results = await run(queue, [s.reviews for s in body.sets], limits.timeout_s)
+        results = await run(queue, [s.reviews for s in body.sets], limits.timeout_s,
+                            [s.ratings for s in body.sets], body.slice)
         return {"results": [{"id": s.id, "summary": summary, "support": support_,
                              "warnings": warnings,
                              **queue.summarizer.reading_fields(len(s.reviews))}
@@ -60,12 +62,13 @@ def add_summarize_routes(app: FastAPI, queue: InferenceQueue, limits: "ServiceLi
                 "model": model_id}
 
 
-async def run(queue: InferenceQueue, sets: list[list[str]],
-              timeout_s: float) -> list[tuple[str, dict, list[str]]]:
+async def run(queue: InferenceQueue, sets: list[list[str]], timeout_s: float,
+              ratings: list | None = None,
+              slice: str = "all") -> list[tuple[str, dict, list[str]]]:
     """(summary, support, input warnings) per set, from the worker; a full queue, a timeout or
     a shutdown as 503/504, and a set the model cannot read as 422."""
     try:
-        future = queue.submit(sets)
+        future = queue.submit(sets, ratings, slice)
     except QueueFull as exc:
         raise ServiceError(503, str(exc), headers={"Retry-After": "1"}) from None
     wrapped = asyncio.wrap_future(future)
@@ -81,7 +84,7 @@ async def run(queue: InferenceQueue, sets: list[list[str]],
     if future.cancelled():  # the queue was closed: the server is stopping
         raise ServiceError(503, "the service is shutting down")
     try:
-        return future.result()
+        return wrapped.result()  # (the asyncio side: its exception then counts as retrieved)
     except DenoiseSumError as exc:
         raise ServiceError(422, str(exc), "reviews") from None
 

@@ -5,7 +5,7 @@
 # and pydantic must see their field types as objects, not as names of that function's locals
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -17,6 +17,7 @@ from pydantic import (
     StrictStr,
     StringConstraints,
     model_serializer,
+    model_validator,
 )
 
 if TYPE_CHECKING:  # app.py imports this module
@@ -35,6 +36,16 @@ def _not_blank(text: str) -> str:
     return text
 
 
+Stars = Annotated[float, Field(ge=0, le=10)] | None
+RATINGS = Field(default=None, description=(
+    "Each review's stars (null where unknown), the opinion the summary follows; without them "
+    "the model's rating model reads the reviews."))
+Slice = Literal["all", "complaints", "praise"]
+SLICE = Field(default="all", description=(
+    "Summarize all reviews, or only the complaints (at most 3 stars) or the praise (at least 4)."
+    " A set with no review of the slice gets an empty summary and a warning."))
+
+
 def request_models(limits: "ServiceLimits") -> tuple[type[BaseModel], type[BaseModel]]:
     """The request bodies, with the limits in their schema (so /docs shows them)."""
     Review = Annotated[StrictStr, StringConstraints(max_length=limits.max_review_chars),
@@ -44,24 +55,36 @@ def request_models(limits: "ServiceLimits") -> tuple[type[BaseModel], type[BaseM
         description=f"The entity's reviews: 1 to {limits.max_reviews} non-empty texts of at "
                     f"most {limits.max_review_chars} characters.")]
 
-    class SummarizeRequest(BaseModel):
+    class RatedReviews(BaseModel):
+        reviews: Reviews
+        ratings: list[Stars] | None = RATINGS
+
+        @model_validator(mode="after")
+        def _one_rating_per_review(self):
+            if self.ratings is not None and len(self.ratings) != len(self.reviews):
+                raise ValueError(f"ratings has {len(self.ratings)} values for "
+                                 f"{len(self.reviews)} reviews (one per review, null if "
+                                 "unknown)")
+            return self
+
+    class SummarizeRequest(RatedReviews):
         model_config = ConfigDict(extra="forbid", json_schema_extra={
             "examples": [{"reviews": ["The ramen was rich and the staff friendly.",
                                       "Great broth, but we waited 30 minutes."]}]})
-        reviews: Reviews
+        slice: Slice = SLICE
 
-    class ReviewSetIn(BaseModel):
+    class ReviewSetIn(RatedReviews):
         model_config = ConfigDict(extra="forbid")
         id: Annotated[StrictStr, StringConstraints(max_length=MAX_ID_CHARS)] | None = Field(
             default=None, description=f"Echoed in the result; at most {MAX_ID_CHARS} "
                                       "characters.")
-        reviews: Reviews
 
     class BatchRequest(BaseModel):
         model_config = ConfigDict(extra="forbid")
         sets: list[ReviewSetIn] = Field(
             min_length=1, max_length=limits.max_sets,
             description=f"1 to {limits.max_sets} review sets, summarized independently.")
+        slice: Slice = SLICE
 
     return SummarizeRequest, BatchRequest
 
@@ -84,6 +107,9 @@ class SentenceOut(BaseModel):
     supported: bool
     reviews: list[ReviewSupportOut] = Field(description="Supporting reviews, best first.")
     missing: list[str] = Field(description="Content words found in no review.")
+    contradicted: bool = Field(default=False, description=(
+        "The reviews that share its words say the opposite (then not supported)."))
+    stars: float | None = Field(default=None, description="The rating model's reading.")
 
 
 class SupportOut(BaseModel):
@@ -91,6 +117,11 @@ class SupportOut(BaseModel):
     supported_share: float = Field(description="Share of supported sentences.")
     threshold: float = Field(description="A sentence is supported when its score is at least "
                                          "this.")
+    contradicted_share: float = Field(default=0.0, description="Share of contradicted "
+                                                               "sentences.")
+    warnings: list[str] = Field(default_factory=list, description=(
+        "Said when most sentences are unsupported (the reviews may be outside the model's "
+        "domain)."))
 
 
 WARNINGS = Field(default_factory=list, description=(

@@ -12,9 +12,10 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import threading
+import warnings
 from dataclasses import dataclass
 
-from denoisesum.inference.summarizer import Summarizer
+from denoisesum.inference.summarizer import EmptySliceWarning, Summarizer
 from denoisesum.inference.support import SupportConfig
 from denoisesum.inference.support import explain as explain_support
 
@@ -27,6 +28,8 @@ class QueueFull(Exception):
 class Job:
     sets: list[list[str]]
     future: concurrent.futures.Future  # -> (summary, support dict, input warnings) per set
+    ratings: list[list[float | None] | None] | None = None  # per set, each review's stars
+    slice: str = "all"  # jobs of one slice are decoded together
 
 
 class InferenceQueue:
@@ -45,7 +48,9 @@ class InferenceQueue:
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    def submit(self, sets: list[list[str]]) -> concurrent.futures.Future:
+    def submit(self, sets: list[list[str]],
+               ratings: list[list[float | None] | None] | None = None,
+               slice: str = "all") -> concurrent.futures.Future:
         future: concurrent.futures.Future = concurrent.futures.Future()
         with self._cond:
             if self._closed:
@@ -58,7 +63,7 @@ class InferenceQueue:
                                                 daemon=True)
                 self._thread.start()
             self.pending_sets += len(sets)
-            self._jobs.append(Job(sets, future))
+            self._jobs.append(Job(sets, future, ratings, slice))
             self._cond.notify()
         return future
 
@@ -85,7 +90,8 @@ class InferenceQueue:
                 return None
             jobs = [self._jobs.popleft()]
             size = len(jobs[0].sets)
-            while self._jobs and size + len(self._jobs[0].sets) <= self.max_batch_sets:
+            while (self._jobs and size + len(self._jobs[0].sets) <= self.max_batch_sets
+                   and self._jobs[0].slice == jobs[0].slice):
                 jobs.append(self._jobs.popleft())
                 size += len(jobs[-1].sets)
             self.pending_sets -= size
@@ -106,9 +112,13 @@ class InferenceQueue:
 
     def _process(self, jobs: list[Job]) -> None:
         sets = [reviews for job in jobs for reviews in job.sets]
+        ratings = [r for job in jobs for r in (job.ratings or [None] * len(job.sets))]
         try:
-            summaries = self.summarizer.summarize_batch(sets, batch_size=self.max_batch_sets,
-                                                        warn=False)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", EmptySliceWarning)
+                summaries = self.summarizer.summarize_batch(
+                    sets, batch_size=self.max_batch_sets, warn=False, ratings=ratings,
+                    slice=jobs[0].slice)
             self.batches += 1
         except Exception as exc:
             if len(jobs) == 1:
@@ -123,8 +133,11 @@ class InferenceQueue:
             for reviews, summary in zip(job.sets, summaries[start: start + len(job.sets)],
                                         strict=True):
                 support = explain_support(reviews, summary, self.summarizer.vocab.tokenizer,
-                                          self.support).to_dict()
+                                          self.support, self.summarizer.rating).to_dict()
                 del support["summary"]
-                results.append((summary, support, self.summarizer.input_warnings(reviews)))
+                said = self.summarizer.input_warnings(reviews) + support["warnings"]
+                if not summary and caught:
+                    said.append(f"no review belongs to the {job.slice}: no summary")
+                results.append((summary, support, said))
             start += len(job.sets)
             job.future.set_result(results)

@@ -1,0 +1,174 @@
+"""Faithfulness runs of issue 31: decode, score and report a summarizer on the opinion sets and
+MeanSum dev/test, from the run's own files.
+
+    python scripts/faithfulness.py decode NAME --model DIR [--set decode.KEY=VALUE ...]
+                                   [--sets part14,part15,dev,test] [--no-stars]
+    python scripts/faithfulness.py score NAME [NAME ...]
+    python scripts/faithfulness.py calibrate --rating DIR
+    python scripts/faithfulness.py page BASE NEW [--markdown docs/results/faithfulness.md]
+
+decode writes runs/faith/NAME/SET.jsonl (predictions) and settings.json; a set already decoded is
+skipped, so a killed run resumes. The opinion sets (runs/opinion/set-part14.jsonl for tuning,
+set-part15.jsonl for reporting) come from `denoisesum opinion-set` on the held-out shards
+part-14 and part-15 of ../shared/data/yelp/corpus; their stars are given to the summarizer
+(a user with a rated corpus has them) unless --no-stars. score writes runs/faith/NAME/
+metrics.json: the opinion report per set, self-contradiction and clauses against the reviews
+(inference/opinion.py), supported and contradicted sentences (--explain's check), words no review
+says, mean length, and ROUGE (rouge-score, F1) on dev and test. calibrate measures the
+self-contradiction detector against ../shared/data/yelp/judged (precision, recall). page writes
+the results page from two runs' metrics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from denoisesum.config import load_config
+from denoisesum.data.reviewsets import read_predictions, read_review_sets
+from denoisesum.evaluation.opinion import opinion_report
+from denoisesum.evaluation.report import evaluate
+from denoisesum.evaluation.style import unsupported_words
+from denoisesum.inference.opinion import check_opinion
+from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
+from denoisesum.inference.support import explain
+from denoisesum.io import atomic_write, iter_jsonl, write_json
+from denoisesum.models.rating import RatingModel
+
+SHARED = Path(os.environ.get("DENOISESUM_DATA", "../shared/data")) / "yelp"
+RUNS = Path("runs/faith")
+SETS = {"part14": Path("runs/opinion/set-part14.jsonl"),
+        "part15": Path("runs/opinion/set-part15.jsonl"),
+        "dev": SHARED / "meansum_dev.jsonl", "test": SHARED / "meansum_test.jsonl"}
+
+
+def load_sets(name: str) -> list[dict]:
+    strata = [r.get("stratum", "all") for _, r in iter_jsonl(SETS[name])]
+    return [{**rs.model_dump(), "stratum": s}
+            for rs, s in zip(read_review_sets(SETS[name]), strata, strict=True)]
+
+
+def decode(args: argparse.Namespace) -> None:
+    summarizer = Summarizer.from_pretrained(args.model)
+    config = load_config(SummarizerConfig, overrides=args.set, base=summarizer.config)
+    summarizer.config = config
+    out_dir = RUNS / args.name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_json(out_dir / "settings.json", {"model": str(args.model), "overrides": args.set,
+                                           "stars": not args.no_stars,
+                                           "summarize": asdict(config)})
+    for name in args.sets.split(","):
+        path = out_dir / f"{name}.jsonl"
+        if path.exists():
+            continue
+        sets = load_sets(name)
+        ratings = None if args.no_stars else [s["ratings"] or None for s in sets]
+        start = time.perf_counter()
+        summaries = summarizer.summarize_batch([s["reviews"] for s in sets], warn=False,
+                                               ratings=ratings)
+        seconds = time.perf_counter() - start
+        with atomic_write(path) as handle:
+            handle.writelines(json.dumps({"entity_id": s["entity_id"], "summary": x}) + "\n"
+                              for s, x in zip(sets, summaries, strict=True))
+        print(f"{args.name} {name}: {len(sets)} sets in {seconds:.0f} s", flush=True)
+
+
+def _rating(args) -> RatingModel:
+    return RatingModel.load(args.rating)
+
+
+def _evidence(summaries: list[str], sets: list[dict], rating: RatingModel) -> dict:
+    full = contradicted = n = 0
+    contra = against = unsaid = words = 0
+    for summary, s in zip(summaries, sets, strict=True):
+        e = explain(s["reviews"], summary, rating=rating)
+        n += len(e.sentences)
+        full += sum(x.supported for x in e.sentences)
+        contradicted += sum(x.contradicted for x in e.sentences)
+        check = check_opinion(summary, s["reviews"], rating, s.get("ratings") or None)
+        contra += check.self_contradicting
+        against += bool(check.against_reviews)
+        unsaid += unsupported_words(summary, s["reviews"])
+        words += len(summary.split())
+    m = len(summaries)
+    return {"summaries": m, "sentences": n, "supported": full / n, "contradicted":
+            contradicted / n, "self_contradicting": contra / m, "against_reviews": against / m,
+            "unsaid_words": unsaid / m, "words": words / m}
+
+
+def score(args: argparse.Namespace) -> None:
+    rating = _rating(args)
+    for name in args.names:
+        out: dict = {}
+        for path in sorted((RUNS / name).glob("*.jsonl")):
+            set_name = path.stem
+            sets = load_sets(set_name)
+            preds = {p.entity_id: p.summary for p in read_predictions(path)}
+            summaries = [preds[s["entity_id"]] for s in sets]
+            entry = {"evidence": _evidence(summaries, sets, rating)}
+            if set_name.startswith("part"):
+                report, _ = opinion_report(summaries, sets, rating)
+                entry["opinion"] = report.to_dict()
+            else:
+                refs = {s["entity_id"]: s["summaries"] for s in sets}
+                rouge = evaluate(preds, refs, "rouge,pooled", resamples=200).to_dict()
+                entry["rouge"] = rouge
+            out[set_name] = entry
+            print(name, set_name, json.dumps(entry["evidence"]), flush=True)
+        write_json(RUNS / name / "metrics.json", out)
+
+
+def calibrate(args: argparse.Namespace) -> None:
+    """Precision and recall of the self-contradiction detector on the judged dev summaries."""
+    rating = _rating(args)
+    dev = {s["entity_id"]: s for s in load_sets("dev")}
+    rows = [r for _, r in iter_jsonl(SHARED / "judged" / "meansum_dev_veridicality.jsonl")]
+    tp = fp = fn = tn = 0
+    for r in rows:
+        flagged = check_opinion(" ".join(r["sentences"]), dev[r["entity_id"]]["reviews"],
+                                rating).self_contradicting
+        truth = bool(r["self_contradiction"])
+        tp += flagged and truth
+        fp += flagged and not truth
+        fn += truth and not flagged
+        tn += not (flagged or truth)
+    result = {"summaries": len(rows), "judged_contradicting": tp + fn, "flagged": tp + fp,
+              "tp": tp, "fp": fp, "fn": fn, "tn": tn,
+              "precision": tp / (tp + fp) if tp + fp else None,
+              "recall": tp / (tp + fn) if tp + fn else None}
+    print(json.dumps(result, indent=2))
+    write_json(Path(args.out), result)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("decode")
+    p.add_argument("name")
+    p.add_argument("--model", default=None)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="summarize settings, e.g. decode.opinion_weight=0.5")
+    p.add_argument("--sets", default="part15,dev,test")
+    p.add_argument("--no-stars", action="store_true")
+    p.set_defaults(func=decode)
+    p = sub.add_parser("score")
+    p.add_argument("names", nargs="+")
+    p.add_argument("--rating", default="runs/rating-yelp")
+    p.set_defaults(func=score)
+    p = sub.add_parser("calibrate")
+    p.add_argument("--rating", default="runs/rating-yelp")
+    p.add_argument("--out", default="runs/faith/calibration.json")
+    p.set_defaults(func=calibrate)
+    args = parser.parse_args()
+    np.seterr(all="ignore")
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
