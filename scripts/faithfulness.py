@@ -43,15 +43,21 @@ from denoisesum.models.rating import RatingModel
 
 SHARED = Path(os.environ.get("DENOISESUM_DATA", "../shared/data")) / "yelp"
 RUNS = Path("runs/faith")
-SETS = {"part14": Path("runs/opinion/set-part14.jsonl"),
-        "part15": Path("runs/opinion/set-part15.jsonl"),
-        "dev": SHARED / "meansum_dev.jsonl", "test": SHARED / "meansum_test.jsonl"}
+SETS = {
+    "part14": Path("runs/opinion/set-part14.jsonl"),
+    "tune": Path("runs/opinion/set-tune.jsonl"),
+    "part15": Path("runs/opinion/set-part15.jsonl"),
+    "dev": SHARED / "meansum_dev.jsonl",
+    "test": SHARED / "meansum_test.jsonl",
+}
 
 
 def load_sets(name: str) -> list[dict]:
     strata = [r.get("stratum", "all") for _, r in iter_jsonl(SETS[name])]
-    return [{**rs.model_dump(), "stratum": s}
-            for rs, s in zip(read_review_sets(SETS[name]), strata, strict=True)]
+    return [
+        {**rs.model_dump(), "stratum": s}
+        for rs, s in zip(read_review_sets(SETS[name]), strata, strict=True)
+    ]
 
 
 def decode(args: argparse.Namespace) -> None:
@@ -60,9 +66,15 @@ def decode(args: argparse.Namespace) -> None:
     summarizer.config = config
     out_dir = RUNS / args.name
     out_dir.mkdir(parents=True, exist_ok=True)
-    write_json(out_dir / "settings.json", {"model": str(args.model), "overrides": args.set,
-                                           "stars": not args.no_stars,
-                                           "summarize": asdict(config)})
+    write_json(
+        out_dir / "settings.json",
+        {
+            "model": str(args.model),
+            "overrides": args.set,
+            "stars": not args.no_stars,
+            "summarize": asdict(config),
+        },
+    )
     for name in args.sets.split(","):
         path = out_dir / f"{name}.jsonl"
         if path.exists():
@@ -70,12 +82,15 @@ def decode(args: argparse.Namespace) -> None:
         sets = load_sets(name)
         ratings = None if args.no_stars else [s["ratings"] or None for s in sets]
         start = time.perf_counter()
-        summaries = summarizer.summarize_batch([s["reviews"] for s in sets], warn=False,
-                                               ratings=ratings)
+        summaries = summarizer.summarize_batch(
+            [s["reviews"] for s in sets], warn=False, ratings=ratings
+        )
         seconds = time.perf_counter() - start
         with atomic_write(path) as handle:
-            handle.writelines(json.dumps({"entity_id": s["entity_id"], "summary": x}) + "\n"
-                              for s, x in zip(sets, summaries, strict=True))
+            handle.writelines(
+                json.dumps({"entity_id": s["entity_id"], "summary": x}) + "\n"
+                for s, x in zip(sets, summaries, strict=True)
+            )
         print(f"{args.name} {name}: {len(sets)} sets in {seconds:.0f} s", flush=True)
 
 
@@ -97,9 +112,16 @@ def _evidence(summaries: list[str], sets: list[dict], rating: RatingModel) -> di
         unsaid += unsupported_words(summary, s["reviews"])
         words += len(summary.split())
     m = len(summaries)
-    return {"summaries": m, "sentences": n, "supported": full / n, "contradicted":
-            contradicted / n, "self_contradicting": contra / m, "against_reviews": against / m,
-            "unsaid_words": unsaid / m, "words": words / m}
+    return {
+        "summaries": m,
+        "sentences": n,
+        "supported": full / n,
+        "contradicted": contradicted / n,
+        "self_contradicting": contra / m,
+        "against_reviews": against / m,
+        "unsaid_words": unsaid / m,
+        "words": words / m,
+    }
 
 
 def score(args: argparse.Namespace) -> None:
@@ -112,7 +134,7 @@ def score(args: argparse.Namespace) -> None:
             preds = {p.entity_id: p.summary for p in read_predictions(path)}
             summaries = [preds[s["entity_id"]] for s in sets]
             entry = {"evidence": _evidence(summaries, sets, rating)}
-            if set_name.startswith("part"):
+            if set_name.startswith("part") or set_name == "tune":
                 report, _ = opinion_report(summaries, sets, rating)
                 entry["opinion"] = report.to_dict()
             else:
@@ -131,17 +153,25 @@ def calibrate(args: argparse.Namespace) -> None:
     rows = [r for _, r in iter_jsonl(SHARED / "judged" / "meansum_dev_veridicality.jsonl")]
     tp = fp = fn = tn = 0
     for r in rows:
-        flagged = check_opinion(" ".join(r["sentences"]), dev[r["entity_id"]]["reviews"],
-                                rating).self_contradicting
+        flagged = check_opinion(
+            " ".join(r["sentences"]), dev[r["entity_id"]]["reviews"], rating
+        ).self_contradicting
         truth = bool(r["self_contradiction"])
         tp += flagged and truth
         fp += flagged and not truth
         fn += truth and not flagged
         tn += not (flagged or truth)
-    result = {"summaries": len(rows), "judged_contradicting": tp + fn, "flagged": tp + fp,
-              "tp": tp, "fp": fp, "fn": fn, "tn": tn,
-              "precision": tp / (tp + fp) if tp + fp else None,
-              "recall": tp / (tp + fn) if tp + fn else None}
+    result = {
+        "summaries": len(rows),
+        "judged_contradicting": tp + fn,
+        "flagged": tp + fp,
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "tn": tn,
+        "precision": tp / (tp + fp) if tp + fp else None,
+        "recall": tp / (tp + fn) if tp + fn else None,
+    }
     print(json.dumps(result, indent=2))
     write_json(Path(args.out), result)
 
@@ -152,8 +182,13 @@ def main() -> None:
     p = sub.add_parser("decode")
     p.add_argument("name")
     p.add_argument("--model", default=None)
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="summarize settings, e.g. decode.opinion_weight=0.5")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="summarize settings, e.g. decode.opinion_weight=0.5",
+    )
     p.add_argument("--sets", default="part15,dev,test")
     p.add_argument("--no-stars", action="store_true")
     p.set_defaults(func=decode)

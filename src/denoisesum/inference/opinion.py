@@ -8,10 +8,15 @@ by clause, and compares a summary's clauses with what the reviews say of the sam
 - A clause is a sentence, split once more at "but" / "however" / ";" (where opinions turn).
 - Its aspects are the groups of ASPECTS whose words it uses; a clause with none speaks of the
   place as a whole ("overall", which also holds recommending and coming back).
-- Its stars are the rating model's; it is `positive` above POSITIVE_CLAUSE, `negative` below
-  NEGATIVE_CLAUSE and counts for neither in between (a clause that reads mixed asserts nothing
-  a later clause could contradict). The thresholds are stricter than the polarity of whole
-  texts: a short clause's expected rating is noisier.
+- Its polarity comes first from opinion cues (CUES: "pricey", "reasonable", "be back",
+  "disappointed", ...), each flipped by a negation shortly before it ("not a bad experience",
+  "you will not be disappointed", "will not go back"): a bag of n-grams reads "not bad" as bad,
+  and a review that calls a place "a little pricey" is often a five-star one, so the rating
+  model alone hears neither. A clause without cues, or whose cues cancel, takes the rating
+  model's reading: positive above POSITIVE_CLAUSE, negative below NEGATIVE_CLAUSE, neither in
+  between (a clause that reads mixed asserts nothing a later clause could contradict).
+- The reviews' side on an aspect is the mean polarity of their clauses on it (beyond
+  ±REVIEW_SIDE); overall, the polarity of their mean stars (given, else read).
 
 `self_contradictions` is a summary giving one aspect both polarities; `against_reviews` is a
 clause whose polarity is the opposite of the reviews' on its aspect (their clauses on that
@@ -27,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from denoisesum.data.tokenizer import Tokenizer
-from denoisesum.models.rating import RatingModel
+from denoisesum.models.rating import RatingModel, polarity
 
 NEGATIVE_CLAUSE, POSITIVE_CLAUSE = 2.25, 3.75
 OVERALL = "overall"
@@ -53,6 +58,28 @@ ASPECTS: dict[str, frozenset[str]] = {
         "clean dirty filthy cleanliness smell smelled gross sanitary bathroom bathrooms".split()
     ),
 }
+# opinion cues: +1 praise, -1 complaint (lower-cased tokens)
+CUES: dict[str, int] = {
+    **dict.fromkeys(
+        "great good best amazing awesome excellent delicious friendly helpful attentive "
+        "reasonable reasonably affordable cheap fresh clean fast quick worth recommend "
+        "recommended love loved nice perfect fantastic wonderful impressed professional tasty "
+        "back".split(),
+        1,
+    ),
+    **dict.fromkeys(
+        "bad worst terrible awful horrible rude slow dirty cold bland pricey pricy expensive "
+        "overpriced disappointed disappointing mediocre poor gross unprofessional avoid waste "
+        "filthy stale greasy".split(),
+        -1,
+    ),
+}
+_NEGATORS = frozenset({"not", "n't", "never", "no", "nothing", "hardly", "without", "from"})
+_NEGATION_REACH = 3  # a negator flips a cue up to this many tokens after it
+_HEDGES = frozenset({"the", "as", "that"})
+# words of a verdict on the whole place: their clause speaks of it overall too
+_VERDICTS = frozenset("worth recommend back return again disappointed avoid".split())
+REVIEW_SIDE = 0.25  # the reviews take a side on an aspect when their mean polarity passes it
 _TURNS = frozenset({"but", "however", ";", "although", "though"})
 _ENDS = frozenset({".", "!", "?"})
 _TOKENIZER = Tokenizer()
@@ -63,12 +90,8 @@ class Clause:
     text: str
     sentence: int  # index of its sentence in the text
     aspects: tuple[str, ...]
-    stars: float
-
-    @property
-    def polarity(self) -> int:
-        """+1 positive, -1 negative, 0 neither."""
-        return 1 if self.stars > POSITIVE_CLAUSE else -1 if self.stars < NEGATIVE_CLAUSE else 0
+    stars: float  # the rating model's reading
+    polarity: int  # +1 positive, -1 negative, 0 neither (cues first, then stars)
 
 
 @dataclass
@@ -81,12 +104,40 @@ class OpinionCheck:
         return bool(self.contradictions)
 
 
+def star_side(stars: float) -> int:
+    return 1 if stars > POSITIVE_CLAUSE else -1 if stars < NEGATIVE_CLAUSE else 0
+
+
+def cue_polarity(tokens: Sequence[str]) -> int:
+    """The sign of a clause's cues, each flipped by a negator up to _NEGATION_REACH tokens
+    before it; 0 without cues or when they cancel. A negated praise word after "the" / "as" /
+    "that" is a hedge, not a complaint ("not the best", "not as good as the breakfast")."""
+    total = 0
+    for i, token in enumerate(tokens):
+        cue = CUES.get(token, 0)
+        if cue and _NEGATORS & set(tokens[max(0, i - _NEGATION_REACH) : i]):
+            cue = 0 if cue > 0 and i and tokens[i - 1] in _HEDGES else -cue
+        total += cue
+    return (total > 0) - (total < 0)
+
+
+def clause_polarity(tokens: Sequence[str], stars: float) -> int:
+    """Cues first; else the rating model's reading, unless the clause holds a negation (which
+    a bag of n-grams reads wrong: "there is n't much better" reads 2 stars)."""
+    cues = cue_polarity(tokens)
+    if cues or _NEGATORS & set(tokens):
+        return cues
+    return star_side(stars)
+
+
 def split_clauses(tokens: Sequence[str]) -> list[tuple[int, list[str]]]:
-    """(sentence index, clause tokens) of a tokenized text, split at sentence ends and turns."""
+    """(sentence index, clause tokens) of a tokenized text, split at sentence ends, turns and
+    ", and" (a second clause joined to a first: "a good place , and you will not go back")."""
     out: list[tuple[int, list[str]]] = []
     sentence, current = 0, []
     for token in tokens:
-        if token in _TURNS and current:
+        joined = token == "and" and current and current[-1] == ","
+        if (token in _TURNS or joined) and current:
             out.append((sentence, current))
             current = []
             continue
@@ -102,14 +153,14 @@ def split_clauses(tokens: Sequence[str]) -> list[tuple[int, list[str]]]:
 def aspects_of(tokens: Sequence[str]) -> tuple[str, ...]:
     words = set(tokens)
     found = tuple(name for name, vocab in ASPECTS.items() if words & vocab)
-    return found or (OVERALL,)
+    return (*found, OVERALL) if not found or words & _VERDICTS else found
 
 
 def clauses(text: str, model: RatingModel) -> list[Clause]:
     parts = split_clauses(_TOKENIZER.tokenize(text))
     stars = model.stars(" ".join(c) for _, c in parts)
     return [
-        Clause(" ".join(c), s, aspects_of(c), float(r))
+        Clause(" ".join(c), s, aspects_of(c), float(r), clause_polarity(c, float(r)))
         for (s, c), r in zip(parts, stars, strict=True)
     ]
 
@@ -124,35 +175,34 @@ def self_contradictions(parts: Sequence[Clause]) -> list[tuple[int, int]]:
     ]
 
 
-def review_opinions(
+def review_sides(
     reviews: Sequence[str], model: RatingModel, stars: Sequence[float | None] | None = None
-) -> dict[str, float]:
-    """The reviews' mean stars per aspect: over their clauses on it; "overall" is the mean of
-    the given stars where every review has one, else of the rating model's reading."""
-    per_aspect: dict[str, list[float]] = {}
+) -> dict[str, int]:
+    """The reviews' side (+1, -1, 0) per aspect: the mean polarity of their clauses on it;
+    "overall" the polarity of their mean stars, given where every review has them, else read."""
+    per_aspect: dict[str, list[int]] = {}
     for review in reviews:
         for clause in clauses(review, model):
             for aspect in clause.aspects:
-                per_aspect.setdefault(aspect, []).append(clause.stars)
-    out = {a: float(np.mean(v)) for a, v in per_aspect.items() if a != OVERALL}
+                per_aspect.setdefault(aspect, []).append(clause.polarity)
+    out = {}
+    for aspect, sides in per_aspect.items():
+        mean = float(np.mean(sides))
+        out[aspect] = 1 if mean > REVIEW_SIDE else -1 if mean < -REVIEW_SIDE else 0
     given = [s for s in (stars or []) if s is not None]
-    if given and len(given) == len(reviews):
-        out[OVERALL] = float(np.mean(given))
-    else:
-        out[OVERALL] = float(np.mean(model.stars(reviews)))
+    overall = float(np.mean(given)) if given and len(given) == len(reviews) else float(
+        np.mean(model.stars(reviews))
+    )
+    out[OVERALL] = {"negative": -1, "mixed": 0, "positive": 1}[polarity(overall)]
     return out
 
 
-def against_reviews(parts: Sequence[Clause], opinions: dict[str, float]) -> list[int]:
-    """Clauses whose polarity is the opposite of the reviews' on one of their aspects."""
-
-    def side(stars: float) -> int:
-        return 1 if stars > POSITIVE_CLAUSE else -1 if stars < NEGATIVE_CLAUSE else 0
-
+def against_reviews(parts: Sequence[Clause], sides: dict[str, int]) -> list[int]:
+    """Clauses whose polarity is the opposite of the reviews' side on one of their aspects."""
     return [
         i
         for i, c in enumerate(parts)
-        if any(c.polarity * side(opinions[a]) < 0 for a in c.aspects if a in opinions)
+        if any(c.polarity * sides[a] < 0 for a in c.aspects if a in sides)
     ]
 
 
@@ -164,5 +214,5 @@ def check_opinion(
 ) -> OpinionCheck:
     parts = clauses(summary, model)
     return OpinionCheck(
-        self_contradictions(parts), against_reviews(parts, review_opinions(reviews, model, stars))
+        self_contradictions(parts), against_reviews(parts, review_sides(reviews, model, stars))
     )
