@@ -147,7 +147,7 @@ def test_opinion_set_is_stratified_and_the_report_counts(rating):
 def test_length_bounds_follow_the_input():
     batch = inference_batch([[[5] * 10], [[5] * 10] * 8])  # 10 and 80 words of reviews
     low, high = length_bounds(batch, DecodeConfig(min_length=60, max_length=100, length_ratio=0.5))
-    assert low.tolist() == [5, 40] and high.tolist() == [10, 80]
+    assert low.tolist() == [5, 40] and high.tolist() == [15, 80]  # at least 15 words of room
     assert length_bounds(batch, DecodeConfig()) is None
 
 
@@ -266,3 +266,21 @@ def test_opinion_commands(tmp_path, rating):
         app, ["opinion", str(short), str(sets), "--rating-model", str(model_dir)]
     )
     assert result.exit_code != 0 and "no summary" in str(result.exception or result.output)
+
+
+def test_per_call_options(summarizer):
+    texts, _ = sets_of(1)
+    before = summarizer.config.decode
+    short = summarizer.summarize(texts[0], max_words=6)
+    assert len(summarizer.vocab.tokenizer.tokenize(short)) <= 6
+    assert summarizer.config.decode == before  # for that call only
+    assert (
+        summarizer.summarize(texts[0], beam=1) == summarizer.summarize_batch([texts[0]], beam=1)[0]
+    )
+    with pytest.raises(
+        DenoiseSumError, match="unknown option 'max_length'; valid options: max_words"
+    ):
+        summarizer.summarize(texts[0], max_length=5)
+    with pytest.raises(DenoiseSumError, match="option beam"):
+        summarizer.summarize(texts[0], beam=0)
+    assert summarizer.config.decode == before

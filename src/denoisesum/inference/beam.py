@@ -59,6 +59,7 @@ import torch
 from denoisesum.data.vocab import BOS_ID, EOS_ID, SPECIALS
 from denoisesum.errors import ConfigError
 
+MIN_MAX_LENGTH = 15  # length_ratio never allows fewer words than this (nor than max_length)
 FIRST_PERSON = ("i", "me", "my", "mine", "myself", "i'm")
 
 
@@ -325,8 +326,9 @@ def length_bounds(batch, config: DecodeConfig) -> tuple[torch.Tensor, torch.Tens
     words = torch.zeros(batch.n_pairs, dtype=torch.long, device=batch.reviews.device)
     words.index_add_(0, batch.review_pair, batch.review_lengths)
     low = (words * config.length_ratio).floor().long().clamp(max=config.min_length)
-    high = (2 * words * config.length_ratio).ceil().long().clamp(max=config.max_length)
-    return low, torch.maximum(high, low).clamp(min=1)
+    # a one-line review still gets a sentence: at least MIN_MAX_LENGTH words of room
+    high = (2 * words * config.length_ratio).ceil().long().clamp(min=MIN_MAX_LENGTH)
+    return low, torch.maximum(high.clamp(max=config.max_length), low)
 
 
 def _leaves(obj) -> list[torch.Tensor]:

@@ -26,16 +26,19 @@ what the summarize command and the service report (reviews_read, reviews_total).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import regex
 import torch
 
+from denoisesum.config import build
 from denoisesum.data.batch import inference_batch
 from denoisesum.data.tokenizer import detokenize
 from denoisesum.data.vocab import SPECIALS, Vocab
@@ -120,6 +123,16 @@ class UnreadableInputWarning(UserWarning):
 # rating model's reading
 SLICES = ("all", "complaints", "praise")
 COMPLAINT_STARS, PRAISE_STARS = 3.0, 4.0
+
+
+# per-call options of summarize / summarize_batch -> the DecodeConfig field each sets
+CALL_OPTIONS = {
+    "max_words": "max_length",
+    "min_words": "min_length",
+    "beam": "beam_size",
+    "first_person": "block_first_person",
+    "opinion_weight": "opinion_weight",
+}
 
 
 class EmptySliceWarning(UserWarning):
@@ -464,6 +477,8 @@ class Summarizer:
                 out.append([])
             elif cfg.avoid_contradiction and self.rating is not None:
                 out.append(self._consistent(cands, best, reviews, target))
+            elif cfg.end_at_sentence:  # a summary stopped at max_length mid-sentence
+                out.append(_end_at_sentence(self.vocab.decode(cands[best])))
             else:
                 out.append(self.vocab.decode(cands[best]))
         return out
@@ -559,15 +574,15 @@ class Summarizer:
         warn: bool = True,
         ratings: Sequence[Sequence[float | None] | None] | None = None,
         slice: str = "all",
+        **options: Any,
     ) -> list[str]:
         """Readable summaries (detokenized, sentence case), one per review set. Review sets the
         model cannot read (`input_warnings`) raise an UnreadableInputWarning unless `warn` is
-        False (for callers that report `input_warnings` themselves). ratings and slice: as in
-        summarize."""
-        summaries = [
-            detokenize(t)
-            for t in self.summarize_tokens_batch(review_sets, batch_size, ratings, slice)
-        ]
+        False (for callers that report `input_warnings` themselves). ratings, slice and options:
+        as in summarize."""
+        with self.options(**options):
+            tokens = self.summarize_tokens_batch(review_sets, batch_size, ratings, slice)
+        summaries = [detokenize(t) for t in tokens]
         if warn:
             self._warn_unreadable(review_sets)
         return summaries
@@ -577,14 +592,50 @@ class Summarizer:
         reviews: Sequence[str],
         ratings: Sequence[float | None] | None = None,
         slice: str = "all",
+        **options: Any,
     ) -> str:
         """The readable summary of one entity's reviews (an UnreadableInputWarning when the
         model cannot read them: `input_warnings`). ratings: each review's stars (None where
         unknown), the opinion to convey (else the rating model reads it); slice: "all", or
-        "complaints" / "praise" to summarize only what people complain about / praise."""
-        summary = detokenize(self.summarize_tokens(reviews, ratings, slice))
+        "complaints" / "praise" to summarize only what people complain about / praise.
+        options, for this call only (CALL_OPTIONS): max_words (the summary ends at the last
+        sentence end within them), min_words, beam, first_person (allow I/my/me), and
+        opinion_weight."""
+        with self.options(**options):
+            summary = detokenize(self.summarize_tokens(reviews, ratings, slice))
         self._warn_unreadable([reviews])
         return summary
+
+    @contextlib.contextmanager
+    def options(self, **options: Any) -> Iterator[None]:
+        """Decode with per-call options (CALL_OPTIONS) inside the block; an unknown option or
+        a value out of its range is a DenoiseSumError naming it."""
+        if not options:
+            yield
+            return
+        unknown = sorted(set(options) - set(CALL_OPTIONS))
+        if unknown:
+            raise DenoiseSumError(
+                f"unknown option {', '.join(map(repr, unknown))}; valid "
+                f"options: {', '.join(CALL_OPTIONS)}"
+            )
+        old = self.config.decode
+        changes = {CALL_OPTIONS[k]: v for k, v in options.items() if v is not None}
+        if "block_first_person" in changes:  # the option says what is allowed
+            changes["block_first_person"] = not changes["block_first_person"]
+        if "max_length" in changes:  # a length cap ends at a sentence boundary
+            changes["end_at_sentence"] = True
+            changes.setdefault("min_length", min(old.min_length, changes["max_length"]))
+        try:
+            new = build(DecodeConfig, {**asdict(old), **changes})
+        except ConfigError as exc:
+            name = {v: k for k, v in CALL_OPTIONS.items()}.get(exc.key or "", exc.key)
+            raise DenoiseSumError(f"option {name}: {exc.reason}") from None
+        self.config.decode = new
+        try:
+            yield
+        finally:
+            self.config.decode = old
 
     def explain(
         self,
