@@ -204,3 +204,17 @@ def test_the_python_api_warns_on_unreadable_input(tiny_model):
         with pytest.warns(UnreadableInputWarning):
             summarizer.summarize(reviews)
         assert summarizer.input_warnings(reviews), name
+
+
+def test_resume_falls_back_when_the_newest_state_is_truncated(tmp_path, capsys):
+    from denoisesum.data.vocab import Vocab
+    from denoisesum.training.checkpoint import STATE, latest_checkpoint, save_checkpoint
+
+    vocab = Vocab.from_counts({"a": 2})
+    model = torch.nn.Linear(2, 2)
+    for step in (10, 20):
+        save_checkpoint(tmp_path, step, model, {"kind": "x"}, vocab, {"step": step}, keep=3)
+    state = tmp_path / "checkpoints" / "step-000000020" / STATE
+    state.write_bytes(state.read_bytes()[:100])  # a damaged disk, a copy cut short
+    assert latest_checkpoint(tmp_path).name == "step-000000010"
+    assert "step-000000020 is incomplete" in capsys.readouterr().err

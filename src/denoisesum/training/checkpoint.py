@@ -42,22 +42,36 @@ def save_checkpoint(run_dir: str | Path, step: int, model: torch.nn.Module,
     return final
 
 
+def _complete(checkpoint: Path) -> bool:
+    """Whether `checkpoint`'s state.pt is there and loads: a file cut short (a damaged disk, a
+    copy interrupted) is as unusable as a missing one."""
+    if not (checkpoint / STATE).is_file():
+        return False
+    try:
+        load_state(checkpoint)
+    except Exception:  # whatever torch.load raises on a damaged file (many kinds)
+        return False
+    return True
+
+
 def latest_checkpoint(run_dir: str | Path) -> Path | None:
     """The checkpoint to resume from: the one LATEST names, or, when that one is incomplete (no
-    state.pt: a kill while it was written, or a damaged disk), the newest complete one, said on
-    standard error. None when there is no complete checkpoint."""
+    state.pt, or one that does not load: a kill while it was written, or a damaged disk), the
+    newest complete one, said on standard error. None when there is no complete checkpoint."""
     root = Path(run_dir) / "checkpoints"
     pointer = root / "LATEST"
     named = root / pointer.read_text().strip() if pointer.is_file() else None
-    if named is not None and (named / STATE).is_file():
+    if named is not None and _complete(named):
         return named
-    complete = [p for p in sorted(root.glob("step-*")) if (p / STATE).is_file()]
-    if not complete:
+    # newest first, so only the damaged ones and one complete one are loaded
+    newest = next((p for p in sorted(root.glob("step-*"), reverse=True)
+                   if p != named and _complete(p)), None)
+    if newest is None:
         return None
     if named is not None:
-        print(f"{named} is incomplete (no {STATE}); resuming from {complete[-1].name}, the "
-              "newest complete checkpoint", file=sys.stderr)
-    return complete[-1]
+        print(f"{named} is incomplete (no {STATE}, or one that does not load); resuming from "
+              f"{newest.name}, the newest complete checkpoint", file=sys.stderr)
+    return newest
 
 
 def load_state(checkpoint: Path) -> dict[str, Any]:
