@@ -75,3 +75,15 @@ def test_too_small_projection_is_a_config_error():
 
     with pytest.raises(ConfigError, match="proj_dim"):
         BiLM(BiLMConfig(vocab_size=V, proj_dim=10, cutoffs=[20, 35]))
+
+
+@pytest.mark.parametrize("vocab_size", [5, 12, 1500])
+def test_a_vocabulary_below_every_cutoff_gets_an_output_layer_of_its_size(vocab_size):
+    # a small corpus' vocabulary, with the default cutoffs [2000, 10000] (issue 33: it raised
+    # "cutoffs should be a sequence of length larger than 0")
+    model = BiLM(BiLMConfig(vocab_size=vocab_size, embed_dim=8, hidden_dim=8, proj_dim=16))
+    ids = torch.randint(4, vocab_size, (2, 6))
+    lengths = torch.tensor([6, 3])
+    assert model.log_probs(ids, lengths).shape == (2, 6, vocab_size)
+    loss, n = model(ids, lengths)
+    assert n == 9 and math.isfinite(loss.item())

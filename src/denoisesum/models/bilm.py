@@ -69,6 +69,13 @@ def reverse_within_length(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tenso
     return x.gather(1, index)
 
 
+def output_cutoffs(c: BiLMConfig) -> list[int]:
+    """The adaptive softmax's cutoffs for this vocabulary: those below its size; a vocabulary
+    smaller than every cutoff (a small corpus) gets one of its size, all but its rarest word in
+    the head (the module needs one tail cluster at least)."""
+    return [k for k in c.cutoffs if k < c.vocab_size - 1] or [c.vocab_size - 1]
+
+
 class BiLM(nn.Module):
     def __init__(self, config: BiLMConfig) -> None:
         super().__init__()
@@ -79,7 +86,7 @@ class BiLM(nn.Module):
         self.bwd = nn.LSTM(c.embed_dim, c.hidden_dim, batch_first=True)
         self.drop = nn.Dropout(c.dropout)
         self.proj = nn.Linear(2 * c.hidden_dim, c.proj_dim)
-        cutoffs = [k for k in c.cutoffs if k < c.vocab_size - 1]
+        cutoffs = output_cutoffs(c)
         if c.proj_dim // c.div_value ** len(cutoffs) < 1:
             raise ConfigError(f"model.proj_dim={c.proj_dim} is too small for {len(cutoffs)} "
                               f"adaptive-softmax tail clusters with div_value={c.div_value}")

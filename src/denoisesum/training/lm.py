@@ -23,7 +23,7 @@ import torch
 from tqdm import tqdm
 
 from denoisesum.data.encoded import EncodedCorpus
-from denoisesum.data.vocab import Vocab
+from denoisesum.data.vocab import SPECIALS, Vocab
 from denoisesum.errors import DenoiseSumError
 from denoisesum.io import write_json
 from denoisesum.models.bilm import BiLM, BiLMConfig
@@ -116,6 +116,11 @@ class LMTrainer(ResumableTrainer):
             cfg.model = BiLMConfig(**saved_cfg["model"])
         else:
             self.vocab = vocab or corpus.build_vocab(cfg.vocab.max_size, cfg.vocab.min_count)
+            if len(self.vocab) <= len(SPECIALS):  # a model of <unk> alone: nothing to learn
+                raise DenoiseSumError(
+                    f"the vocabulary has no word: none of the corpus' {len(corpus.types):,} "
+                    f"token types occurs vocab.min_count={cfg.vocab.min_count} times; lower "
+                    "vocab.min_count or give a larger corpus")
             cfg.model.vocab_size = len(self.vocab)
         self.table = corpus.vocab_table(self.vocab)
         train_reviews, held_reviews = lm_data.split_reviews(corpus, t.heldout_percent)
