@@ -52,13 +52,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import torch
 
+from denoisesum.config import Range, at_least, between, check
 from denoisesum.data.vocab import BOS_ID, EOS_ID, SPECIALS
 from denoisesum.errors import ConfigError
 
+AGAINST_SCOPES = ("all", "overall", "off")
 MIN_MAX_LENGTH = 15  # length_ratio never allows fewer words than this (nor than max_length)
 FIRST_PERSON = ("i", "me", "my", "mine", "myself", "i'm")
 
@@ -94,38 +96,53 @@ class DecodeConfig:
     # opinion steering (inference/summarizer.py): each step adds opinion_weight x the caller's
     # per-entity word bias (the rating model's pull of each word toward the target stars)
     opinion_weight: float = 0.0
-    # the stars the model's summaries read when not steered: an entity whose reviews read
-    # so is not steered at all, one below it toward lower stars (target - opinion_tone)
+    # steering starts below these stars: an entity whose reviews read at least so is not
+    # steered, one below it toward lower stars by (target - opinion_tone) x opinion_weight
     opinion_tone: float = 4.5
     # among the finished hypotheses, the best one with no self-contradiction and no clause
     # against the reviews (inference/opinion.py), else the best with its offending sentences cut
     avoid_contradiction: bool = False
+    # which clauses against the reviews count there: "all" (on any aspect: "a little pricey"
+    # where reviewers call the prices fair), "overall" (a verdict on the place the reviews
+    # contradict: "you will not be disappointed" of a one-star business), "off"
+    against_reviews: str = "all"
+    # each setting's valid values (config.py checks them); a beam of thousands exhausts memory,
+    # a bonus or penalty of thousands outweighs every log-probability (empty summaries)
+    BOUNDS: ClassVar[dict[str, Range]] = {
+        "beam_size": between(1, 100, "1: greedy"),
+        "min_length": at_least(0),
+        "max_length": between(1, 1000),
+        "length_penalty": between(0, 10),
+        "no_repeat_ngram": at_least(0, "0: off"),
+        "max_word_repeats": at_least(0, "0: no limit"),
+        "restate_overlap": between(0, 1, "0: off"),
+        "input_bonus": between(0, 100, "0: off"),
+        "unsaid_penalty": between(0, 100, "0: off"),
+        "subsets": at_least(0),
+        "rerank_ngrams": at_least(1),
+        "length_ratio": between(0, 10, "0: off"),
+        "opinion_weight": between(0, 100, "0: off"),
+        "opinion_tone": between(1, 5, "stars"),
+    }
 
     def validate(self) -> None:
+        """One setting against another (each one's range: BOUNDS)."""
         checks = [
-            ("beam_size", self.beam_size >= 1, "must be at least 1"),
-            ("max_length", self.max_length >= 1, "must be at least 1"),
             (
                 "min_length",
-                0 <= self.min_length <= self.max_length,
+                self.min_length <= self.max_length,
                 f"must be between 0 and max_length ({self.max_length})",
             ),
-            ("length_penalty", self.length_penalty >= 0, "must be >= 0"),
-            ("no_repeat_ngram", self.no_repeat_ngram >= 0, "must be >= 0 (0: off)"),
-            ("max_word_repeats", self.max_word_repeats >= 0, "must be >= 0 (0: off)"),
-            ("restate_overlap", 0 <= self.restate_overlap <= 1, "must be between 0 (off) and 1"),
-            ("input_bonus", self.input_bonus >= 0, "must be >= 0 (0: off)"),
-            ("unsaid_penalty", self.unsaid_penalty >= 0, "must be >= 0 (0: off)"),
-            ("subsets", self.subsets >= 0, "must be >= 0"),
+            (
+                "against_reviews",
+                self.against_reviews in AGAINST_SCOPES,
+                f"must be one of {', '.join(AGAINST_SCOPES)}",
+            ),
             (
                 "subsets",
                 self.rerank or not self.subsets,
                 "needs rerank = true (the candidates of the subsets must be chosen among)",
             ),
-            ("rerank_ngrams", self.rerank_ngrams >= 1, "must be at least 1"),
-            ("length_ratio", 0 <= self.length_ratio <= 10, "must be between 0 (off) and 10"),
-            ("opinion_weight", 0 <= self.opinion_weight <= 100, "must be between 0 (off) and 100"),
-            ("opinion_tone", 1 <= self.opinion_tone <= 5, "must be between 1 and 5 (stars)"),
         ]
         for name, ok, why in checks:
             if not ok:
@@ -310,7 +327,7 @@ def beam_search(
     Returns, per entity in batch order, up to beam_size hypotheses, best first.
     """
     config = config or DecodeConfig()
-    config.validate()
+    check(config, "decode.")  # its bounds and validate(): it may be made in Python
     words = words or WordLists()
     words = dataclasses.replace(words, banned=[*words.banned, *banned_ids])
     search = _Search(model, batch, config, words, batch.reviews if reviews is None else reviews)

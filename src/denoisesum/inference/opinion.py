@@ -190,8 +190,10 @@ def review_sides(
         mean = float(np.mean(sides))
         out[aspect] = 1 if mean > REVIEW_SIDE else -1 if mean < -REVIEW_SIDE else 0
     given = [s for s in (stars or []) if s is not None]
-    overall = float(np.mean(given)) if given and len(given) == len(reviews) else float(
-        np.mean(model.stars(reviews))
+    overall = (
+        float(np.mean(given))
+        if given and len(given) == len(reviews)
+        else float(np.mean(model.stars(reviews)))
     )
     out[OVERALL] = {"negative": -1, "mixed": 0, "positive": 1}[polarity(overall)]
     return out
@@ -211,8 +213,14 @@ def check_opinion(
     reviews: Sequence[str],
     model: RatingModel,
     stars: Sequence[float | None] | None = None,
+    scope: str = "all",
 ) -> OpinionCheck:
+    """Self-contradictions and clauses against the reviews; scope: the aspects the latter
+    counts, "all", "overall" (verdicts on the place) or "off"."""
     parts = clauses(summary, model)
-    return OpinionCheck(
-        self_contradictions(parts), against_reviews(parts, review_sides(reviews, model, stars))
-    )
+    if scope == "off":
+        return OpinionCheck(self_contradictions(parts))
+    sides = review_sides(reviews, model, stars)
+    if scope == "overall":
+        sides = {OVERALL: sides[OVERALL]}
+    return OpinionCheck(self_contradictions(parts), against_reviews(parts, sides))

@@ -33,12 +33,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import regex
 import torch
 
-from denoisesum.config import build
+from denoisesum.config import Range, at_least, build
 from denoisesum.data.batch import inference_batch
 from denoisesum.data.tokenizer import detokenize
 from denoisesum.data.vocab import SPECIALS, Vocab
@@ -158,11 +158,17 @@ class SummarizerConfig:
     # vocabulary): cheaper output layers, normalised over fewer words (inference/shortlist.py)
     shortlist: int = 0
     decode: DecodeConfig = field(default_factory=DecodeConfig)
+    # each setting's valid values (config.py checks them)
+    BOUNDS: ClassVar[dict[str, Range]] = {
+        "max_review_tokens": at_least(1),
+        "max_reviews": at_least(1),
+        "read_reviews": at_least(1),
+        "seed": at_least(0),
+        "shortlist": at_least(0, "0: every word"),
+    }
 
     def validate(self) -> None:
         for name, ok, why in [
-            ("max_reviews", self.max_reviews >= 1, "must be at least 1"),
-            ("read_reviews", self.read_reviews >= 1, "must be at least 1"),
             ("select", self.select in SELECT_MODES, f"must be one of {', '.join(SELECT_MODES)}"),
         ]:
             if not ok:
@@ -491,17 +497,20 @@ class Summarizer:
         its first sentence), ending at its last sentence end."""
         texts = [" ".join(self.vocab.decode(r)) for r in reviews]
         stars = [target] * len(texts) if target is not None else None
+        scope = self.config.decode.against_reviews
+
+        def offending(text: str) -> list[int]:
+            return _offending(check_opinion(text, texts, self.rating, stars, scope))
+
         order = [best] + [i for i in range(len(cands)) if i != best]
         for i in order:
             tokens = self.vocab.decode(cands[i])
-            if not _offending(check_opinion(" ".join(tokens), texts, self.rating, stars)):
+            if not offending(" ".join(tokens)):
                 return _end_at_sentence(tokens)
         tokens = self.vocab.decode(cands[best])
         text = " ".join(tokens)
         parts = clauses(text, self.rating)
-        cut = {
-            parts[i].sentence for i in _offending(check_opinion(text, texts, self.rating, stars))
-        } - {0}
+        cut = {parts[i].sentence for i in offending(text)} - {0}
         return _end_at_sentence(
             [t for s, sentence in enumerate(_sentences(tokens)) if s not in cut for t in sentence]
         )
@@ -549,12 +558,17 @@ class Summarizer:
         return out
 
     def _bias(self, targets: list[float | None], model) -> torch.Tensor | None:
-        """[B, V] opinion steering: (target - opinion_tone) x each word's pull, in the search's
-        output space (a ShortlistModel's positions); None when off or nothing to steer."""
+        """[B, V] opinion steering: min(0, target - opinion_tone) x each word's pull, in the
+        search's output space (a ShortlistModel's positions); None when off or nothing to
+        steer. Only downward: the model's own voice is already positive (its summaries read
+        4.3-4.6 stars whatever the reviews), so reviews that read at least opinion_tone are
+        summarized as the model would without steering."""
         cfg = self.config.decode
         if not cfg.opinion_weight or self.rating is None or all(t is None for t in targets):
             return None
-        shift = torch.tensor([0.0 if t is None else t - cfg.opinion_tone for t in targets])
+        shift = torch.tensor(
+            [min(0.0, t - cfg.opinion_tone) if t is not None else 0.0 for t in targets]
+        )
         pull = self._word_pull()
         if isinstance(model, ShortlistModel):
             pull = pull[model.rows.cpu()]
