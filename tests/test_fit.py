@@ -205,7 +205,7 @@ def test_a_changed_decoding_setting_remakes_the_last_stages_only(fitted, tmp_pat
     assert again.exit_code == 0 and "fit: 7 skipped" in again.output
     bad = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--set",
                                            "decode.shortlist=-1"))
-    assert "'decode.shortlist': -1 must be >= 0" in str(bad.exception)
+    assert "'decode.shortlist': -1 must be at least 0" in str(bad.exception)
 
 
 def test_a_setting_added_since_a_stage_ran_is_no_change_at_its_default():

@@ -88,6 +88,19 @@ def _load_config(cls: type, path: Path | None, overrides: list[str]):
     return load_config(cls, path, overrides, field="--config")
 
 
+def _options(cls: type, **values):
+    """Options that are settings of `cls`, checked by its bounds (config.py): an error names
+    the option (--max-size), as the user typed it."""
+    from denoisesum.config import build
+    from denoisesum.errors import ConfigError
+
+    try:
+        return build(cls, values)
+    except ConfigError as exc:
+        option = "--" + (exc.key or "").replace("_", "-")
+        raise ConfigError(f"{option} {exc.reason}") from None
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"denoisesum {__version__}")
@@ -144,6 +157,9 @@ def vocab(corpus: CorpusArg,
           rating_field: RatingField = "rating", category_field: CategoryField = "category",
           skip_bad: SkipBad = False) -> None:
     """Tokenize a corpus (cached) and build its vocabulary."""
+    from denoisesum.training.lm import VocabConfig
+
+    _options(VocabConfig, max_size=max_size, min_count=min_count)
     reader = _reader(corpus, entity_field, text_field, rating_field, category_field, skip_bad)
     _check_output_file(output, reader.paths)
     _check_output_dir(cache or output.parent / "encoded")
@@ -221,10 +237,15 @@ def cloze(model: Annotated[Path, typer.Argument(help="A BiLM model directory.")]
           text: Annotated[str, typer.Argument(help="Text with '_' where words are to be guessed.")],
           top: Annotated[int, typer.Option(help="Candidates to show per blank.")] = 5) -> None:
     """Show the language model's top guesses for each '_' in a sentence."""
+    from denoisesum.errors import ConfigError
     from denoisesum.inference.cloze import fill_blanks
     from denoisesum.models.store import load_bilm
 
-    for position, guesses in fill_blanks(*load_bilm(model), text, top):
+    try:
+        filled = fill_blanks(*load_bilm(model), text, top)
+    except ConfigError as exc:
+        raise ConfigError(f"--{exc.key} {exc.reason}" if exc.key else str(exc)) from None
+    for position, guesses in filled:
         shown = ", ".join(f"{w} ({p:.2f})" for w, p in guesses)
         typer.echo(f"_{position}: {shown}")
 
@@ -274,6 +295,8 @@ def synthesize(corpus: CorpusArg,
             extra.append(f"{key}={value}")
     cfg = _load_config(SynthesisConfig, config, extra)
     cfg.candidate_config()  # an unknown preset fails here, before any work
+    if workers is not None and workers < 0:  # a pool of -2 processes waits forever
+        raise DenoiseSumError(f"--workers {workers} must be at least 0 (0: in this process)")
     excluded = (read_entity_list(require_file(exclude_entities, field="--exclude-entities"))
                 if exclude_entities else [])
     load_bilm(lm)  # a missing or damaged LM: an error now, not after tokenizing the corpus
@@ -866,8 +889,10 @@ def summarize_command(
         ("input_bonus", input_bonus), ("input_words_only", input_words_only),
         ("unsaid_penalty", unsaid_penalty), ("opinion_weight", opinion_weight))
         if value is not None}
+    from denoisesum.config import check
+
     decode = dataclasses.replace(summarizer.config.decode, **changes)
-    decode.validate()  # e.g. --min-length above the model's max_length: fail before reading
+    check(decode, "decode.")  # e.g. --beam 100000, --input-bonus inf: fail before reading
     summarizer.config.decode = decode
     summarizer.config.bf16 = summarizer.config.bf16 or bf16
     if shortlist is not None:
@@ -950,6 +975,10 @@ def serve_command(
                            max_sets=max_sets, timeout_s=timeout, max_batch_sets=max_batch,
                            max_pending_sets=max(max_pending, max_sets))
     limits.validate()
+    from uvicorn.config import LOG_LEVELS  # what serve() takes; checked before the model loads
+
+    if log_level not in LOG_LEVELS:
+        raise DenoiseSumError(f"--log-level {log_level!r} must be one of {', '.join(LOG_LEVELS)}")
     if model is None and not DEFAULT_MODEL_DIR.is_dir():
         raise DenoiseSumError(f"no default model is installed (looked for {DEFAULT_MODEL_DIR}); "
                               "pass a model directory: denoisesum serve --model DIR")

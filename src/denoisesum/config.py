@@ -3,14 +3,18 @@
     cfg = load_config(LMRunConfig, "configs/bilm-yelp.toml", ["train.lr=0.002"])
 
 Unknown keys and wrongly typed values are errors that name the key, never silently ignored.
+Every numeric setting has its valid range in its class's `BOUNDS` (a key -> Range table), checked
+here with the class's own `validate()`; a float setting is never NaN or infinite.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 import typing
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,22 +39,91 @@ def _check_keys(cls: type, data: dict[str, Any], prefix: str = "") -> None:
             _check_keys(hints[key], value, f"{prefix}{key}.")
 
 
-def _run_checks(obj: Any, prefix: str = "") -> None:
-    """Each (nested) config's own `validate()`, for the checks a type cannot say (ranges,
-    one setting against another); its ConfigError.key is made absolute."""
+@dataclass(frozen=True)
+class Range:
+    """The valid values of a numeric setting (of each item of a list setting): finite numbers
+    from `low` to `high` (None: no bound), an end left out where `*_open` says; `note` tells what
+    a special value does, e.g. "0: off"."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    note: str = ""
+
+    def contains(self, value: float) -> bool:
+        if not math.isfinite(value):
+            return False
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            return False
+        return self.high is None or (value < self.high if self.high_open else value <= self.high)
+
+    def __str__(self) -> str:
+        low, high = _number(self.low), _number(self.high)
+        if self.low is not None and self.high is not None:
+            left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+            text = (f"in {left}{low}, {high}{right}" if self.low_open or self.high_open
+                    else f"between {low} and {high}")
+        elif self.low is not None:
+            text = f"more than {low}" if self.low_open else f"at least {low}"
+        elif self.high is not None:
+            text = f"less than {high}" if self.high_open else f"at most {high}"
+        else:
+            text = "a finite number"
+        return f"{text} ({self.note})" if self.note else text
+
+
+def _number(value: float | None) -> str:
+    return f"{value:,}" if isinstance(value, int) and abs(value) >= 10_000 else str(value)
+
+
+def at_least(low: float, note: str = "") -> Range:
+    return Range(low, note=note)
+
+
+def above(low: float, note: str = "") -> Range:
+    return Range(low, low_open=True, note=note)
+
+
+def between(low: float, high: float, note: str = "") -> Range:
+    return Range(low, high, note=note)
+
+
+FINITE = Range()  # a float setting without a BOUNDS entry
+
+
+def check_bounds(obj: Any) -> None:
+    """Each numeric setting of `obj` (not of the configs nested in it) within its class's
+    `BOUNDS`; ConfigError naming the first one that is not."""
+    bounds: dict[str, Range] = getattr(type(obj), "BOUNDS", {})
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        rule = bounds.get(f.name, FINITE)
+        for item in value if isinstance(value, list | tuple) else [value]:
+            # bool is an int to Python, never a number to a user
+            if isinstance(item, int | float) and not isinstance(item, bool) \
+                    and not rule.contains(item):
+                why = f"{item!r} must be {rule}"
+                raise ConfigError(f"{f.name}={item!r} must be {rule}", key=f.name, reason=why)
+
+
+def check(obj: Any, prefix: str = "") -> None:
+    """A built config's bounds and each (nested) config's own `validate()`, for the checks a
+    type cannot say (one setting against another); its ConfigError.key is made absolute."""
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
         if dataclasses.is_dataclass(value):
-            _run_checks(value, f"{prefix}{f.name}.")
-    if hasattr(obj, "validate"):
-        try:
+            check(value, f"{prefix}{f.name}.")
+    try:
+        check_bounds(obj)
+        if hasattr(obj, "validate"):
             obj.validate()
-        except ConfigError as exc:
-            if exc.key is None:
-                raise
-            key = prefix + exc.key
-            raise ConfigError(f"config key '{key}': {exc.reason}", key=key,
-                              reason=exc.reason) from None
+    except ConfigError as exc:
+        if exc.key is None:
+            raise
+        key = prefix + exc.key
+        raise ConfigError(f"config key '{key}': {exc.reason}", key=key,
+                          reason=exc.reason) from None
 
 
 def build(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
@@ -65,7 +138,7 @@ def build(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
         key = prefix + ".".join(str(p) for p in first["loc"])
         reason = f"{first['msg']} (got {first.get('input')!r})"
         raise ConfigError(f"config key '{key}': {reason}", key=key, reason=reason) from None
-    _run_checks(out, prefix)
+    check(out, prefix)
     return out
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from denoisesum.config import build, load_config
+from denoisesum.config import Range, above, at_least, build, load_config
 from denoisesum.errors import ConfigError
 from denoisesum.fit.presets import preset_settings
 from denoisesum.inference.beam import DecodeConfig
@@ -73,11 +73,16 @@ class DecodeChoiceConfig:
     # the exported model's vocabulary shortlist (SummarizerConfig.shortlist, 0: every word),
     # which the dev searches above decode with too; None: the training's summarize.shortlist
     shortlist: int | None = None
+    # each setting's valid values (config.py checks them; None is no value)
+    BOUNDS: ClassVar[dict[str, Range]] = {
+        "min_length": at_least(0),
+        "min_lengths": at_least(0),
+        "dev_entities": at_least(0, "0: all"),
+        "summaries_sampled": at_least(1),
+        "shortlist": at_least(0, "0: every word"),
+    }
 
     def validate(self) -> None:
-        if self.shortlist is not None and self.shortlist < 0:
-            raise ConfigError(f"decode.shortlist={self.shortlist} must be >= 0 (0: every word)",
-                              key="shortlist", reason=f"{self.shortlist} must be >= 0")
         for name, changes in self.levers.items():
             build(DecodeConfig, changes, f"levers.{name}.")  # known keys, right types, ranges
 
@@ -104,13 +109,11 @@ class FitConfig:
         "train.train.dev_set": "fit (--dev)",
     }
 
-    def validate(self) -> None:
-        if not 0 < self.budget_lm_share < 1:
-            why = f"must be between 0 and 1, got {self.budget_lm_share}"
-            raise ConfigError(f"budget_lm_share {why}", key="budget_lm_share", reason=why)
-        if self.workers < 0:
-            why = f"must be at least 0, got {self.workers}"
-            raise ConfigError(f"workers {why}", key="workers", reason=why)
+    # each setting's valid values (config.py checks them)
+    BOUNDS: ClassVar[dict[str, Range]] = {
+        "workers": at_least(0, "0: one per core"),
+        "budget_lm_share": Range(0, 1, low_open=True, high_open=True),
+    }
 
 
 def preset_config(preset: str) -> FitConfig:
@@ -126,11 +129,14 @@ def load_fit_config(preset: str, path: str | Path | None = None, overrides: Iter
     return cfg
 
 
+BUDGET_HOURS = above(0)
+
+
 def apply_budget(cfg: FitConfig, hours: float, train_lm: bool) -> dict[str, float]:
     """Split `hours` of training time between the LM (budget_lm_share of it, when fit trains
     one) and the summarizer, as their train.max_minutes; returns the minutes of each."""
-    if hours <= 0:
-        raise ConfigError(f"--budget must be more than 0 hours, got {hours}")
+    if not BUDGET_HOURS.contains(hours):  # NaN too: it would be written into the run's config
+        raise ConfigError(f"--budget {hours} must be {BUDGET_HOURS} hours")
     minutes = hours * 60
     lm = round(minutes * cfg.budget_lm_share, 2) if train_lm else 0.0
     cfg.lm.train.max_minutes = lm

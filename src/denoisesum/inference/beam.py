@@ -109,7 +109,7 @@ class DecodeConfig:
     # each setting's valid values (config.py checks them); a beam of thousands exhausts memory,
     # a bonus or penalty of thousands outweighs every log-probability (empty summaries)
     BOUNDS: ClassVar[dict[str, Range]] = {
-        "beam_size": between(1, 100, "1: greedy"),
+        "beam_size": between(1, 1000, "1: greedy"),
         "min_length": at_least(0),
         "max_length": between(1, 1000),
         "length_penalty": between(0, 10),

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import torch
 
+from denoisesum.config import between
 from denoisesum.data.vocab import SPECIALS, Vocab
-from denoisesum.errors import DenoiseSumError
+from denoisesum.errors import ConfigError, DenoiseSumError
 from denoisesum.models.bilm import BiLM
 
 BLANK = "_"
@@ -17,6 +18,9 @@ def fill_blanks(model: BiLM, vocab: Vocab, text: str, top: int = 5
 
     Special tokens are never proposed. `model, vocab` come from `models.store.load_bilm`.
     """
+    valid = between(1, len(vocab) - len(SPECIALS), "the model's words")
+    if not valid.contains(top):
+        raise ConfigError(f"top={top} must be {valid}", key="top", reason=f"{top} must be {valid}")
     tokens = vocab.tokenizer.tokenize(text.replace(BLANK, f" {BLANK} "))
     blanks = [i for i, t in enumerate(tokens) if t == BLANK]
     if not blanks:

@@ -16,10 +16,12 @@ Shapes: B batch, L words (without <s>/</s>), T = L + 2, E embed, H hidden, P pro
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 from torch import nn
 
+from denoisesum.config import Range, at_least
 from denoisesum.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from denoisesum.errors import ConfigError
 
@@ -39,6 +41,21 @@ class BiLMConfig:
     # adaptive softmax clusters: [0, 2000) in the head, then [2000, 10000), [10000, V)
     cutoffs: list[int] = field(default_factory=lambda: [2000, 10000])
     div_value: float = 4.0
+    # each setting's valid values (config.py checks them)
+    BOUNDS: ClassVar[dict[str, Range]] = {
+        "vocab_size": at_least(5, "the 4 special tokens and a word"),
+        "embed_dim": at_least(1),
+        "hidden_dim": at_least(1),
+        "proj_dim": at_least(1),
+        "dropout": Range(0, 1, high_open=True),
+        "cutoffs": at_least(1),
+        "div_value": at_least(1),
+    }
+
+    def validate(self) -> None:
+        if any(a >= b for a, b in zip(self.cutoffs, self.cutoffs[1:], strict=False)):
+            why = f"{self.cutoffs} must be increasing"
+            raise ConfigError(f"cutoffs {why}", key="cutoffs", reason=why)
 
 
 def add_boundaries(ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:

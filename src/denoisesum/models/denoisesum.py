@@ -48,11 +48,13 @@ D hidden_dim (decoder), H encoder states (2 x encoder_dim; D by default), V voca
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from denoisesum.config import Range, at_least
 from denoisesum.data.batch import BOTH, DOCUMENT, N_OPINIONS, SEGMENT, SummaryBatch, of_kind
 from denoisesum.data.vocab import PAD_ID
 from denoisesum.errors import ConfigError
@@ -82,6 +84,15 @@ class DenoiseSumConfig:
     # condition the decoders on the summary's opinion (issue 31; not in the paper): a learned
     # vector per rounded star rating (0 = unknown) added to every decoder input embedding
     opinion: bool = False
+    # each setting's valid values (config.py checks them)
+    BOUNDS: ClassVar[dict[str, Range]] = {
+        "vocab_size": at_least(5, "the 4 special tokens and a word"),
+        "embed_dim": at_least(1),
+        "hidden_dim": at_least(1),
+        "encoder_dim": at_least(0, "0: hidden_dim / 2"),
+        "dropout": Range(0, 1, high_open=True),
+        "n_topics": at_least(1),
+    }
 
 
 # ---------------------------------------------------------------------------------------------

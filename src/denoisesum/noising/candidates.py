@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
+from denoisesum.config import Range, at_least
 from denoisesum.errors import ConfigError
 
 PUNCTUATION = {".", ",", "!", "?", ";", ":", "'", '"', "(", ")", "...", "-", "--"}
@@ -29,6 +31,17 @@ class CandidateConfig:
     max_symbols: int = 2  # "fewer than 3 symbol tokens"
     allow_first_person: bool = True
     one_sentence: bool = False
+    # each setting's valid values (config.py checks them)
+    BOUNDS: ClassVar[dict[str, Range]] = {
+        "min_tokens": at_least(1),
+        "max_tokens": at_least(1),
+        "max_symbols": at_least(0),
+    }
+
+    def validate(self) -> None:
+        if self.max_tokens < self.min_tokens:
+            why = f"{self.max_tokens} must be at least min_tokens ({self.min_tokens})"
+            raise ConfigError(f"max_tokens {why}", key="max_tokens", reason=why)
 
 
 PRESETS = {

@@ -25,13 +25,13 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
-from denoisesum.config import config_from_dict
+from denoisesum.config import Range, at_least, between, check, config_from_dict
 from denoisesum.data.encoded import EncodedCorpus
 from denoisesum.data.synthetic import pair_record, shard_path
 from denoisesum.errors import ConfigError, DenoiseSumError
@@ -57,6 +57,12 @@ class NoiseConfig:
     p_replace: float = 0.8  # token replacement probability p_R
     top_p: float = 0.9  # nucleus threshold p_N
     p_remove_chunk: float = 0.4
+    # each setting's valid values (config.py checks them)
+    BOUNDS: ClassVar[dict[str, Range]] = {
+        "p_replace": between(0, 1),
+        "top_p": Range(0, 1, low_open=True),
+        "p_remove_chunk": between(0, 1),
+    }
 
 
 DOCUMENT_NOISE = ("similar", "random")
@@ -85,11 +91,19 @@ class SynthesisConfig:
     # paper): an opinion-conditioned summarizer needs negative summaries to learn from, and most
     # Yelp candidates are 4-5 stars; False: uniformly, as the paper
     balance_ratings: bool = False
+    # each setting's valid values (config.py checks them)
+    BOUNDS: ClassVar[dict[str, Range]] = {
+        "pairs": at_least(1),
+        "n_mean": at_least(1),
+        "n_std": at_least(0),
+        "inventory_reviews": at_least(1),
+        "shard_size": at_least(1),
+        "lm_batch": at_least(1),
+        "seed": at_least(0),
+        "central_fraction": Range(0, 1, low_open=True),
+    }
 
-    def __post_init__(self) -> None:
-        if not 0 < self.central_fraction <= 1:
-            why = f"must be in (0, 1], got {self.central_fraction}"
-            raise ConfigError(f"central_fraction {why}", key="central_fraction", reason=why)
+    def validate(self) -> None:
         if self.document_noise not in DOCUMENT_NOISE:
             why = f"must be one of {', '.join(DOCUMENT_NOISE)}, got {self.document_noise!r}"
             raise ConfigError(f"document_noise {why}", key="document_noise", reason=why)
@@ -367,6 +381,9 @@ def synthesize(corpus: EncodedCorpus, out_dir: str | Path, lm_dir: str | Path,
                cfg: SynthesisConfig, excluded: list[str] = (), scheduler: str | None = None,
                workers: int | None = None, progress: bool = True) -> dict[str, Any]:
     """Make (or finish making) the synthetic pairs in `out_dir`; returns the manifest."""
+    check(cfg)  # a config made in Python has not been through config.build
+    if workers is not None and workers < 0:  # a pool of -2 processes waits forever
+        raise ConfigError(f"workers={workers} must be at least 0 (0: in this process)")
     out, lm_dir = Path(out_dir), Path(lm_dir)
     started = time.perf_counter()
     prepared = prepare(corpus, out, lm_dir, cfg, list(excluded))

@@ -19,11 +19,12 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.special import digamma
 
+from denoisesum.config import Range, at_least
 from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.io import atomic_write, read_json, write_json
 
@@ -44,6 +45,18 @@ class LDAConfig:
     chunksize: int = 2000  # documents per online update
     iterations: int = 50  # E-step iterations per document during training
     seed: int = 1
+    # each setting's valid values (config.py checks them)
+    BOUNDS: ClassVar[dict[str, Range]] = {
+        "n_topics": at_least(2),
+        "sample": at_least(1),
+        "max_words": at_least(1),
+        "min_docs": at_least(1),
+        "max_doc_fraction": Range(0, 1, low_open=True),
+        "passes": at_least(1),
+        "chunksize": at_least(1),
+        "iterations": at_least(1),
+        "seed": at_least(0),
+    }
 
 
 def _stopwords() -> frozenset[str]:

@@ -16,12 +16,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
+from denoisesum.config import Range, above, at_least
 from denoisesum.data.encoded import EncodedCorpus
 from denoisesum.data.vocab import SPECIALS, Vocab
 from denoisesum.errors import DenoiseSumError
@@ -38,6 +39,11 @@ from denoisesum.training.loop import ResumableTrainer, StepLogger
 class VocabConfig:
     max_size: int = 30000  # including the 4 special tokens
     min_count: int = 3
+    # each setting's valid values (config.py checks them)
+    BOUNDS: ClassVar[dict[str, Range]] = {
+        "max_size": at_least(5, "the 4 special tokens and a word"),
+        "min_count": at_least(1),
+    }
 
 
 @dataclass
@@ -56,6 +62,22 @@ class LMTrainConfig:
     seed: int = 1
     threads: int = 0  # torch CPU threads; 0 = all cores
     keep_checkpoints: int = 2
+    BOUNDS: ClassVar[dict[str, Range]] = {
+        "batch_tokens": at_least(1),
+        "max_len": at_least(1),
+        "lr": above(0),
+        "warmup_steps": at_least(0),
+        "max_steps": at_least(1),
+        "max_minutes": at_least(0, "0: no limit"),
+        "grad_clip": above(0),
+        "eval_every": at_least(1),
+        "save_every": at_least(1),
+        "eval_reviews": at_least(0),
+        "heldout_percent": Range(0, 100, high_open=True),
+        "seed": at_least(0),
+        "threads": at_least(0, "0: all cores"),
+        "keep_checkpoints": at_least(1),
+    }
 
 
 @dataclass

@@ -37,12 +37,13 @@ import os
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
+from denoisesum.config import Range, at_least
 from denoisesum.data.batch import SummaryBatch, make_batch
 from denoisesum.data.encoded import (
     RankedTokens,
@@ -68,6 +69,11 @@ class PairVocabConfig:
     # "pairs": built from the pairs (max_size, min_count); "lm": train.init_lm's own vocabulary,
     # so that every embedding row starts from the LM (the words the LM learned, not the pairs')
     source: str = "pairs"
+    # each setting's valid values (config.py checks them)
+    BOUNDS: ClassVar[dict[str, Range]] = {
+        "max_size": at_least(5, "the 4 special tokens and a word"),
+        "min_count": at_least(1),
+    }
 
 
 @dataclass
@@ -78,6 +84,13 @@ class PairDataConfig:
     eval_pairs: int = 1000  # held-out pairs scored at each evaluation; 0 = all
     fraction: float = 1.0  # share of the training pairs used (the paper's 10% / 50% ablation)
     topics: str = ""  # topic model directory (`denoisesum topics`); needed by the discriminator
+    BOUNDS: ClassVar[dict[str, Range]] = {
+        "max_review_tokens": at_least(1),
+        "max_reviews": at_least(0, "0: all"),
+        "heldout_percent": Range(0, 100, high_open=True),
+        "eval_pairs": at_least(0, "0: all"),
+        "fraction": Range(0, 1, low_open=True),
+    }
 
 
 # ---------------------------------------------------------------------------------------------

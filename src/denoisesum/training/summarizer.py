@@ -50,7 +50,7 @@ import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
-from denoisesum.config import config_from_dict
+from denoisesum.config import Range, above, at_least, between, check, config_from_dict
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.vocab import Vocab
 from denoisesum.errors import ConfigError, DenoiseSumError, InputError
@@ -100,11 +100,26 @@ class SummarizerTrainConfig:
     # model.opinion only: the share of training pairs whose rating is hidden (opinion class 0,
     # unknown), so the model also learns to summarize without a target opinion
     opinion_dropout: float = 0.1
-
-    def validate(self) -> None:
-        if not 0 <= self.opinion_dropout <= 1:
-            why = f"must be in [0, 1], got {self.opinion_dropout}"
-            raise ConfigError(f"opinion_dropout {why}", key="opinion_dropout", reason=why)
+    # each setting's valid values (config.py checks them)
+    BOUNDS: ClassVar[dict[str, Range]] = {
+        "batch_size": at_least(1),
+        "lr": above(0),
+        "grad_clip": above(0),
+        "kl_weight": at_least(0),
+        "max_steps": at_least(1),
+        "max_minutes": at_least(0, "0: no limit"),
+        "eval_every": at_least(1),
+        "save_every": at_least(1),
+        "log_every": at_least(1),
+        "patience": at_least(0, "0: never stop early"),
+        "dev_entities": at_least(0, "0: all"),
+        "seed": at_least(0),
+        "threads": at_least(0, "0: all cores"),
+        "keep_checkpoints": at_least(1),
+        "coverage_weight": at_least(0),
+        "ema_decay": Range(0, 1, high_open=True, note="0: off"),
+        "opinion_dropout": between(0, 1),
+    }
 
 
 @dataclass
@@ -121,6 +136,7 @@ class SummarizerRunConfig:
 
 
 def check_config(cfg: SummarizerRunConfig) -> None:
+    check(cfg)  # each setting's bounds: a config made in Python has not been through build
     t = cfg.train
     if t.init_lm and t.init_model:
         raise ConfigError("train.init_lm and train.init_model exclude each other: start from an "
@@ -140,15 +156,6 @@ def check_config(cfg: SummarizerRunConfig) -> None:
         raise ConfigError(f"train.device must be auto, cpu or cuda, got {t.device!r}")
     if t.precision not in ("auto", "fp32", "bf16", "fp16"):
         raise ConfigError(f"train.precision must be auto, fp32, bf16 or fp16, got {t.precision!r}")
-    for name in ("batch_size", "eval_every", "save_every", "log_every", "keep_checkpoints"):
-        if getattr(t, name) < 1:
-            raise ConfigError(f"train.{name} must be at least 1, got {getattr(t, name)}")
-    if not 0 <= t.ema_decay < 1:
-        raise ConfigError(f"train.ema_decay must be in [0, 1), got {t.ema_decay}")
-    if cfg.data.max_review_tokens < 1:
-        raise ConfigError("data.max_review_tokens must be at least 1")
-    if not 0 < cfg.data.fraction <= 1:
-        raise ConfigError(f"data.fraction must be in (0, 1], got {cfg.data.fraction}")
 
 
 def pick_device(name: str) -> torch.device:
