@@ -1,6 +1,6 @@
 """Hostile input, round two (issue 33): settings outside their bounds are one line naming the key
-and its valid range, before any work; a small corpus trains (or is refused, saying what works).
-Each case through the real command."""
+and its valid range, before any work; a small corpus trains (or is refused, saying what works);
+--resume passes over a checkpoint whose state.pt is damaged. Each case through the real command."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+CORPUS = EXAMPLES / "corpus.jsonl"
 
 
 def run_cli(*args, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -45,7 +46,7 @@ def refused(done: subprocess.CompletedProcess, message: str) -> bool:
 
 def test_train_lm_on_the_example_corpus_with_the_default_config(tmp_path):
     # 24 reviews, a vocabulary of a few dozen words: below the default cutoffs [2000, 10000]
-    done = run_cli("train-lm", EXAMPLES / "corpus.jsonl", "-o", tmp_path / "lm", "--max-steps", 2)
+    done = run_cli("train-lm", CORPUS, "-o", tmp_path / "lm", "--max-steps", 2)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "lm" / "model.safetensors").is_file()
     cloze = run_cli("cloze", tmp_path / "lm", "the _ was great")
@@ -53,11 +54,25 @@ def test_train_lm_on_the_example_corpus_with_the_default_config(tmp_path):
 
 
 def test_train_lm_whose_vocabulary_keeps_no_word_is_refused(tmp_path):
-    done = run_cli("train-lm", EXAMPLES / "corpus.jsonl", "-o", tmp_path / "lm",
+    done = run_cli("train-lm", CORPUS, "-o", tmp_path / "lm",
                    "--max-steps", 2, "--set", "vocab.min_count=1000")
     assert refused(done, "the vocabulary has no word"), done.stderr
     assert "lower vocab.min_count" in done.stderr
     assert not (tmp_path / "lm" / "model.safetensors").exists()
+
+
+def test_resume_after_the_newest_state_was_truncated_uses_the_one_before(tmp_path):
+    out = tmp_path / "lm"
+    first = run_cli("train-lm", CORPUS, "-o", out, "--max-steps", 2, "--set", "train.save_every=1",
+                    "--set", "train.keep_checkpoints=3")
+    assert first.returncode == 0, first.stderr
+    newest = out / "checkpoints" / "step-000000002" / "state.pt"
+    newest.write_bytes(newest.read_bytes()[:100])  # a damaged disk, a copy cut short
+    again = run_cli("train-lm", CORPUS, "-o", out, "--max-steps", 3, "--resume")
+    assert again.returncode == 0, again.stderr
+    assert "step-000000002 is incomplete" in again.stderr
+    assert "resuming from step-000000001" in again.stderr
+    assert "starting at step 1" in again.stderr
 
 
 # ---- settings outside their bounds -------------------------------------------------------------
@@ -91,7 +106,6 @@ def tiny_summarizer(directory: Path) -> Path:
     return save_tiny_summarizer(directory, SummarizerConfig())
 
 
-CORPUS = EXAMPLES / "corpus.jsonl"
 TRAIN_LM = ("train-lm", CORPUS, "-o", "{tmp}/lm")
 TRAIN = ("train", "{tmp}/pairs", "-o", "{tmp}/run")
 SYNTHESIZE = ("synthesize", CORPUS, "--lm", "{tmp}/no-lm", "-o", "{tmp}/pairs")

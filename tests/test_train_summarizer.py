@@ -320,8 +320,9 @@ def test_bf16_on_a_cpu_without_it_trains_in_fp32(pairs_dir, topics_dir, tmp_path
 
 
 def test_early_stopping_and_errors(pairs_dir, topics_dir, tmp_path):
-    # lr 0: the validation loss never improves after the first evaluation
-    cfg = tiny_config(topics_dir, lr=0.0, max_steps=100, eval_every=1, patience=2)
+    # lr 1e-30 (0 is refused): no weight moves, so the validation loss never improves after the
+    # first evaluation
+    cfg = tiny_config(topics_dir, lr=1e-30, max_steps=100, eval_every=1, patience=2)
     summary = trainer(pairs_dir, tmp_path / "stall", cfg).fit()
     assert summary["stopped_early"] and summary["steps"] == 3 and summary["best_step"] == 1
     no_topics = tiny_config()
