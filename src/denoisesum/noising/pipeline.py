@@ -103,7 +103,7 @@ class SynthesisConfig:
         "central_fraction": Range(0, 1, low_open=True),
     }
 
-    def validate(self) -> None:
+    def __post_init__(self) -> None:
         if self.document_noise not in DOCUMENT_NOISE:
             why = f"must be one of {', '.join(DOCUMENT_NOISE)}, got {self.document_noise!r}"
             raise ConfigError(f"document_noise {why}", key="document_noise", reason=why)
