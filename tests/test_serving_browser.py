@@ -260,3 +260,16 @@ def test_errors_are_shown(page):
     assert "reviews[1]: String should have at most 300 characters" in message.inner_text()
     assert '(review 2: "very long review' in message.inner_text()
     assert "error" in message.get_attribute("class")
+
+
+def test_the_slice_control_is_sent(page):
+    """The page asks for the complaints alone; the tiny model has no rating model and the page
+    no stars, so the service says what it needs, on the page."""
+    page.locator("#reviews").fill("\n".join(OTHER))
+    page.locator("#slice").select_option("complaints")
+    with page.expect_request("**/v1/summarize") as sent:
+        page.locator("#summarize").click()
+    assert '"slice":"complaints"' in sent.value.post_data
+    message = page.locator("#message")
+    message.get_by_text("Error 422").wait_for()
+    assert "needs every review's stars, or a model with a rating model" in message.inner_text()

@@ -7,7 +7,7 @@
   const $ = (id) => document.getElementById(id);
   const els = {
     reviews: $("reviews"), file: $("file"), setChoice: $("set-choice"), setSelect: $("set-select"),
-    count: $("review-count"), button: $("summarize"), message: $("message"), result: $("result"),
+    count: $("review-count"), button: $("summarize"), slice: $("slice"), message: $("message"), result: $("result"),
     summary: $("summary"), share: $("share"), evidence: $("evidence"), model: $("model-name"),
     copy: $("copy"), downloadText: $("download-text"), downloadJson: $("download-json"),
   };
@@ -195,7 +195,7 @@
       const response = await fetch("/v1/summarize", {
         method: "POST",
         headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ reviews }),
+        body: JSON.stringify({ reviews, slice: els.slice.value }),
       });
       let body = null;
       try { body = await response.json(); } catch (err) { body = null; }
@@ -206,7 +206,8 @@
       last = { reviews, response: body };
       pinned = null;
       render();
-      say("");
+      const warnings = body.warnings || [];  // unreadable input, outside the model's domain
+      say(warnings.length ? `Warning: ${warnings.join("; ")}` : "", warnings.length > 0);
     } catch (err) {
       say(`Could not reach the service: ${err.message}`, true);
     } finally {
@@ -230,7 +231,8 @@
     support.sentences.forEach((sentence, i) => {
       if (sentence.start > at) parts.push(document.createTextNode(chars.slice(at, sentence.start).join("")));
       const span = document.createElement("span");
-      span.className = `sent level-${level(sentence, support.threshold)}`;
+      span.className = `sent level-${sentence.contradicted ? "low"
+        : level(sentence, support.threshold)}`;
       span.textContent = chars.slice(sentence.start, sentence.end).join("");
       span.dataset.index = String(i);
       span.tabIndex = 0;
@@ -296,7 +298,8 @@
     const { support } = last.response;
     const sentence = support.sentences[index];
     const title = document.createElement("h3");
-    title.textContent = `“${sentence.text}”: ${sentence.supported ? "supported" : "not supported"} ` +
+    title.textContent = `“${sentence.text}”: ${sentence.contradicted ? "contradicted by the reviews"
+      : sentence.supported ? "supported" : "not supported"} ` +
       `(score ${sentence.score.toFixed(2)}, threshold ${support.threshold.toFixed(2)})`;
     const parts = [title];
     if (sentence.missing.length) {
