@@ -150,7 +150,7 @@ def calibrate(args: argparse.Namespace) -> None:
     """Precision and recall of the self-contradiction detector on the judged dev summaries."""
     rating = _rating(args)
     dev = {s["entity_id"]: s for s in load_sets("dev")}
-    rows = [r for _, r in iter_jsonl(SHARED / "judged" / "meansum_dev_veridicality.jsonl")]
+    rows = [r for _, r in iter_jsonl(args.judged)]
     tp = fp = fn = tn = 0
     for r in rows:
         flagged = check_opinion(
@@ -191,77 +191,115 @@ def page(args: argparse.Namespace) -> None:
     metrics = {label: read_json(RUNS / name / "metrics.json") for label, name in systems.items()}
     rating = read_json(Path(args.rating) / "rating-report.json")
     lines = [f"# {args.title}", "", args.intro, ""]
-    lines += ["## Opinion on businesses stratified by stars (held-out shard part-15)", "",
-              "| system | stratum | n | reviews ★ | summary ★ | positive | mixed | negative | "
-              "agrees | misleading | self-contradicting |", "|---|---|--:|--:|--:|--:|--:|--:|"
-              "--:|--:|--:|"]
+    lines += [
+        "## Opinion on businesses stratified by stars (held-out shard part-15)",
+        "",
+        "| system | stratum | n | reviews ★ | summary ★ | positive | mixed | negative | "
+        "agrees | misleading | self-contradicting |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
     for label, m in metrics.items():
         strata = m["part15"]["opinion"]["strata"]
         for stratum in ("negative", "mixed", "positive"):
             x = strata[stratum]
-            lines.append(f"| {label} | {stratum} | {x['n']} | {x['review_stars']:.2f} | "
-                         f"{x['summary_stars']:.2f} | {_pct(x['positive'])} | "
-                         f"{_pct(x['mixed'])} | {_pct(x['negative'])} | {_pct(x['agree'])} | "
-                         f"{_pct(x['misleading'])} | {_pct(x['self_contradicting'])} |")
-    lines += ["", "Pearson r between summary and review stars: " + ", ".join(
-        f"{label} {m['part15']['opinion']['pearson_r']:.2f}" for label, m in metrics.items()),
-        ""]
-    lines += ["## Evidence and contradiction (automatic)", "",
-              "| system | set | summaries | words | supported sentences | contradicted | "
-              "self-contradicting | against the reviews | words no review says |",
-              "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
+            lines.append(
+                f"| {label} | {stratum} | {x['n']} | {x['review_stars']:.2f} | "
+                f"{x['summary_stars']:.2f} | {_pct(x['positive'])} | "
+                f"{_pct(x['mixed'])} | {_pct(x['negative'])} | {_pct(x['agree'])} | "
+                f"{_pct(x['misleading'])} | {_pct(x['self_contradicting'])} |"
+            )
+    lines += [
+        "",
+        "Pearson r between summary and review stars: "
+        + ", ".join(
+            f"{label} {m['part15']['opinion']['pearson_r']:.2f}" for label, m in metrics.items()
+        ),
+        "",
+    ]
+    lines += [
+        "## Evidence and contradiction (automatic)",
+        "",
+        "| system | set | summaries | words | supported sentences | contradicted | "
+        "self-contradicting | against the reviews | words no review says |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|",
+    ]
     for label, m in metrics.items():
         for set_name in ("part15", "dev", "test"):
             if set_name in m:
                 e = m[set_name]["evidence"]
-                lines.append(f"| {label} | {set_name} | {e['summaries']} | {e['words']:.1f} | "
-                             f"{_pct(e['supported'])} | {_pct(e['contradicted'])} | "
-                             f"{_pct(e['self_contradicting'])} | {_pct(e['against_reviews'])} | "
-                             f"{e['unsaid_words']:.2f} |")
-    lines += ["", "## ROUGE (MeanSum, F1; pooled = py-rouge style, the leaderboard's)", "",
-              "| system | set | R1 | R2 | RL | pooled R1 | pooled R2 | pooled RL |",
-              "|---|---|--:|--:|--:|--:|--:|--:|"]
+                lines.append(
+                    f"| {label} | {set_name} | {e['summaries']} | {e['words']:.1f} | "
+                    f"{_pct(e['supported'])} | {_pct(e['contradicted'])} | "
+                    f"{_pct(e['self_contradicting'])} | {_pct(e['against_reviews'])} | "
+                    f"{e['unsaid_words']:.2f} |"
+                )
+    lines += [
+        "",
+        "## ROUGE (MeanSum, F1; pooled = py-rouge style, the leaderboard's)",
+        "",
+        "| system | set | R1 | R2 | RL | pooled R1 | pooled R2 | pooled RL |",
+        "|---|---|--:|--:|--:|--:|--:|--:|",
+    ]
     for label, m in metrics.items():
         for set_name in ("dev", "test"):
             if set_name in m:
                 r = {k: v["mean"] for k, v in m[set_name]["rouge"]["scores"].items()}
-                lines.append(f"| {label} | {set_name} | {r['rouge1']:.2f} | {r['rouge2']:.2f} | "
-                             f"{r['rougeL']:.2f} | {r['pooled_rouge1']:.2f} | "
-                             f"{r['pooled_rouge2']:.2f} | {r['pooled_rougeL']:.2f} |")
+                lines.append(
+                    f"| {label} | {set_name} | {r['rouge1']:.2f} | {r['rouge2']:.2f} | "
+                    f"{r['rougeL']:.2f} | {r['pooled_rouge1']:.2f} | "
+                    f"{r['pooled_rouge2']:.2f} | {r['pooled_rougeL']:.2f} |"
+                )
     judged = Path(args.judged) / "summary.json" if args.judged else None
     if judged and judged.exists():
-        lines += ["", "## Blinded judging (protocol of VERIDICALITY.md)", "", args.judged_note,
-                  "", "| system | businesses | sentences | full | partial | none | "
-                  "self-contradicting |", "|---|--:|--:|--:|--:|--:|--:|"]
+        lines += [
+            "",
+            "## Blinded judging (protocol of VERIDICALITY.md)",
+            "",
+            args.judged_note,
+            "",
+            "| system | businesses | sentences | full | partial | none | self-contradicting |",
+            "|---|--:|--:|--:|--:|--:|--:|",
+        ]
         for system, x in read_json(judged).items():
-            lines.append(f"| {system} | {x['businesses']} | {x['sentences']} | "
-                         f"{_pct(x['full'])} | {_pct(x['partial'])} | {_pct(x['none'])} | "
-                         f"{_pct(x['self_contradicting'])} |")
+            lines.append(
+                f"| {system} | {x['businesses']} | {x['sentences']} | "
+                f"{_pct(x['full'])} | {_pct(x['partial'])} | {_pct(x['none'])} | "
+                f"{_pct(x['self_contradicting'])} |"
+            )
     lines += ["", "## Examples (part-15, the first business of each stratum)", ""]
     first = {}
     for s in load_sets("part15"):
         first.setdefault(s["stratum"], s)
     for stratum, s in first.items():
         stars = ", ".join(f"{r:g}" for r in s["ratings"])
-        lines += [f"**{stratum}** ({s['entity_id']}, stars {stars}): "
-                  f"\"{s['reviews'][0][:160]}...\"", ""]
+        lines += [
+            f'**{stratum}** ({s["entity_id"]}, stars {stars}): "{s["reviews"][0][:160]}..."',
+            "",
+        ]
         for label, name in systems.items():
             lines += [f"- {label}: {_example(name, 'part15', s['entity_id'])}"]
         lines.append("")
-    lines += ["## The rating model", "",
-              f"Trained on {rating['train_reviews']:,} reviews of shards 00-13, reported on "
-              f"{rating['heldout_reviews']:,} of shard 14: exact star {_pct(rating['accuracy'])},"
-              f" within one star {_pct(rating['within_one'])}, polarity (negative ≤ 2, mixed 3, "
-              f"positive ≥ 4) {_pct(rating['polarity_accuracy'])}, MAE {rating['mae']:.2f}, "
-              f"Pearson r {rating['pearson_r']:.3f}.", ""]
+    lines += [
+        "## The rating model",
+        "",
+        f"Trained on {rating['train_reviews']:,} reviews of shards 00-13, reported on "
+        f"{rating['heldout_reviews']:,} of shard 14: exact star {_pct(rating['accuracy'])},"
+        f" within one star {_pct(rating['within_one'])}, polarity (negative ≤ 2, mixed 3, "
+        f"positive ≥ 4) {_pct(rating['polarity_accuracy'])}, MAE {rating['mae']:.2f}, "
+        f"Pearson r {rating['pearson_r']:.3f}.",
+        "",
+    ]
     calibration = RUNS / "calibration.json"
     if calibration.exists():
         c = read_json(calibration)
-        lines += [f"Self-contradiction detector against the {c['summaries']} judged dev "
-                  f"summaries of ../shared/data/yelp/judged ({c['judged_contradicting']} "
-                  f"judged contradicting): precision {c['precision']:.2f}, recall "
-                  f"{c['recall']:.2f} (its cues were written while reading this sample, so "
-                  "these figures are optimistic).", ""]
+        lines += [
+            f"Self-contradiction detector against the {c['summaries']} judged dev "
+            f"summaries of ../shared/data/yelp/judged ({c['judged_contradicting']} "
+            f"judged contradicting): precision {c['precision']:.2f}, recall "
+            f"{c['recall']:.2f} (its cues were written while reading this sample, so "
+            "these figures are optimistic).",
+            "",
+        ]
     lines += ["## Reproduce", "", "```bash", *args.commands, "```", ""]
     with atomic_write(args.markdown) as handle:
         handle.write("\n".join(lines))
@@ -290,6 +328,7 @@ def main() -> None:
     p.set_defaults(func=score)
     p = sub.add_parser("calibrate")
     p.add_argument("--rating", default="runs/rating-yelp")
+    p.add_argument("--judged", default=str(SHARED / "judged" / "meansum_dev_veridicality.jsonl"))
     p.add_argument("--out", default="runs/faith/calibration.json")
     p.set_defaults(func=calibrate)
     p = sub.add_parser("page")

@@ -37,9 +37,19 @@ from faithfulness import load_sets
 
 def normalise(summary: str) -> list[str]:
     text = " ".join(summary.lower().split())
-    for a, b in ((" .", "."), (" ,", ","), (" !", "!"), (" ?", "?"), (" n't", "n't"),
-                 (" 's", "'s"), (" 're", "'re"), (" 'm", "'m"), (" 've", "'ve"), (" 'll", "'ll"),
-                 (" 'd", "'d")):
+    for a, b in (
+        (" .", "."),
+        (" ,", ","),
+        (" !", "!"),
+        (" ?", "?"),
+        (" n't", "n't"),
+        (" 's", "'s"),
+        (" 're", "'re"),
+        (" 'm", "'m"),
+        (" 've", "'ve"),
+        (" 'll", "'ll"),
+        (" 'd", "'d"),
+    ):
         text = text.replace(a, b)
     return [text[s:e].strip() for s, e in split_sentences(text) if text[s:e].strip()]
 
@@ -49,8 +59,10 @@ def prepare(args: argparse.Namespace) -> None:
     out.mkdir(parents=True, exist_ok=True)
     sets = {s["entity_id"]: s for s in load_sets(args.sets)}
     systems = dict(x.split("=", 1) for x in args.systems)
-    preds = {name: {p.entity_id: p.summary for p in read_predictions(path)}
-             for name, path in systems.items()}
+    preds = {
+        name: {p.entity_id: p.summary for p in read_predictions(path)}
+        for name, path in systems.items()
+    }
     rng = random.Random(args.seed)
     if args.entities:
         chosen = [r["entity_id"] for _, r in iter_jsonl(args.entities)]
@@ -64,14 +76,26 @@ def prepare(args: argparse.Namespace) -> None:
         rng.shuffle(names)
         labels = {f"S{j + 1}": name for j, name in enumerate(names)}
         key[entity] = labels
-        tasks[i % args.parts].append({
-            "entity_id": entity, "reviews": sets[entity]["reviews"],
-            "summaries": {label: normalise(preds[name][entity])
-                          for label, name in labels.items()}})
+        tasks[i % args.parts].append(
+            {
+                "entity_id": entity,
+                "reviews": sets[entity]["reviews"],
+                "summaries": {
+                    label: normalise(preds[name][entity]) for label, name in labels.items()
+                },
+            }
+        )
     for n, task in enumerate(tasks):
         write_json(out / f"task-{n}.json", task)
-    write_json(out / "key.json", {"systems": systems, "sets": args.sets, "key": key,
-                                  "strata": {e: sets[e].get("stratum", "all") for e in chosen}})
+    write_json(
+        out / "key.json",
+        {
+            "systems": systems,
+            "sets": args.sets,
+            "key": key,
+            "strata": {e: sets[e].get("stratum", "all") for e in chosen},
+        },
+    )
     print(f"{len(chosen)} businesses x {len(systems)} systems -> {out}/task-*.json")
 
 
@@ -80,35 +104,52 @@ def collect(args: argparse.Namespace) -> None:
     key = read_json(out / "key.json")
     rows = []
     for path in sorted(out.glob("verdicts-*.json")):
-        task = {t["entity_id"]: t for t in read_json(out / path.name.replace("verdicts",
-                                                                             "task"))}
+        task = {t["entity_id"]: t for t in read_json(out / path.name.replace("verdicts", "task"))}
         for entity, labelled in read_json(path).items():
             for label, v in labelled.items():
                 sentences = task[entity]["summaries"][label]
                 if len(v["verdicts"]) != len(sentences):
-                    raise SystemExit(f"{path}: {entity} {label}: {len(v['verdicts'])} verdicts "
-                                     f"for {len(sentences)} sentences")
-                rows.append({"entity_id": entity, "system": key["key"][entity][label],
-                             "stratum": key["strata"][entity], "sentences": sentences, **v})
+                    raise SystemExit(
+                        f"{path}: {entity} {label}: {len(v['verdicts'])} verdicts "
+                        f"for {len(sentences)} sentences"
+                    )
+                rows.append(
+                    {
+                        "entity_id": entity,
+                        "system": key["key"][entity][label],
+                        "stratum": key["strata"][entity],
+                        "sentences": sentences,
+                        **v,
+                    }
+                )
     summary: dict = {}
     by_system = defaultdict(list)
     for r in rows:
         by_system[r["system"]].append(r)
     for system, rs in by_system.items():
         verdicts = [v for r in rs for v in r["verdicts"]]
-        entry = {"businesses": len(rs), "sentences": len(verdicts),
-                 **{k: verdicts.count(k) / len(verdicts) for k in ("full", "partial", "none")},
-                 "self_contradicting": sum(r["self_contradiction"] for r in rs) / len(rs)}
+        entry = {
+            "businesses": len(rs),
+            "sentences": len(verdicts),
+            **{k: verdicts.count(k) / len(verdicts) for k in ("full", "partial", "none")},
+            "self_contradicting": sum(r["self_contradiction"] for r in rs) / len(rs),
+        }
         strata = defaultdict(list)
         for r in rs:
             if "summary_opinion" in r:
                 strata[r["stratum"]].append(r)
         entry["opinion"] = {
-            s: {"n": len(x), **{p: sum(r["summary_opinion"] == p for r in x) / len(x)
-                                for p in ("positive", "mixed", "negative")},
+            s: {
+                "n": len(x),
+                **{
+                    p: sum(r["summary_opinion"] == p for r in x) / len(x)
+                    for p in ("positive", "mixed", "negative")
+                },
                 "agree": sum(r["summary_opinion"] == r["reviews_opinion"] for r in x) / len(x),
-                "misleading": sum(r["misleading"] for r in x) / len(x)}
-            for s, x in strata.items()}
+                "misleading": sum(r["misleading"] for r in x) / len(x),
+            }
+            for s, x in strata.items()
+        }
         summary[system] = entry
     with open(out / "judged.jsonl", "w") as handle:
         handle.writelines(json.dumps(r) + "\n" for r in rows)

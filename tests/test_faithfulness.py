@@ -97,14 +97,29 @@ def test_polarity_thresholds():
     assert is_misleading(4.6, 1.8) and is_misleading(4.6, 3.0) and not is_misleading(3.2, 3.0)
 
 
-def test_clauses_split_at_sentences_and_turns():
-    tokens = "the food was great , but the staff was rude . we will be back !".split()
+def test_clauses_split_at_sentences_turns_commas_and_and():
+    tokens = "the food was great , but the staff was rude and slow . we will be back !".split()
     assert [" ".join(c) for _, c in split_clauses(tokens)] == [
-        "the food was great ,",
-        "the staff was rude .",
+        "the food was great",
+        "the staff was rude",
+        "slow .",
         "we will be back !",
     ]
-    assert [s for s, _ in split_clauses(tokens)] == [0, 0, 1]
+    assert [s for s, _ in split_clauses(tokens)] == [0, 0, 0, 1]
+
+
+def test_cues_and_negation():
+    from denoisesum.inference.opinion import cue_polarity
+
+    def side(text: str) -> int:
+        return cue_polarity(text.split())
+
+    assert side("you will not be disappointed") == 1
+    assert side("you will be disappointed") == -1
+    assert side("we will not go back") == -1
+    assert side("it 's a little pricey") == -1
+    assert side("not the best in town") == 0  # a hedge, not a complaint
+    assert side("the food is not good") == -1
 
 
 def test_self_contradiction_needs_one_aspect_both_ways(rating):

@@ -64,13 +64,13 @@ CUES: dict[str, int] = {
         "great good best amazing awesome excellent delicious friendly helpful attentive "
         "reasonable reasonably affordable cheap fresh clean fast quick worth recommend "
         "recommended love loved nice perfect fantastic wonderful impressed professional tasty "
-        "back".split(),
+        "back care".split(),
         1,
     ),
     **dict.fromkeys(
         "bad worst terrible awful horrible rude slow dirty cold bland pricey pricy expensive "
         "overpriced disappointed disappointing mediocre poor gross unprofessional avoid waste "
-        "filthy stale greasy".split(),
+        "filthy stale greasy wrong".split(),
         -1,
     ),
 }
@@ -80,7 +80,7 @@ _HEDGES = frozenset({"the", "as", "that"})
 # words of a verdict on the whole place: their clause speaks of it overall too
 _VERDICTS = frozenset("worth recommend back return again disappointed avoid".split())
 REVIEW_SIDE = 0.25  # the reviews take a side on an aspect when their mean polarity passes it
-_TURNS = frozenset({"but", "however", ";", "although", "though"})
+_SPLITS = frozenset({"but", "however", ";", "although", "though", ",", "and"})
 _ENDS = frozenset({".", "!", "?"})
 _TOKENIZER = Tokenizer()
 
@@ -131,14 +131,15 @@ def clause_polarity(tokens: Sequence[str], stars: float) -> int:
 
 
 def split_clauses(tokens: Sequence[str]) -> list[tuple[int, list[str]]]:
-    """(sentence index, clause tokens) of a tokenized text, split at sentence ends, turns and
-    ", and" (a second clause joined to a first: "a good place , and you will not go back")."""
+    """(sentence index, clause tokens) of a tokenized text, split at sentence ends, turns,
+    commas and "and": each clause then holds one opinion on one thing ("the food is great ,
+    the service is terrible , and the staff is very friendly" is three)."""
     out: list[tuple[int, list[str]]] = []
     sentence, current = 0, []
     for token in tokens:
-        joined = token == "and" and current and current[-1] == ","
-        if (token in _TURNS or joined) and current:
-            out.append((sentence, current))
+        if token in _SPLITS:
+            if current:
+                out.append((sentence, current))
             current = []
             continue
         current.append(token)

@@ -340,11 +340,12 @@ class Summarizer:
             )
             sets.append(kept)
             stars.append(kept_stars)
-        todo = [i for i, kept in enumerate(sets) if kept]
+        # a set with no review of the slice is skipped (it warned); an empty set is an error
+        todo = [i for i, kept in enumerate(sets) if kept or slice == "all"]
         encoded, targets = [], []
         for i in todo:
-            read = self.reviews_read(sets[i])
             encoded.append(self.encode_reviews(sets[i], f"review set {i}: "))
+            read = self.reviews_read(sets[i])
             targets.append(
                 self.target_stars([sets[i][j] for j in read], [stars[i][j] for j in read])
             )
@@ -522,11 +523,15 @@ class Summarizer:
         return self.config.bf16 and bool(self._bf16_ok)
 
     def _search(
-        self, sources: list[list[list[int]]], batch_size: int, targets: list[float | None]
+        self,
+        sources: list[list[list[int]]],
+        batch_size: int,
+        targets: list[float | None] | None = None,
     ) -> list[list[list[int]]]:
         """Beam search over each review set: its hypotheses' word ids, best first. targets:
         the stars each summary should convey (the opinion of an opinion model, the steering
-        of decode.opinion_weight)."""
+        of decode.opinion_weight; None: unknown)."""
+        targets = targets or [None] * len(sources)
         content, ends, _ = self._word_classes()
         lists = WordLists(banned_words(self.config.decode, self.vocab.index), content, ends)
         out: list[list[list[int]]] = []
