@@ -187,10 +187,11 @@ def _example(name: str, set_name: str, entity: str) -> str:
 
 def page(args: argparse.Namespace) -> None:
     """The results page from the runs' metrics.json (and the judged study, if collected)."""
-    systems = dict(x.split("=", 1) for x in args.systems)
+    systems = dict(x.rsplit("=", 1) for x in args.systems)
     metrics = {label: read_json(RUNS / name / "metrics.json") for label, name in systems.items()}
     rating = read_json(Path(args.rating) / "rating-report.json")
-    lines = [f"# {args.title}", "", args.intro, ""]
+    intro = Path(args.intro).read_text() if Path(args.intro).is_file() else args.intro
+    lines = [f"# {args.title}", "", intro.strip(), ""]
     lines += [
         "## Opinion on businesses stratified by stars (held-out shard part-15)",
         "",
@@ -249,23 +250,41 @@ def page(args: argparse.Namespace) -> None:
                     f"{r['rougeL']:.2f} | {r['pooled_rouge1']:.2f} | "
                     f"{r['pooled_rouge2']:.2f} | {r['pooled_rougeL']:.2f} |"
                 )
-    judged = Path(args.judged) / "summary.json" if args.judged else None
-    if judged and judged.exists():
+    for study in args.judged:
+        title, path = study.rsplit("=", 1)
+        summary = read_json(Path(path))
         lines += [
             "",
-            "## Blinded judging (protocol of VERIDICALITY.md)",
+            f"## Blinded judging: {title}",
             "",
-            args.judged_note,
-            "",
-            "| system | businesses | sentences | full | partial | none | self-contradicting |",
-            "|---|--:|--:|--:|--:|--:|--:|",
+            "| system | businesses | sentences | full | partial | none | "
+            "self-contradicting | misleading |",
+            "|---|--:|--:|--:|--:|--:|--:|--:|",
         ]
-        for system, x in read_json(judged).items():
+        for system, x in summary.items():
+            mis = sum(o["misleading"] * o["n"] for o in x["opinion"].values()) / x["businesses"]
             lines.append(
                 f"| {system} | {x['businesses']} | {x['sentences']} | "
                 f"{_pct(x['full'])} | {_pct(x['partial'])} | {_pct(x['none'])} | "
-                f"{_pct(x['self_contradicting'])} |"
+                f"{_pct(x['self_contradicting'])} | {_pct(mis)} |"
             )
+        strata = sorted({s for x in summary.values() for s in x["opinion"]})
+        if strata != ["all"]:
+            lines += [
+                "",
+                "| system | stratum | n | positive | mixed | negative | agrees | misleading |",
+                "|---|---|--:|--:|--:|--:|--:|--:|",
+            ]
+            for system, x in summary.items():
+                for stratum in ("negative", "mixed", "positive"):
+                    o = x["opinion"].get(stratum)
+                    if o:
+                        lines.append(
+                            f"| {system} | {stratum} | {o['n']} | "
+                            f"{_pct(o['positive'])} | {_pct(o['mixed'])} | "
+                            f"{_pct(o['negative'])} | {_pct(o['agree'])} | "
+                            f"{_pct(o['misleading'])} |"
+                        )
     lines += ["", "## Examples (part-15, the first business of each stratum)", ""]
     first = {}
     for s in load_sets("part15"):
@@ -298,6 +317,15 @@ def page(args: argparse.Namespace) -> None:
             f"judged contradicting): precision {c['precision']:.2f}, recall "
             f"{c['recall']:.2f} (its cues were written while reading this sample, so "
             "these figures are optimistic).",
+            "",
+        ]
+    fresh = RUNS / "calibration-dev2.json"
+    if fresh.exists():
+        c = read_json(fresh)
+        lines += [
+            f"On a fresh blinded sample (dev study 2: {c['summaries']} summaries, "
+            f"{c['judged_contradicting']} judged contradicting): precision "
+            f"{c['precision']:.2f}, recall {c['recall']:.2f}.",
             "",
         ]
     lines += ["## Reproduce", "", "```bash", *args.commands, "```", ""]
@@ -334,8 +362,7 @@ def main() -> None:
     p = sub.add_parser("page")
     p.add_argument("--systems", nargs="+", required=True, metavar="LABEL=RUN")
     p.add_argument("--rating", default="src/denoisesum/pretrained/denoisesum-yelp")
-    p.add_argument("--judged", default=None)
-    p.add_argument("--judged-note", default="")
+    p.add_argument("--judged", nargs="*", default=[], metavar="TITLE=SUMMARY.json")
     p.add_argument("--title", default="Faithfulness")
     p.add_argument("--intro", default="")
     p.add_argument("--commands", nargs="*", default=[])
