@@ -358,3 +358,21 @@ def test_a_model_without_opinion_trains_as_before_on_rated_pairs(tmp_path):
 def test_opinion_dropout_is_checked(value):
     with pytest.raises(ConfigError, match=r"train\.opinion_dropout"):
         build(SummarizerRunConfig, {"train": {"opinion_dropout": value}})
+
+
+def test_the_opinion_table_can_learn_at_its_own_rate(tmp_path):
+    pairs_dir, _ = rated_pairs_dir(tmp_path / "pairs")
+    cfg = tiny_config(max_steps=3, opinion_lr=0.05, lr=0.001)
+    cfg.model.opinion = True
+    run = trainer(pairs_dir, tmp_path / "run", cfg)
+    groups = run.optimizer.param_groups
+    assert [g["lr"] for g in groups] == [0.001, 0.05]
+    assert groups[1]["params"] == [run.model.opinion.weight]
+    assert sum(len(g["params"]) for g in groups) == len(list(run.model.parameters()))
+    run.fit()
+    # Adam moves each element by about its lr per step: the table moved ~50x the rest
+    assert run.model.opinion.weight.abs().max() > 0.05
+    # without it, one group at train.lr
+    cfg = tiny_config(max_steps=1)
+    cfg.model.opinion = True
+    assert len(trainer(pairs_dir, tmp_path / "two", cfg).optimizer.param_groups) == 1
