@@ -308,26 +308,20 @@ def page(args: argparse.Namespace) -> None:
         f"Pearson r {rating['pearson_r']:.3f}.",
         "",
     ]
-    calibration = RUNS / "calibration.json"
-    if calibration.exists():
-        c = read_json(calibration)
-        lines += [
-            f"Self-contradiction detector against the {c['summaries']} judged dev "
-            f"summaries of ../shared/data/yelp/judged ({c['judged_contradicting']} "
-            f"judged contradicting): precision {c['precision']:.2f}, recall "
-            f"{c['recall']:.2f} (its cues were written while reading this sample, so "
-            "these figures are optimistic).",
-            "",
-        ]
-    fresh = RUNS / "calibration-dev2.json"
-    if fresh.exists():
-        c = read_json(fresh)
-        lines += [
-            f"On a fresh blinded sample (dev study 2: {c['summaries']} summaries, "
-            f"{c['judged_contradicting']} judged contradicting): precision "
-            f"{c['precision']:.2f}, recall {c['recall']:.2f}.",
-            "",
-        ]
+    samples = {
+        "calibration.json": "the judged dev summaries of ../shared/data/yelp/judged (its cues "
+        "were written while reading this sample, so these figures are optimistic)",
+        "calibration-dev2.json": "a fresh blinded sample (dev study 2)",
+    }
+    for name, sample in samples.items():
+        if (RUNS / name).exists():
+            c = read_json(RUNS / name)
+            lines += [
+                f"Self-contradiction detector on {sample}: {c['summaries']} summaries, "
+                f"{c['judged_contradicting']} judged contradicting; precision "
+                f"{c['precision']:.2f}, recall {c['recall']:.2f}.",
+                "",
+            ]
     lines += ["## Reproduce", "", "```bash", *args.commands, "```", ""]
     with atomic_write(args.markdown) as handle:
         handle.write("\n".join(lines))
