@@ -299,3 +299,13 @@ def test_per_call_options(summarizer):
     with pytest.raises(DenoiseSumError, match="option beam"):
         summarizer.summarize(texts[0], beam=0)
     assert summarizer.config.decode == before
+
+
+def test_against_reviews_scopes(rating):
+    from denoisesum.inference.opinion import check_opinion
+
+    reviews = ["the staff was rude .", "the staff was rude and slow ."] * 2
+    summary = "the staff was friendly ."
+    assert check_opinion(summary, reviews, rating, scope="all").against_reviews == [0]
+    assert check_opinion(summary, reviews, rating, scope="overall").against_reviews == []
+    assert check_opinion(summary, reviews, rating, scope="off").against_reviews == []

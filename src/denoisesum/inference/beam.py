@@ -60,7 +60,7 @@ from denoisesum.config import Range, at_least, between, check
 from denoisesum.data.vocab import BOS_ID, EOS_ID, SPECIALS
 from denoisesum.errors import ConfigError
 
-AGAINST_SCOPES = ("all", "overall", "off")
+AGAINST_SCOPES = ("all", "overall", "below-positive", "off")
 MIN_MAX_LENGTH = 15  # length_ratio never allows fewer words than this (nor than max_length)
 FIRST_PERSON = ("i", "me", "my", "mine", "myself", "i'm")
 
@@ -104,7 +104,9 @@ class DecodeConfig:
     avoid_contradiction: bool = False
     # which clauses against the reviews count there: "all" (on any aspect: "a little pricey"
     # where reviewers call the prices fair), "overall" (a verdict on the place the reviews
-    # contradict: "you will not be disappointed" of a one-star business), "off"
+    # contradict: "you will not be disappointed" of a one-star business), "below-positive"
+    # (every aspect for reviews that read below positive, where praise of what reviewers
+    # complain about misleads most; the overall verdict for the others), "off"
     against_reviews: str = "all"
     # each setting's valid values (config.py checks them); a beam of thousands exhausts memory,
     # a bonus or penalty of thousands outweighs every log-probability (empty summaries)

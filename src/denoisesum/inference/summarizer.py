@@ -58,7 +58,7 @@ from denoisesum.inference.support import Explanation, SupportConfig, is_content_
 from denoisesum.inference.support import explain as explain_support
 from denoisesum.models.denoisesum import DenoiseSum
 from denoisesum.models.precision import use_bf16
-from denoisesum.models.rating import RatingModel, find_rating_model
+from denoisesum.models.rating import POSITIVE, RatingModel, find_rating_model
 from denoisesum.models.store import CONFIG, load_denoisesum, parse_section
 
 # The models installed with the package: package data under denoisesum/pretrained/, one directory
@@ -499,6 +499,8 @@ class Summarizer:
         texts = [" ".join(self.vocab.decode(r)) for r in reviews]
         stars = [target] * len(texts) if target is not None else None
         scope = self.config.decode.against_reviews
+        if scope == "below-positive":
+            scope = "all" if target is not None and target <= POSITIVE else "overall"
 
         def offending(text: str) -> list[int]:
             return _offending(check_opinion(text, texts, self.rating, stars, scope))
