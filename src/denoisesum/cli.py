@@ -754,42 +754,6 @@ def fit_command(
     typer.echo(report.table())
 
 
-def _summarize_inputs(source: str, entity_field: str, text_field: str) -> list:
-    """Review sets from a review-set JSONL file, standard input ('-') or a review corpus
-    (CSV/TSV/Parquet, one review per row) grouped by entity."""
-    from denoisesum.data.corpus import CorpusReader, FieldNames
-    from denoisesum.data.reviewsets import (
-        read_review_sets,
-        read_review_sets_stream,
-        review_sets_from_corpus,
-    )
-    from denoisesum.io import require_file, split_suffixes
-
-    if source == "-":
-        return list(read_review_sets_stream(sys.stdin.buffer))
-    if split_suffixes(source)[0] in {".jsonl", ".json", ".ndjson"}:
-        require_file(source)
-        return list(read_review_sets(source))
-    reader = CorpusReader([source], FieldNames(entity_id=entity_field, text=text_field))
-    return review_sets_from_corpus(reader)
-
-
-def _unreadable(summarizer, sets: list, strict: bool) -> dict[str, list[str]]:
-    """The input warnings of each review set the model cannot read, said on standard error;
-    with `strict`, an error before any decoding."""
-    from denoisesum.errors import DenoiseSumError
-
-    flags = {s.entity_id: found for s in sets if (found := summarizer.input_warnings(s.reviews))}
-    lines = [f"entity {entity}: {w}" for entity, found in flags.items() for w in found]
-    if flags and strict:
-        shown = "; ".join(lines[:5]) + (f"; and {len(lines) - 5} more" if len(lines) > 5 else "")
-        raise DenoiseSumError(f"--strict: {len(flags)} review set(s) the model cannot read: "
-                              f"{shown}")
-    for line in lines:
-        typer.echo(f"warning: {line}", err=True)
-    return flags
-
-
 @app.command("summarize")
 def summarize_command(
         source: Annotated[str, typer.Argument(
@@ -798,7 +762,14 @@ def summarize_command(
                                   "or '-' for review-set JSONL on standard input.")],
         model: ModelOption = None,
         output: Annotated[str, typer.Option(
-            "--output", "-o", help="Prediction file to write ('-': standard output).")] = "-",
+            "--output", "-o", help="Prediction file to write, its format by its extension: "
+                                   ".jsonl, .csv, .parquet, or .txt with --text ('-': "
+                                   "standard output). Written batch by batch: rerunning the "
+                                   "same command after a crash or kill continues it, skipping "
+                                   "the entities already written.")] = "-",
+        overwrite: Annotated[bool, typer.Option(
+            "--overwrite", help="Start the output over instead of continuing it (it is "
+                                "replaced when the first batch is written).")] = False,
         beam: Annotated[int | None, typer.Option(
             min=1, help="Beam size; 1 is greedy (default: the model's setting, else 5).")] = None,
         min_length: Annotated[int | None, typer.Option(
@@ -868,18 +839,17 @@ def summarize_command(
     """Summarize every entity's reviews with a trained DenoiseSum model; writes predictions
     (JSONL: entity_id, summary; reviews_read and reviews_total when the model chose which
     reviews to read: at most its read_reviews setting, by default the most central)."""
-    import contextlib
     import dataclasses
 
-    from tqdm import tqdm
-
-    from denoisesum.data.tokenizer import detokenize
-    from denoisesum.inference.summarizer import Summarizer
-    from denoisesum.inference.support import format_explanation
-    from denoisesum.io import atomic_write, check_output
+    from denoisesum.inference import bulk
+    from denoisesum.inference.summarizer import SLICES, Summarizer
+    from denoisesum.io import check_output
 
     if output != "-":
         check_output(output, [source])
+    bulk.output_format(output, as_text)  # an unknown extension: before the model loads
+    if slice_ not in SLICES:
+        raise DenoiseSumError(f"--slice {slice_!r}: must be one of {', '.join(SLICES)}")
     summarizer = Summarizer.from_pretrained(model)
     changes = {key: value for key, value in (
         ("beam_size", beam), ("min_length", min_length), ("max_length", max_length),
@@ -897,46 +867,13 @@ def summarize_command(
     summarizer.config.bf16 = summarizer.config.bf16 or bf16
     if shortlist is not None:
         summarizer.config.shortlist = shortlist
-    from denoisesum.inference.summarizer import SLICES
-
-    if slice_ not in SLICES:
-        raise DenoiseSumError(f"--slice {slice_!r}: must be one of {', '.join(SLICES)}")
-    sets = _summarize_inputs(source, entity_field, text_field)
-    flags = _unreadable(summarizer, sets, strict)
-    with contextlib.ExitStack() as stack:
-        handle = sys.stdout if output == "-" else stack.enter_context(atomic_write(output))
-        bar = stack.enter_context(tqdm(total=len(sets), unit=" entities", desc="summarize",
-                                       disable=None))  # None: only on a terminal
-        for start in range(0, len(sets), batch_size):
-            chunk = sets[start: start + batch_size]
-            summaries = summarizer.summarize_tokens_batch(
-                [s.reviews for s in chunk], batch_size, [s.ratings or None for s in chunk],
-                slice_)
-            for review_set, tokens in zip(chunk, summaries, strict=True):
-                text = " ".join(tokens) if raw else detokenize(tokens)
-                record: dict = {"entity_id": review_set.entity_id, "summary": text}
-                record.update(summarizer.reading_fields(len(review_set.reviews)))
-                if review_set.entity_id in flags:
-                    record["warnings"] = flags[review_set.entity_id]
-                if explain:
-                    explanation = summarizer.explain(review_set.reviews, text)
-                    record["support"] = {k: v for k, v in explanation.to_dict().items()
-                                         if k != "summary"}
-                    if explanation.warnings:
-                        record["warnings"] = record.get("warnings", []) + explanation.warnings
-                if as_text:
-                    flagged = "".join(f"  warning: {w}\n" for w in record.get("warnings", []))
-                    if "reviews_read" in record:
-                        flagged += (f"  read {record['reviews_read']} of "
-                                    f"{record['reviews_total']} reviews\n")
-                    handle.write(f"{review_set.entity_id}\n  {text}\n{flagged}" + (
-                        format_explanation(explanation, "    ") + "\n" if explain else ""))
-                else:
-                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-            handle.flush()  # a reader of standard output sees each batch as it is done
-            bar.update(len(chunk))
+    written, before = bulk.run(
+        summarizer, source, output, batch_size=batch_size, slice_=slice_, raw=raw,
+        explain=explain, as_text=as_text, strict=strict, overwrite=overwrite,
+        entity_field=entity_field, text_field=text_field)
     if output != "-":
-        typer.echo(f"{len(sets)} summaries -> {output}", err=True)
+        kept = f" ({before} from before kept)" if before else ""
+        typer.echo(f"{written} summaries -> {output}{kept}", err=True)
 
 
 @app.command("serve")

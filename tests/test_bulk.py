@@ -1,0 +1,231 @@
+"""Bulk runs of `denoisesum summarize` (issue 34 item 1, issue 35 item 4): streaming, resume
+after a kill, the settings sidecar, output formats by extension, progress lines."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import save_tiny_summarizer, synthetic_reviews, write_jsonl
+
+from denoisesum.inference import bulk
+
+N_ENTITIES = 12
+
+
+def run_cli(*args, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "denoisesum.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    from denoisesum.inference.beam import DecodeConfig
+    from denoisesum.inference.summarizer import SummarizerConfig
+
+    settings = SummarizerConfig(decode=DecodeConfig(beam_size=2, min_length=2, max_length=6))
+    return save_tiny_summarizer(tmp_path_factory.mktemp("m") / "tiny", settings)
+
+
+def entity_sets(n: int = N_ENTITIES) -> list[dict]:
+    out: dict[str, list[str]] = {}
+    for r in synthetic_reviews(n_entities=n, per_entity=4, seed=3):
+        out.setdefault(r["entity_id"], []).append(r["text"])
+    return [{"entity_id": e, "reviews": texts} for e, texts in out.items()]
+
+
+@pytest.fixture(scope="module")
+def sets_file(tmp_path_factory) -> Path:
+    return write_jsonl(tmp_path_factory.mktemp("in") / "sets.jsonl", entity_sets())
+
+
+@pytest.fixture(scope="module")
+def reference(tiny, sets_file, tmp_path_factory) -> list[str]:
+    """The lines of an uninterrupted run."""
+    out = tmp_path_factory.mktemp("ref") / "out.jsonl"
+    done = run_cli("summarize", sets_file, "--model", tiny, "-o", out, "--batch-size", "2")
+    assert done.returncode == 0, done.stderr
+    lines = out.read_text().splitlines()
+    assert [json.loads(line)["entity_id"] for line in lines] == \
+        [s["entity_id"] for s in entity_sets()]
+    return lines
+
+
+def test_a_killed_run_resumes_to_the_uninterrupted_output(tiny, sets_file, reference, tmp_path):
+    out = tmp_path / "out.jsonl"
+    args = [sys.executable, "-m", "denoisesum.cli", "summarize", str(sets_file), "--model",
+            str(tiny), "-o", str(out), "--batch-size", "2"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "DENOISESUM_TEST_BATCH_SLEEP": "0.5"}
+    process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # at least two batches written, not all
+            if out.exists() and len(out.read_bytes().splitlines()) >= 4:
+                break
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+    partial = out.read_text().splitlines()
+    assert 4 <= len(partial) < N_ENTITIES and partial == reference[:len(partial)]
+    done = run_cli(*args[3:])
+    assert done.returncode == 0, done.stderr
+    assert out.read_text().splitlines() == reference
+    assert f"{N_ENTITIES - len(partial)} summaries -> {out} ({len(partial)} from before " \
+        "kept)" in done.stderr
+    # once more: nothing left to do, nothing duplicated
+    again = run_cli(*args[3:])
+    assert again.returncode == 0 and out.read_text().splitlines() == reference
+    assert json.loads(bulk.sidecar(out).read_text())["complete"] is True
+
+
+def test_a_truncated_last_line_is_dropped_and_made_again(tiny, sets_file, reference, tmp_path):
+    out = tmp_path / "out.jsonl"
+    first = run_cli("summarize", sets_file, "--model", tiny, "-o", out, "--batch-size", "2")
+    assert first.returncode == 0, first.stderr
+    text = "\n".join(reference[:5]) + "\n" + reference[5][: len(reference[5]) // 2]
+    out.write_text(text)  # a kill inside the write of the sixth line
+    done = run_cli("summarize", sets_file, "--model", tiny, "-o", out, "--batch-size", "2")
+    assert done.returncode == 0, done.stderr
+    assert out.read_text().splitlines() == reference
+
+
+def test_resuming_with_other_settings_is_refused(tiny, sets_file, tmp_path):
+    out = tmp_path / "out.jsonl"
+    assert run_cli("summarize", sets_file, "--model", tiny, "-o", out).returncode == 0
+    before = out.read_bytes()
+    done = run_cli("summarize", sets_file, "--model", tiny, "-o", out, "--beam", "3",
+                   "--slice", "praise")
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "was made with other settings" in done.stderr
+    assert "summarize.decode.beam_size: 2 there, 3 now" in done.stderr
+    assert 'slice: "all" there, "praise" now' in done.stderr
+    assert "--overwrite" in done.stderr and out.read_bytes() == before
+    # a file that no resumable run made is never continued nor replaced silently
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"entity_id": "x", "summary": "mine"}\n')
+    done = run_cli("summarize", sets_file, "--model", tiny, "-o", other)
+    assert done.returncode != 0 and "has no other.jsonl.settings.json" in done.stderr
+    assert other.read_text() == '{"entity_id": "x", "summary": "mine"}\n'
+    # --overwrite starts over
+    done = run_cli("summarize", sets_file, "--model", tiny, "-o", out, "--beam", "3",
+                   "--overwrite")
+    assert done.returncode == 0, done.stderr
+    assert len(out.read_text().splitlines()) == N_ENTITIES
+    saved = json.loads(bulk.sidecar(out).read_text())["settings"]
+    assert saved["summarize"]["decode"]["beam_size"] == 3
+
+
+def test_csv_and_parquet_outputs_read_back_as_the_jsonl(tiny, sets_file, reference, tmp_path):
+    expected = [json.loads(line) for line in reference]
+    for name in ("out.csv", "out.parquet"):
+        out = tmp_path / name
+        done = run_cli("summarize", sets_file, "--model", tiny, "-o", out, "--batch-size", "2")
+        assert done.returncode == 0, done.stderr
+        assert bulk.read_output(out) == expected, name
+        assert not bulk.spool(out).exists()
+    with (tmp_path / "out.csv").open(newline="") as handle:
+        assert next(csv.reader(handle)) == ["entity_id", "summary", "reviews_read",
+                                            "reviews_total", "warnings"]
+    # a parquet run killed midway leaves a spool that the rerun continues
+    spooled = tmp_path / "again.parquet"
+    assert run_cli("summarize", sets_file, "--model", tiny, "-o", spooled).returncode == 0
+    bulk.spool(spooled).write_text("\n".join(reference[:3]) + "\n" + reference[3][:10])
+    spooled.unlink()
+    done = run_cli("summarize", sets_file, "--model", tiny, "-o", spooled, "--batch-size", "2")
+    assert done.returncode == 0, done.stderr
+    assert bulk.read_output(spooled) == expected and not bulk.spool(spooled).exists()
+    # a CSV resumes by rows
+    out = tmp_path / "out.csv"
+    lines = out.read_text().splitlines()
+    out.write_text("\n".join(lines[:4]) + "\n" + lines[4][:7])
+    done = run_cli("summarize", sets_file, "--model", tiny, "-o", out, "--batch-size", "2")
+    assert done.returncode == 0, done.stderr
+    assert bulk.read_output(out) == expected
+
+
+def test_explain_and_warnings_survive_csv_and_parquet(tiny, tmp_path):
+    sets = write_jsonl(tmp_path / "sets.jsonl", [
+        *entity_sets(2), {"entity_id": "emoji", "reviews": ["😀😀🍜🍜👍", "🔥🔥 😋"]}])
+    runs = {}
+    for name in ("out.jsonl", "out.csv", "out.parquet"):
+        done = run_cli("summarize", sets, "--model", tiny, "-o", tmp_path / name, "--explain")
+        assert done.returncode == 0, done.stderr
+        runs[name] = bulk.read_output(tmp_path / name)
+    assert runs["out.csv"] == runs["out.jsonl"] == runs["out.parquet"]
+    assert runs["out.jsonl"][-1]["warnings"] and "support" in runs["out.jsonl"][0]
+
+
+def test_an_unknown_extension_is_refused_before_any_work(tiny, sets_file, tmp_path):
+    for name in ("out.xlsx", "predictions"):
+        done = run_cli("summarize", sets_file, "--model", tmp_path / "no-model", "-o",
+                       tmp_path / name)
+        assert done.returncode != 0 and "Traceback" not in done.stderr
+        assert "unknown output format" in done.stderr, done.stderr
+        assert ".jsonl, .csv, .parquet, .txt" in done.stderr
+        assert not (tmp_path / name).exists()
+    done = run_cli("summarize", sets_file, "--model", tiny, "-o", tmp_path / "x.jsonl", "--text")
+    assert done.returncode != 0 and "--text writes readable text" in done.stderr
+    done = run_cli("summarize", sets_file, "--model", tiny, "-o", tmp_path / "x.txt", "--text")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "x.txt").read_text().startswith("biz-000\n  ")
+
+
+def test_progress_lines_on_a_non_terminal_stderr(tiny, sets_file, tmp_path):
+    done = run_cli("summarize", sets_file, "--model", tiny, "-o", tmp_path / "o.jsonl",
+                   "--batch-size", "2", env={"DENOISESUM_PROGRESS_SECONDS": "0"})
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("summarize: ")]
+    assert "\r" not in done.stderr
+    assert len(lines) >= N_ENTITIES // 2  # one per batch at interval 0, and the last
+    assert lines[0].startswith(f"summarize: 2/{N_ENTITIES} entities (17%)")
+    assert "entities/s" in lines[0] and "ETA " in lines[0]
+    assert lines[-1].startswith(f"summarize: {N_ENTITIES}/{N_ENTITIES} entities (100%)")
+
+
+def test_progress_counts_rate_and_eta():
+    import io
+
+    now = [0.0]
+    stream = io.StringIO()
+    progress = bulk.Progress(100, skipped=20, stream=stream, every=5, clock=lambda: now[0])
+    now[0] = 4.0
+    progress.update(8)  # before `every`: nothing said
+    assert stream.getvalue() == ""
+    now[0] = 10.0
+    progress.update(12)
+    assert stream.getvalue() == ("summarize: 40/100 entities (40%), 20 from before, "
+                                 "2.00 entities/s, ETA 30s, elapsed 10s\n")
+
+
+def test_a_corpus_is_grouped_in_bounded_memory(tmp_path):
+    from denoisesum.data.corpus import Review
+
+    reviews = [Review(f"e{i % 7}", f"review {i}") for i in range(100)]
+    small = [(s.entity_id, s.reviews) for s in bulk.group_corpus(reviews)]
+    spilled = [(s.entity_id, s.reviews) for s in bulk.group_corpus(reviews, limit=9)]
+    assert small == spilled
+    assert [e for e, _ in small] == [f"e{i}" for i in range(7)]
+    assert small[3][1] == [f"review {i}" for i in range(3, 100, 7)]
+
+
+def test_a_jsonl_corpus_is_summarized_as_the_review_sets(tiny, tmp_path):
+    sets = entity_sets(3)
+    rows = [{"entity_id": s["entity_id"], "text": t} for i in range(4) for s in sets
+            for t in s["reviews"][i:i + 1]]  # interleaved
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", rows)
+    as_sets = write_jsonl(tmp_path / "sets.jsonl", sets)
+    a = run_cli("summarize", corpus, "--model", tiny)
+    b = run_cli("summarize", as_sets, "--model", tiny)
+    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+    assert a.stdout == b.stdout and len(a.stdout.splitlines()) == 3
