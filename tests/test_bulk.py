@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import save_tiny_summarizer, synthetic_reviews, write_jsonl
 
+from conftest import save_tiny_summarizer, synthetic_reviews, write_jsonl
 from denoisesum.inference import bulk
 
 N_ENTITIES = 12
@@ -185,7 +185,8 @@ def test_progress_lines_on_a_non_terminal_stderr(tiny, sets_file, tmp_path):
     done = run_cli("summarize", sets_file, "--model", tiny, "-o", tmp_path / "o.jsonl",
                    "--batch-size", "2", env={"DENOISESUM_PROGRESS_SECONDS": "0"})
     assert done.returncode == 0, done.stderr
-    lines = [line for line in done.stderr.splitlines() if line.startswith("summarize: ")]
+    lines = [line for line in done.stderr.splitlines() if "entities/s" in line]
+    assert "summarize: reading the input first, 1 review sets so far" in done.stderr
     assert "\r" not in done.stderr
     assert len(lines) >= N_ENTITIES // 2  # one per batch at interval 0, and the last
     assert lines[0].startswith(f"summarize: 2/{N_ENTITIES} entities (17%)")

@@ -634,8 +634,13 @@ def count_sets(sets: Iterable[Any], summarizer, strict: bool,
     decoding): their number and how many of them are `done`, for the ETA; with `strict`,
     refuse unreadable ones."""
     count, already, flagged, n_flagged = 0, 0, [], 0
+    last = time.monotonic()
     for review_set in sets:
         count += 1
+        if time.monotonic() - last >= PROGRESS_SECONDS:  # a large input: not silent
+            last = time.monotonic()
+            print(f"summarize: reading the input first, {count} review sets so far",
+                  file=sys.stderr, flush=True)
         already += review_set.entity_id in done
         if strict and (found := summarizer.input_warnings(review_set.reviews)):
             n_flagged += 1
@@ -659,8 +664,8 @@ def run(summarizer, source: str, output: str, *, batch_size: int = 8, slice_: st
     path = Path(output)
     resumable = output != "-" and fmt != "text" and (path.is_file() or not path.exists())
     settings = run_settings(summarizer, format=fmt, slice=slice_, raw=raw, explain=explain,
-                            entity_field=entity_field, text_field=text_field)
-    info = {"input": source, "version": __version__}
+                            entity_field=entity_field, text_field=text_field) if resumable else {}
+    info = {"input": source, "version": __version__}  # said, not compared
 
     def sets() -> Iterator[Any]:
         return review_sets(source, entity_field, text_field)
