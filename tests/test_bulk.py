@@ -230,3 +230,57 @@ def test_a_jsonl_corpus_is_summarized_as_the_review_sets(tiny, tmp_path):
     b = run_cli("summarize", as_sets, "--model", tiny)
     assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
     assert a.stdout == b.stdout and len(a.stdout.splitlines()) == 3
+
+
+class CountingSummarizer:
+    """Stands in for a Summarizer: a summary that names its set's first review's length."""
+
+    path = None
+
+    def summarize_tokens_batch(self, sets, batch_size, ratings, slice_):
+        assert len(sets) <= batch_size
+        return [["long", str(len(reviews[0]))] for reviews in sets]
+
+    def reading_fields(self, total):
+        return {}
+
+    def input_warnings(self, reviews):
+        return []
+
+
+def test_memory_is_bounded_by_the_batch_not_the_input(tmp_path, monkeypatch):
+    """An 11 MB review-set file (and a corpus of the same reviews, unsorted) summarized into a
+    .jsonl with far less than the input's size in memory at its peak."""
+    import tracemalloc
+
+    from denoisesum.data.corpus import Review
+
+    review = "the pizza was great and the staff was friendly . " * 40  # 2 KB
+    n = 6000
+    source = tmp_path / "sets.jsonl"
+    with source.open("w") as handle:
+        for i in range(n):
+            handle.write(json.dumps({"entity_id": f"e{i}", "reviews": [review]}) + "\n")
+    assert source.stat().st_size > 11_000_000
+    monkeypatch.setattr(bulk, "run_settings", lambda *a, **k: {"fake": True})
+    warm = write_jsonl(tmp_path / "warm.jsonl", [{"entity_id": "w", "reviews": [review]}])
+    bulk.run(CountingSummarizer(), str(warm), str(tmp_path / "warm.out.jsonl"))  # imports
+    tracemalloc.start()
+    try:
+        written, before = bulk.run(CountingSummarizer(), str(source), str(tmp_path / "o.jsonl"),
+                                   batch_size=8)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (written, before) == (n, 0)
+    assert peak < 3_000_000, peak  # the ids seen (~150 bytes each), a batch
+    assert len((tmp_path / "o.jsonl").read_text().splitlines()) == n
+    # a corpus in any order: grouped with at most `limit` reviews in memory
+    reviews = (Review(f"e{i % 1000}", review) for i in range(4000))
+    tracemalloc.start()
+    try:
+        count = sum(1 for _ in bulk.group_corpus(reviews, limit=500))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert count == 1000 and peak < 4_000_000, peak  # the corpus: 8 MB of text
