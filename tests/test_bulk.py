@@ -89,6 +89,28 @@ def test_a_killed_run_resumes_to_the_uninterrupted_output(tiny, sets_file, refer
     assert json.loads(bulk.sidecar(out).read_text())["complete"] is True
 
 
+def test_ctrl_c_says_how_to_continue(tiny, sets_file, reference, tmp_path):
+    out = tmp_path / "out.csv"
+    args = [sys.executable, "-m", "denoisesum.cli", "summarize", str(sets_file), "--model",
+            str(tiny), "-o", str(out), "--batch-size", "2"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "DENOISESUM_TEST_BATCH_SLEEP": "0.5"}
+    process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # the header and a batch
+        if out.exists() and len(out.read_bytes().splitlines()) >= 3:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130 and "Traceback" not in stderr
+    assert f"summaries of this run are in {out}; run the same command again to continue" \
+        in stderr
+    done = run_cli(*args[3:])
+    assert done.returncode == 0, done.stderr
+    assert bulk.read_output(out) == [json.loads(line) for line in reference]
+
+
 def test_a_truncated_last_line_is_dropped_and_made_again(tiny, sets_file, reference, tmp_path):
     out = tmp_path / "out.jsonl"
     first = run_cli("summarize", sets_file, "--model", tiny, "-o", out, "--batch-size", "2")

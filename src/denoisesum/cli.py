@@ -867,10 +867,14 @@ def summarize_command(
     summarizer.config.bf16 = summarizer.config.bf16 or bf16
     if shortlist is not None:
         summarizer.config.shortlist = shortlist
-    written, before = bulk.run(
-        summarizer, source, output, batch_size=batch_size, slice_=slice_, raw=raw,
-        explain=explain, as_text=as_text, strict=strict, overwrite=overwrite,
-        entity_field=entity_field, text_field=text_field)
+    try:
+        written, before = bulk.run(
+            summarizer, source, output, batch_size=batch_size, slice_=slice_, raw=raw,
+            explain=explain, as_text=as_text, strict=strict, overwrite=overwrite,
+            entity_field=entity_field, text_field=text_field)
+    except bulk.Interrupted as stop:
+        typer.echo(f"\ninterrupted: {stop}", err=True)
+        raise typer.Exit(130) from None
     if output != "-":
         kept = f" ({before} from before kept)" if before else ""
         typer.echo(f"{written} summaries -> {output}{kept}", err=True)

@@ -628,6 +628,23 @@ class Progress:
 # ---- the run ---------------------------------------------------------------------------------
 
 
+class Interrupted(Exception):
+    """Ctrl-C during a run; says what was kept and how to continue."""
+
+
+@contextlib.contextmanager
+def _interrupts(written: Callable[[], int], output: str, resumable: bool,
+                overwrite: bool) -> Iterator[None]:
+    try:
+        yield
+    except KeyboardInterrupt:
+        if resumable:
+            again = "without --overwrite " if overwrite else ""
+            raise Interrupted(f"{written()} summaries of this run are in {output}; run the same "
+                              f"command {again}again to continue") from None
+        raise Interrupted(f"{written()} summaries written") from None
+
+
 def count_sets(sets: Iterable[Any], summarizer, strict: bool,
                done: set[str]) -> tuple[int, int]:
     """Read every review set once (validating them: a bad record is an error before any
@@ -686,6 +703,7 @@ def run(summarizer, source: str, output: str, *, batch_size: int = 8, slice_: st
             handle = sys.stdout if output == "-" else stack.enter_context(atomic_write(output))
             sink = StreamSink(handle, fmt)
         started = False
+        stack.enter_context(_interrupts(lambda: written, output, resumable, overwrite))
         for batch in batches((s for s in sets() if s.entity_id not in done), batch_size):
             if strict and source == "-":  # no reading ahead on standard input
                 found = list(unreadable_lines(summarizer, batch))
