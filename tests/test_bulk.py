@@ -306,3 +306,24 @@ def test_memory_is_bounded_by_the_batch_not_the_input(tmp_path, monkeypatch):
     finally:
         tracemalloc.stop()
     assert count == 1000 and peak < 4_000_000, peak  # the corpus: 8 MB of text
+
+
+def test_by_length_batches_alike_when_resumed(tiny, sets_file, reference, tmp_path):
+    from types import SimpleNamespace
+
+    sets = [SimpleNamespace(entity_id=f"e{i}", reviews=["x" * (i * 7 % 10 + 1)])
+            for i in range(40)]
+    length = lambda s: len(s.reviews[0])  # noqa: E731
+    whole = list(bulk.batches(sets, 3, by_length=length, window=4))
+    assert [len(b) for b in whole] == [3, 3, 3, 3] * 3 + [3, 1]
+    assert [length(s) for s in whole[0] + whole[1] + whole[2] + whole[3]] == \
+        sorted(length(s) for s in sets[:12])
+    order = [s.entity_id for b in whole for s in b]
+    done = set(order[:7])  # a run killed after two batches and a truncated line
+    rest = [s.entity_id for b in bulk.batches(sets, 3, done, length, window=4) for s in b]
+    assert order[:7] + rest == order
+    # the command: the same summaries, in the order of the windows
+    out = tmp_path / "out.jsonl"
+    done = run_cli("summarize", sets_file, "--model", tiny, "-o", out, "--by-length")
+    assert done.returncode == 0, done.stderr
+    assert sorted(out.read_text().splitlines()) == sorted(reference)

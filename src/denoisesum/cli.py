@@ -814,6 +814,10 @@ def summarize_command(
                             "3 stars) or the praise (at least 4): all, complaints, praise.")
         ] = "all",
         batch_size: Annotated[int, typer.Option(min=1, help="Entities decoded together.")] = 8,
+        by_length: Annotated[bool, typer.Option(
+            "--by-length", help="Batch entities of similar input length: each window of 16 "
+                                "batches is decoded shortest first (and written in that "
+                                "order), so batches pad less.")] = False,
         bf16: Annotated[bool, typer.Option(
             "--bf16", help="Compute in bfloat16: ~2x faster on CPUs with AVX512-BF16/AMX "
                            "(on others: fp32, with a warning); beams may differ slightly.")
@@ -871,7 +875,7 @@ def summarize_command(
         written, before = bulk.run(
             summarizer, source, output, batch_size=batch_size, slice_=slice_, raw=raw,
             explain=explain, as_text=as_text, strict=strict, overwrite=overwrite,
-            entity_field=entity_field, text_field=text_field)
+            entity_field=entity_field, text_field=text_field, by_length=by_length)
     except bulk.Interrupted as stop:
         typer.echo(f"\ninterrupted: {stop}", err=True)
         raise typer.Exit(130) from None
