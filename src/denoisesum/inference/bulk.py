@@ -5,7 +5,9 @@ Memory is bounded by the batch, not the input: review sets are read one at a tim
 review-set JSONL file (or standard input), or grouped from a review corpus with an external sort
 (`group_corpus`: runs of at most `SPILL_REVIEWS` reviews sorted on disk, then merged). The only
 state that grows with the input is a set of entity ids (duplicates are refused; resume skips the
-ids already written).
+ids already written). A file input is read once first (its size, for the ETA; bad records and,
+with --strict, unreadable sets refused before any decoding); standard input is not. With
+--by-length, windows of 16 batches are decoded shortest first (`batches`).
 
 Resume. With `-o FILE`, each batch's records are appended as whole lines, flushed and fsynced, so
 a killed run loses at most the batch in flight. `FILE.settings.json` (the sidecar) records what
