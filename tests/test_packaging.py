@@ -100,4 +100,5 @@ def test_the_installed_wheel_summarizes_with_its_default_model(wheel, tmp_path):
     run([venv / "bin" / "denoisesum", "summarize", sets.name, "-o", "out.jsonl"],
         cwd=elsewhere, env=env)
     (record,) = [json.loads(line) for line in (elsewhere / "out.jsonl").read_text().splitlines()]
-    assert record["entity_id"] == "noodle-bar" and len(record["summary"].split()) >= 10
+    # its length follows the input (three short reviews: a sentence), ending at a sentence
+    assert record["entity_id"] == "noodle-bar" and len(record["summary"].split()) >= 5
