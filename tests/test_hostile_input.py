@@ -150,3 +150,154 @@ def test_output_onto_a_socket_is_refused_in_one_line(corpus, tmp_path):
         done = run_cli("vocab", corpus, "-o", path, "--min-count", "1")
     assert refused(done, "sock: is not a regular file and cannot be written"), done.stderr
     assert stat.S_ISSOCK(path.lstat().st_mode)
+
+
+# ---- files the system does not control: one line naming the file, never a traceback --------
+
+
+@pytest.fixture
+def sets(tmp_path) -> Path:
+    path = tmp_path / "sets.jsonl"
+    path.write_bytes(jsonl([{"entity_id": "e1", "reviews": ["good pizza", "nice staff"]}]))
+    return path
+
+
+def test_output_under_proc_is_refused_before_any_work(corpus, sets):
+    done = run_cli("vocab", corpus, "-o", "/proc/vocab.json", "--min-count", "1")
+    assert refused(done, "/proc/vocab.json: cannot be written (/proc:"), done.stderr
+    done = run_cli("baseline", "first", sets, "-o", "/proc/x/predictions.jsonl")
+    assert refused(done, "/proc/x/predictions.jsonl: cannot be written (/proc:"), done.stderr
+
+
+@pytest.mark.parametrize("command", [["baseline", "first"], ["summarize"]])
+def test_stdout_onto_dev_full_is_one_line(command, sets):
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "denoisesum.cli", *command, str(sets)],
+            stdout=full, stderr=subprocess.PIPE, text=True, timeout=300,
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
+        )
+    assert refused(done, "standard output: cannot write: No space left on device"), done.stderr
+    assert done.stderr.strip().count("\n") <= 1 or "summarize:" in done.stderr, done.stderr
+
+
+def test_output_onto_dev_full_is_one_line(corpus):
+    done = run_cli("vocab", corpus, "-o", "/dev/full", "--min-count", "1")
+    assert refused(done, "/dev/full: cannot write: No space left on device"), done.stderr
+
+
+def in_process(monkeypatch, *args):
+    """The command run by main() in this process (so the system's answers can be faked):
+    (exit code, stderr)."""
+    import contextlib
+    import io
+
+    from denoisesum import cli
+
+    monkeypatch.setattr(sys, "argv", ["denoisesum", *map(str, args)])
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as stop:
+        cli.main()
+    return stop.value.code, err.getvalue()
+
+
+def fail_with(errno_: int):
+    def fail(*args, **kwargs):
+        raise OSError(errno_, os.strerror(errno_))
+
+    return fail
+
+
+def test_output_into_a_directory_without_write_permission_is_one_line(
+        monkeypatch, sets, tmp_path):
+    import errno
+    import tempfile
+
+    # root may write anywhere: the system's refusal is faked
+    monkeypatch.setattr(tempfile, "mkstemp", fail_with(errno.EACCES))
+    code, err = in_process(monkeypatch, "baseline", "first", sets, "-o", tmp_path / "p.jsonl")
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+    assert "p.jsonl: cannot be written" in err and "Permission denied" in err, err
+
+
+def test_output_onto_a_file_owned_by_someone_else_is_one_line(monkeypatch, sets, tmp_path):
+    import errno
+
+    out = tmp_path / "p.jsonl"
+    out.write_text("theirs\n")
+    # in a sticky directory (/tmp) renaming over another user's file is refused
+    monkeypatch.setattr(os, "replace", fail_with(errno.EPERM))
+    code, err = in_process(monkeypatch, "baseline", "first", sets, "-o", out)
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"error: {out}: cannot write: Operation not permitted" in err, err
+    assert out.read_text() == "theirs\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".p.jsonl")] == []
+
+
+def test_a_full_disk_keeps_the_old_file_leaves_no_temp_file_one_line(monkeypatch, sets,
+                                                                     tmp_path):
+    import errno
+
+    out = tmp_path / "p.jsonl"
+    out.write_text("old\n")
+    monkeypatch.setattr(os, "fsync", fail_with(errno.ENOSPC))
+    code, err = in_process(monkeypatch, "baseline", "first", sets, "-o", out)
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"error: {out}: cannot write: No space left on device" in err, err
+    assert out.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.jsonl", "sets.jsonl"]
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> Path:
+    from conftest import save_tiny_summarizer
+
+    from denoisesum.inference.summarizer import SummarizerConfig
+
+    return save_tiny_summarizer(tmp_path_factory.mktemp("models") / "tiny", SummarizerConfig())
+
+
+def model_copy(tiny_model: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(tiny_model, tmp_path / "model"))
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+@pytest.mark.parametrize("name", ["config.json", "vocab.json"])
+@pytest.mark.parametrize(
+    "content, message",
+    [(b'{"a": "\xff\xfe"}', "undecodable bytes (not UTF-8)"), (DEEP, "nested too deeply")],
+    ids=["not-utf8", "deep"],
+)
+def test_a_model_file_not_utf8_or_nested_deep_is_one_line_naming_it(
+        name, content, message, tiny_model, sets, tmp_path):
+    model = model_copy(tiny_model, tmp_path)
+    (model / name).write_bytes(content)
+    done = run_cli("summarize", sets, "--model", model)
+    assert refused(done, f"{model / name}: {message}" if message[0] == "u"
+                   else f"{model / name}: invalid JSON: {message}"), done.stderr
+
+
+def test_a_vocabulary_whose_token_is_a_number_names_the_file_and_entry(tiny_model, sets,
+                                                                       tmp_path):
+    model = model_copy(tiny_model, tmp_path)
+    vocab = json.loads((model / "vocab.json").read_text())
+    vocab["tokens"][7] = 5
+    (model / "vocab.json").write_text(json.dumps(vocab))
+    done = run_cli("summarize", sets, "--model", model)
+    assert refused(done, f"{model / 'vocab.json'}: malformed vocabulary: entry 7 of 'tokens' "
+                         "is 5, not a string"), done.stderr
+
+
+def test_a_fit_stage_record_not_utf8_or_nested_deep_is_one_line_naming_it(tmp_path):
+    from denoisesum.errors import InputError
+    from denoisesum.fit.ledger import read_record, record_path
+
+    for content, message in ((b"\xff{}", "not UTF-8"), (DEEP, "nested too deeply")):
+        record_path(tmp_path, "lm").write_bytes(content)
+        with pytest.raises(InputError, match=message) as caught:
+            read_record(tmp_path, "lm")
+        assert str(record_path(tmp_path, "lm")) in str(caught.value)

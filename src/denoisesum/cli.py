@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -847,7 +849,7 @@ def summarize_command(
 
     from denoisesum.inference import bulk
     from denoisesum.inference.summarizer import SLICES, Summarizer
-    from denoisesum.io import check_output
+    from denoisesum.io import check_output, writing
 
     if output != "-":
         check_output(output, [source])
@@ -872,10 +874,12 @@ def summarize_command(
     if shortlist is not None:
         summarizer.config.shortlist = shortlist
     try:
-        written, before = bulk.run(
-            summarizer, source, output, batch_size=batch_size, slice_=slice_, raw=raw,
-            explain=explain, as_text=as_text, strict=strict, overwrite=overwrite,
-            entity_field=entity_field, text_field=text_field, by_length=by_length)
+        with writing(output):  # a full disk, > /dev/full: one line naming the output
+            written, before = bulk.run(
+                summarizer, source, output, batch_size=batch_size, slice_=slice_, raw=raw,
+                explain=explain, as_text=as_text, strict=strict, overwrite=overwrite,
+                entity_field=entity_field, text_field=text_field, by_length=by_length)
+            sys.stdout.flush()
     except bulk.Interrupted as stop:
         typer.echo(f"\ninterrupted: {stop}", err=True)
         raise typer.Exit(130) from None
@@ -947,10 +951,33 @@ def main() -> None:
 
     warnings.formatwarning = _warning_line
     try:
-        app()
+        try:
+            app()
+        finally:
+            sys.stdout.flush()  # a full disk or a closed pipe on stdout: reported here, not at exit
     except DenoiseSumError as exc:
-        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-        sys.exit(2)
+        _fail(str(exc))
+    except OSError as exc:  # the system refused: no permission, a full disk, a closed pipe
+        _fail(_system_error(exc))
+
+
+def _fail(message: str) -> None:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    sys.exit(2)
+
+
+def _system_error(exc: OSError) -> str:
+    """An OSError as one line naming its file; without one (a write to stdout), what failed.
+    Standard output is pointed at /dev/null so that Python's own flush at exit stays quiet."""
+    from denoisesum.io import WRITE_ERRNOS
+
+    if exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    if exc.errno in WRITE_ERRNOS:
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return f"cannot write the output: {exc.strerror or exc}"
+    return str(exc)
 
 
 if __name__ == "__main__":

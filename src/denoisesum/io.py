@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import gzip
 import io
@@ -132,6 +133,12 @@ def parse_json_line(raw: bytes, path: str | Path, line_no: int) -> Any:
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})",
                          path=path, line=line_no) from exc
+    except RecursionError as exc:
+        raise InputError(TOO_DEEP, path=path, line=line_no) from exc
+
+
+# json raises RecursionError on arrays or objects nested some thousands deep
+TOO_DEEP = "invalid JSON: nested too deeply"
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
@@ -190,6 +197,23 @@ def check_output(path: str | Path, inputs: Iterable[str | Path] = ()) -> None:
                 and os.path.samefile(path, source):
             raise InputError(f"is also an input ({source}); writing it would destroy that "
                              "input: choose another output", path=path)
+    if not path.exists() or path.is_file():  # a device or FIFO is written through, in place
+        _check_writable(path)
+
+
+def _check_writable(path: Path) -> None:
+    """Refuse, before any work, an output whose directory takes no new file (no permission, a
+    read-only file system, /proc): atomic_write makes its temporary file there."""
+    parent = next((p for p in Path(os.path.realpath(path)).parents if p.exists()), None)
+    if parent is None:
+        return
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".denoisesum-probe.", dir=parent)
+    except OSError as exc:
+        raise InputError(f"cannot be written ({parent}: {exc.strerror or exc})",
+                         path=path) from exc
+    os.close(fd)
+    os.unlink(probe)
 
 
 def _new_file_mode(path: Path) -> int:
@@ -202,6 +226,30 @@ def _new_file_mode(path: Path) -> int:
     return 0o666 & ~umask
 
 
+# What a write fails with when the system, not the program, is at fault: a full disk or quota,
+# a file too large, a read-only file system, an I/O error, a reader that went away.
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO,
+                          errno.EPIPE})
+
+
+def output_error(exc: OSError, path: str | Path) -> InputError:
+    """An OSError met while writing `path` ('-': standard output), as one line naming it."""
+    name = "standard output" if str(path) == "-" else path
+    return InputError(f"cannot write: {exc.strerror or exc}", path=name)
+
+
+@contextlib.contextmanager
+def writing(path: str | Path):
+    """Report a write to `path` that the system refuses (a full disk, a closed pipe) as an
+    InputError naming it. Only errors that name no other file are taken as this write's."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None and exc.errno in WRITE_ERRNOS:
+            raise output_error(exc, path) from exc
+        raise
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8"):
     """Write to a temporary file beside `path`, then rename it over `path`.
@@ -210,7 +258,8 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     the mode an ordinary write would give (an overwritten file keeps its own). An output that is
     not a regular file (a device such as /dev/null, a FIFO, /dev/stdout) is written through, as a
     shell's `>` would: renaming over it would replace it with a regular file. A symlink keeps
-    pointing where it did: the file it names is the one replaced.
+    pointing where it did: the file it names is the one replaced. A write the system refuses
+    (no permission, a read-only or full disk, /proc) is an InputError naming `path`.
     """
     path = Path(path)
     check_output(path)
@@ -220,19 +269,26 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
         except OSError as exc:  # a socket, a device that refuses writes
             raise InputError(f"is not a regular file and cannot be written: {exc.strerror}",
                              path=path) from exc
-        with handle:
+        with writing(path), handle:  # /dev/full: ENOSPC
             yield handle
         return
-    path = Path(os.path.realpath(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.chmod(tmp, _new_file_mode(path))
+    target = Path(os.path.realpath(path))
     try:
-        with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:  # no permission, a read-only file system, /proc
+        raise output_error(exc, path) from exc
+    try:
+        os.chmod(tmp, _new_file_mode(target))
+        with writing(path):
+            with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as handle:
+                yield handle
+                handle.flush()
+                os.fsync(handle.fileno())
+            try:
+                os.replace(tmp, target)
+            except OSError as exc:  # a file owned by another user in a sticky directory
+                raise output_error(exc, path) from exc
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -253,6 +309,12 @@ def read_json(path: str | Path) -> Any:
         raise InputError("file not found", path=path) from exc
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"undecodable bytes (not UTF-8) at byte {exc.start}", path=path) from exc
+    except RecursionError as exc:
+        raise InputError(TOO_DEEP, path=path) from exc
+    except OSError as exc:  # a directory, no permission
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from exc
 
 
 def count_lines(path: str | Path) -> int:

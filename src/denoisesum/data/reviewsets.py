@@ -28,7 +28,7 @@ from pydantic import (
 )
 
 from denoisesum.errors import InputError
-from denoisesum.io import BLANK, atomic_write, iter_jsonl, parse_json_line
+from denoisesum.io import BLANK, atomic_write, iter_jsonl, parse_json_line, writing
 
 if TYPE_CHECKING:
     from denoisesum.data.corpus import Review
@@ -135,7 +135,9 @@ def _record(record: BaseModel) -> dict:
 def _write(path: str | Path, records: Iterable[BaseModel]) -> None:
     lines = (json.dumps(_record(r), ensure_ascii=False) + "\n" for r in records)
     if str(path) == "-":
-        sys.stdout.writelines(lines)
+        with writing(path):  # > /dev/full: one line naming standard output
+            sys.stdout.writelines(lines)
+            sys.stdout.flush()
         return
     with atomic_write(path) as handle:
         handle.writelines(lines)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -72,7 +73,23 @@ class Vocab:
         data = read_json(path)
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise InputError(f"not a denoisesum vocabulary (expected format {FORMAT})", path=path)
+        _check_entries(data, path)
         try:
             return cls(data["tokens"], data.get("counts"), Tokenizer(**data.get("tokenizer", {})))
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"malformed vocabulary: {exc}", path=path) from exc
+
+
+def _check_entries(data: dict, path: str | Path) -> None:
+    """Every token a string and every count a whole number: a token such as 5 would load and
+    fail later, far from this file."""
+    for key, kind, what in (("tokens", str, "a string"), ("counts", int, "a whole number")):
+        entries = data.get(key)
+        if entries is None and key == "counts":
+            continue
+        if not isinstance(entries, list):
+            raise InputError(f"malformed vocabulary: '{key}' must be a list", path=path)
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, kind) or isinstance(entry, bool):
+                raise InputError(f"malformed vocabulary: entry {i} of '{key}' is "
+                                 f"{json.dumps(entry)[:40]}, not {what}", path=path)
