@@ -251,7 +251,6 @@ def test_a_full_disk_keeps_the_old_file_leaves_no_temp_file_one_line(monkeypatch
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:
     from conftest import save_tiny_summarizer
-
     from denoisesum.inference.summarizer import SummarizerConfig
 
     return save_tiny_summarizer(tmp_path_factory.mktemp("models") / "tiny", SummarizerConfig())
@@ -301,3 +300,26 @@ def test_a_fit_stage_record_not_utf8_or_nested_deep_is_one_line_naming_it(tmp_pa
         with pytest.raises(InputError, match=message) as caught:
             read_record(tmp_path, "lm")
         assert str(record_path(tmp_path, "lm")) in str(caught.value)
+
+
+# ---- wording: the validation library's phrases never reach users ---------------------------
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("[1,2,3]", "sets.jsonl, line 1: must be a JSON object with entity_id and reviews"),
+        ('{"entity_id": "e1", "reviews": [" "]}',
+         "sets.jsonl, line 1, field 'reviews': review 0 is empty"),
+        ('{"entity_id": "e1", "reviews": []}',
+         "sets.jsonl, line 1, field 'reviews': must hold at least 1 review (it holds 0)"),
+    ],
+    ids=["array", "blank-review", "no-review"],
+)
+def test_a_bad_review_set_line_reads_plainly(line, message, tmp_path):
+    path = tmp_path / "sets.jsonl"
+    path.write_text(line + "\n")
+    done = run_cli("baseline", "first", path)
+    assert refused(done, message), done.stderr
+    for words in ("valid dictionary", "instance of", "Value error", "after validation"):
+        assert words not in done.stderr, done.stderr

@@ -23,12 +23,12 @@ def test_round_trip(tmp_path):
 
 
 @pytest.mark.parametrize(("record", "field", "message"), [
-    ({"reviews": ["x"]}, "entity_id", "Field required"),
-    ({"entity_id": "a", "reviews": []}, "reviews", "at least 1 item"),
+    ({"reviews": ["x"]}, "entity_id", "required field is missing"),
+    ({"entity_id": "a", "reviews": []}, "reviews", "must hold at least 1 review (it holds 0)"),
     ({"entity_id": "a", "reviews": ["x", "  "]}, "reviews", "review 1 is empty"),
-    ({"entity_id": "a", "reviews": ["x", 3]}, "reviews.1", "valid string"),
-    ({"entity_id": 7, "reviews": ["x"]}, "entity_id", "valid string"),
-    ({"entity_id": "a", "reviews": ["x"], "summaries": "s"}, "summaries", "valid list"),
+    ({"entity_id": "a", "reviews": ["x", 3]}, "reviews.1", "must be a string"),
+    ({"entity_id": 7, "reviews": ["x"]}, "entity_id", "must be a string"),
+    ({"entity_id": "a", "reviews": ["x"], "summaries": "s"}, "summaries", "must be a list"),
 ])
 def test_validation_errors_name_line_and_field(tmp_path, record, field, message):
     path = write_jsonl(tmp_path / "s.jsonl", [{"entity_id": "ok", "reviews": ["fine"]}, record])

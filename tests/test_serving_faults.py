@@ -388,8 +388,8 @@ def test_models_shows_the_model_by_name_not_by_path(port, summarizer):
     (b'{"reviews": ["caf\xe9"]}', 400, "body",
      "the body is not valid JSON: it is not UTF-8 (byte 0xe9 at byte 17)"),
     (b"[" * 20_000, 400, "body", "the body is not valid JSON: it is nested too deeply"),
-    (b'["good food"]', 422, "body", "body: Input should be a JSON object"),
-    (b'{"reviews": ["\\ud800 good"]}', 422, "reviews[0]", "reviews[0]: Input should be a "
+    (b'["good food"]', 422, "body", "body: must be a JSON object"),
+    (b'{"reviews": ["\\ud800 good"]}', 422, "reviews[0]", "reviews[0]: must be a "
      "valid string (it holds a lone surrogate such as \\ud800, which is not a character)"),
     (b'{"reviews": ["good", " "]}', 422, "reviews[1]",
      "reviews[1]: review is empty (or only white space)"),

@@ -48,3 +48,45 @@ class ConfigError(DenoiseSumError):
                  reason: str | None = None) -> None:
         self.key, self.reason = key, reason or message
         super().__init__(message)
+
+
+# pydantic's wording, which speaks of its own internals ("valid dictionary or instance of
+# ReviewSet", "Value error, ...", "after validation"): plain words for the types users meet
+PLAIN_MESSAGES = {
+    "missing": "required field is missing",
+    "extra_forbidden": "unknown field",
+    "model_type": "must be a JSON object",
+    "model_attributes_type": "must be a JSON object",
+    "dict_type": "must be a JSON object",
+    "string_type": "must be a string",
+    "list_type": "must be a list",
+    "string_too_short": "must not be empty",
+    "string_unicode": "must be a valid string (it holds a lone surrogate such as \\ud800, "
+                      "which is not a character)",
+}
+VALIDATION_PREFIXES = ("Value error, ", "Assertion failed, ")
+
+
+def plain_validation_message(err: dict) -> str:
+    """One pydantic error (an item of ValidationError.errors()) in plain words."""
+    kind, ctx = err.get("type") or "", err.get("ctx") or {}
+    if kind in ("too_short", "too_long") and "actual_length" in ctx:
+        return _count_message(kind, ctx, err.get("loc") or ())
+    if kind in PLAIN_MESSAGES:
+        return PLAIN_MESSAGES[kind]
+    message = str(err.get("msg", "invalid"))
+    for prefix in VALIDATION_PREFIXES:
+        if message.startswith(prefix):
+            return message[len(prefix):]
+    return message
+
+
+def _count_message(kind: str, ctx: dict, loc) -> str:
+    """'List should have at least 1 item after validation, not 0' -> 'must hold at least 1
+    review (it holds 0)', naming the items by the field's name where it is a plural."""
+    name = str(loc[-1]) if loc else ""
+    noun = name[:-1] if name.endswith("s") and name.isalpha() else "item"
+    bound = ctx["min_length"] if kind == "too_short" else ctx["max_length"]
+    side = "at least" if kind == "too_short" else "at most"
+    return f"must hold {side} {bound} {noun}{'' if bound == 1 else 's'} " \
+           f"(it holds {ctx['actual_length']})"

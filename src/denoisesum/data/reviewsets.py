@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from denoisesum.errors import InputError
+from denoisesum.errors import InputError, plain_validation_message
 from denoisesum.io import BLANK, atomic_write, iter_jsonl, parse_json_line, writing
 
 if TYPE_CHECKING:
@@ -88,7 +88,11 @@ def _validate(
         except ValidationError as exc:
             err = exc.errors()[0]
             field = ".".join(str(p) for p in err["loc"]) or None
-            raise InputError(err["msg"], path=path, line=line, field=field) from None
+            message = plain_validation_message(err)
+            if field is None and err["type"] == "model_type":  # the line is not an object
+                required = [n for n, f in kind.model_fields.items() if f.is_required()]
+                message += f" with {' and '.join(required)}"
+            raise InputError(message, path=path, line=line, field=field) from None
         if record.entity_id in seen:
             raise InputError(
                 f"duplicate entity_id '{record.entity_id}'", path=path, line=line, field="entity_id"

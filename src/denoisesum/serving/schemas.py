@@ -20,6 +20,8 @@ from pydantic import (
     model_validator,
 )
 
+from denoisesum.errors import plain_validation_message
+
 if TYPE_CHECKING:  # app.py imports this module
     from denoisesum.serving.app import ServiceLimits
 
@@ -262,28 +264,13 @@ def unparsable_body(cause: BaseException | None) -> JSONResponse:
     return error_response(400, f"the body is not valid JSON: {detail}", "body")
 
 
-# pydantic's wording: a prefix naming the kind of error, and phrases about its own internals
-PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")
-PLAIN_MESSAGES = {
-    "missing": "required field is missing",
-    "extra_forbidden": "unknown field",
-    "model_attributes_type": "Input should be a JSON object",
-    "dict_type": "Input should be a JSON object",
-    "string_unicode": "Input should be a valid string (it holds a lone surrogate such as "
-                      "\\ud800, which is not a character)",
-}
-
-
 def plain(message: str) -> str:
     """A message without pydantic's prefix ("Value error, review is empty" -> "review is
     empty"), so that every message reads alike."""
-    for prefix in PYDANTIC_PREFIXES:
-        if message.startswith(prefix):
-            return message[len(prefix):]
-    return message
+    return plain_validation_message({"msg": message})
 
 
 def _field_error(err: dict) -> dict:
     """One pydantic error as {"field", "message", "type"}, its message in plain words."""
-    message = PLAIN_MESSAGES.get(err.get("type") or "") or plain(str(err.get("msg", "invalid")))
+    message = plain_validation_message(err)
     return {"field": field_path(err.get("loc", ())), "message": message, "type": err.get("type")}
