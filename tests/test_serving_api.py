@@ -344,6 +344,50 @@ def test_timeouts_and_a_full_queue(summarizer):
     assert gated.calls == [1]  # the timed-out queued request never reached the model
 
 
+class SlowSummarizer(Summarizer):
+    """The tiny model, taking PER_SET seconds per review set, as a slow decode would."""
+
+    PER_SET = 0.2
+
+    def __init__(self, base: Summarizer) -> None:
+        super().__init__(base.model, base.vocab, base.config)
+        self.path = base.path
+        self.calls: list[int] = []
+
+    def summarize_batch(self, review_sets, batch_size=8, warn=True, **options):
+        self.calls.append(len(review_sets))
+        time.sleep(self.PER_SET * len(review_sets))
+        return super().summarize_batch(review_sets, batch_size, warn, **options)
+
+
+def test_one_request_holds_the_worker_no_longer_than_its_time_limit(summarizer):
+    """Issue 33: a batch request decoding for 3.2 s under a 2 s limit gets its 504 and is dropped
+    at the next batch after its limit; a request that came 1 s behind it is served (it waited
+    3.2 s before: a 503 past its own limit)."""
+    slow = SlowSummarizer(summarizer)
+    limits = ServiceLimits(max_reviews=5, max_review_chars=300, max_sets=16, max_batch_sets=2,
+                           max_pending_sets=32, timeout_s=2.0)
+    app = create_app(slow, limits)
+
+    async def scenario():
+        async with async_client(app) as client:
+            big = asyncio.create_task(client.post(
+                "/v1/summarize/batch", json={"sets": [{"reviews": REVIEWS}] * 16}))
+            await until(lambda: bool(slow.calls))
+            await asyncio.sleep(1.0)
+            small = await client.post("/v1/summarize", json={"reviews": OTHER})
+            return await big, small
+
+    try:
+        big, small = asyncio.run(scenario())
+    finally:
+        app.state.queue.close()
+    assert big.status_code == 504, big.text
+    assert small.status_code == 200, small.text
+    assert small.json()["summary"] == summarizer.summarize(OTHER)
+    assert sum(slow.calls[:-1]) < 16  # the rest of the big request was never decoded
+
+
 def test_a_failing_set_fails_only_its_own_request(summarizer):
     gated = GatedSummarizer(summarizer)
     queue = InferenceQueue(gated, max_batch_sets=8, max_pending_sets=8)

@@ -24,7 +24,7 @@ from denoisesum.serving.schemas import (
     SummarizeResponse,
     request_models,
 )
-from denoisesum.serving.worker import InferenceQueue, QueueFull
+from denoisesum.serving.worker import DeadlinePassed, InferenceQueue, QueueFull
 
 if TYPE_CHECKING:  # app.py imports this module
     from denoisesum.serving.app import ServiceLimits
@@ -68,7 +68,7 @@ async def run(queue: InferenceQueue, sets: list[list[str]], timeout_s: float,
     """(summary, support, input warnings) per set, from the worker; a full queue, a timeout or
     a shutdown as 503/504, and a set the model cannot read as 422."""
     try:
-        future = queue.submit(sets, ratings, slice)
+        future = queue.submit(sets, ratings, slice, timeout_s)
     except QueueFull as exc:
         raise ServiceError(503, str(exc), headers={"Retry-After": "1"}) from None
     wrapped = asyncio.wrap_future(future)
@@ -87,6 +87,8 @@ async def run(queue: InferenceQueue, sets: list[list[str]], timeout_s: float,
         return wrapped.result()  # (the asyncio side: its exception then counts as retrieved)
     except DenoiseSumError as exc:
         raise ServiceError(422, str(exc), "reviews") from None
+    except DeadlinePassed:  # the worker dropped it a moment before the wait above ended
+        raise ServiceError(504, f"summarizing took longer than {timeout_s:g} s") from None
 
 
 def add_service_routes(app: FastAPI, summarizer: Summarizer, queue: InferenceQueue,

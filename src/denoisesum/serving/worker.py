@@ -5,6 +5,12 @@ once: they would share the same cores). Requests queue for it, and whatever is w
 is free is decoded together in one `summarize_batch` call, up to `max_batch_sets` review sets,
 so concurrent clients share forward passes. Batching does not change a summary (every entity's
 beam is its own).
+
+A decode cannot be stopped half-way, so a job's time is bounded between batches: a job of more
+sets than one batch is decoded a batch at a time, and once its deadline (its request's time
+limit) has passed, its request has had its 504 and the rest is dropped. One request thus holds
+the worker at most its own time limit and one batch (whose cost the service's limits and the
+model's read_reviews and max_review_tokens bound); the requests behind it go on.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import threading
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -24,12 +31,20 @@ class QueueFull(Exception):
     """More review sets are waiting than ServiceLimits.max_pending_sets."""
 
 
+class DeadlinePassed(Exception):
+    """A job's time limit passed while it was decoded: the rest of it was dropped."""
+
+
 @dataclass
 class Job:
     sets: list[list[str]]
     future: concurrent.futures.Future  # -> (summary, support dict, input warnings) per set
     ratings: list[list[float | None] | None] | None = None  # per set, each review's stars
     slice: str = "all"  # jobs of one slice are decoded together
+    deadline: float | None = None  # time.monotonic() past which its request no longer waits
+
+    def late(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
 
 
 class InferenceQueue:
@@ -50,8 +65,10 @@ class InferenceQueue:
 
     def submit(self, sets: list[list[str]],
                ratings: list[list[float | None] | None] | None = None,
-               slice: str = "all") -> concurrent.futures.Future:
+               slice: str = "all", timeout_s: float | None = None) -> concurrent.futures.Future:
+        """Queue review sets; past `timeout_s` from now, what is left of them is dropped."""
         future: concurrent.futures.Future = concurrent.futures.Future()
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with self._cond:
             if self._closed:
                 raise QueueFull("the service is shutting down")
@@ -63,7 +80,7 @@ class InferenceQueue:
                                                 daemon=True)
                 self._thread.start()
             self.pending_sets += len(sets)
-            self._jobs.append(Job(sets, future, ratings, slice))
+            self._jobs.append(Job(sets, future, ratings, slice, deadline))
             self._cond.notify()
         return future
 
@@ -111,6 +128,9 @@ class InferenceQueue:
                         job.future.set_exception(exc)
 
     def _process(self, jobs: list[Job]) -> None:
+        if len(jobs) == 1 and len(jobs[0].sets) > self.max_batch_sets:
+            self._process_in_parts(jobs[0])
+            return
         sets = [reviews for job in jobs for reviews in job.sets]
         ratings = [r for job in jobs for r in (job.ratings or [None] * len(job.sets))]
         try:
@@ -129,8 +149,12 @@ class InferenceQueue:
             return
         start = 0
         for job in jobs:
+            start += len(job.sets)
+            if job.late():  # its request has had its 504: the support is not worth its time
+                job.future.set_exception(DeadlinePassed("the time limit passed"))
+                continue
             results = []
-            for reviews, summary in zip(job.sets, summaries[start: start + len(job.sets)],
+            for reviews, summary in zip(job.sets, summaries[start - len(job.sets): start],
                                         strict=True):
                 support = explain_support(reviews, summary, self.summarizer.vocab.tokenizer,
                                           self.support, self.summarizer.rating).to_dict()
@@ -139,5 +163,24 @@ class InferenceQueue:
                 if not summary and caught:
                     said.append(f"no review belongs to the {job.slice}: no summary")
                 results.append((summary, support, said))
-            start += len(job.sets)
             job.future.set_result(results)
+
+    def _process_in_parts(self, job: Job) -> None:
+        """A job of more sets than one batch, a batch at a time, stopping at its deadline."""
+        results = []
+        n = self.max_batch_sets
+        for start in range(0, len(job.sets), n):
+            if job.late():
+                job.future.set_exception(DeadlinePassed(
+                    f"the time limit passed after {start} of {len(job.sets)} sets"))
+                return
+            ratings = job.ratings[start: start + n] if job.ratings else None
+            part = Job(job.sets[start: start + n], concurrent.futures.Future(), ratings,
+                       job.slice, job.deadline)
+            part.future.set_running_or_notify_cancel()
+            self._process([part])
+            if part.future.exception() is not None:
+                job.future.set_exception(part.future.exception())
+                return
+            results.extend(part.future.result())
+        job.future.set_result(results)
