@@ -491,3 +491,20 @@ def test_the_yelp_recipes_fit_configs_load(tmp_path, name):
     assert cfg.decode.levers and cfg.decode.min_lengths == [55, 65, 75]
     third_person = name.endswith("third-person")
     assert cfg.synthesize.candidate_config().allow_first_person is not third_person
+
+
+@pytest.mark.parametrize(("content", "says"), [
+    (b'{"stage": "\xff"}', "undecodable bytes (not UTF-8) at byte 11"),
+    (b"[" * 100_000 + b"]" * 100_000, "invalid JSON: nested too deeply"),
+], ids=["not-utf8", "deep"])
+def test_a_stage_record_not_utf8_or_nested_deep_is_one_line_naming_it(fitted, tmp_path, content,
+                                                                      says):
+    """Issue 33: it was a UnicodeDecodeError or RecursionError traceback."""
+    model = tmp_path / "model"
+    shutil.copytree(fitted["model"], model)
+    record = model / "work" / "lm.stage.json"
+    assert record.is_file()
+    record.write_bytes(content)
+    result = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
+    assert isinstance(result.exception, DenoiseSumError), result.output
+    assert str(result.exception) == f"{record}: {says}"
