@@ -954,7 +954,8 @@ def main() -> None:
         try:
             app()
         finally:
-            sys.stdout.flush()  # a full disk or a closed pipe on stdout: reported here, not at exit
+            if sys.stdout is not None:  # None when started with stdout closed (>&-)
+                sys.stdout.flush()  # a full disk or a closed pipe: reported here, not at exit
     except DenoiseSumError as exc:
         _fail(str(exc))
     except OSError as exc:  # the system refused: no permission, a full disk, a closed pipe
@@ -974,7 +975,7 @@ def _system_error(exc: OSError) -> str:
     if exc.filename is not None:
         return f"{exc.filename}: {exc.strerror or exc}"
     if exc.errno in WRITE_ERRNOS:
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return f"cannot write the output: {exc.strerror or exc}"
     return str(exc)
