@@ -142,7 +142,8 @@ def test_openapi_shows_the_limits_and_docs_work_offline(client):
      "must hold at least 1 review (it holds 0)"),
     ("/v1/summarize", {"reviews": ["good", "   "]}, "reviews[1]", "review is empty"),
     ("/v1/summarize", {"reviews": ["good", ""]}, "reviews[1]", "review is empty"),
-    ("/v1/summarize", {"reviews": ["x" * 301]}, "reviews[0]", "at most 300 characters"),
+    ("/v1/summarize", {"reviews": ["x" * 301]}, "reviews[0]",
+     "must be at most 300 characters"),
     ("/v1/summarize", {"reviews": ["good"] * 6}, "reviews",
      "must hold at most 5 reviews (it holds 6)"),
     ("/v1/summarize", {"reviews": ["good", 3]}, "reviews[1]", "must be a string"),
@@ -170,7 +171,7 @@ def test_bad_requests_name_the_field(client, path, body, field, message):
     assert response.status_code == 422, response.text
     error = response.json()["error"]
     # the validation library's own wording never reaches the client (issue 33)
-    for words in ("after validation", "Value error", "Input should", "Field required"):
+    for words in ("after validation", "Value error", "should", "Field required"):
         assert words not in response.text, response.text
     assert error["status"] == 422 and error["field"] == field
     assert message in error["message"] and error["message"].startswith(f"{field}: ")

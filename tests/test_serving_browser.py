@@ -257,7 +257,7 @@ def test_errors_are_shown(page):
     page.locator("#summarize").click()
     message = page.locator("#message")
     message.get_by_text("Error 422").wait_for()
-    assert "reviews[1]: String should have at most 300 characters" in message.inner_text()
+    assert "reviews[1]: must be at most 300 characters" in message.inner_text()
     assert '(review 2: "very long review' in message.inner_text()
     assert "error" in message.get_attribute("class")
 

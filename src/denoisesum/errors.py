@@ -60,7 +60,7 @@ PLAIN_MESSAGES = {
     "dict_type": "must be a JSON object",
     "string_type": "must be a string",
     "list_type": "must be a list",
-    "string_too_short": "must not be empty",
+    "string_too_short": "must not be empty",  # min_length 1; longer minimums: below
     "string_unicode": "must be a valid string (it holds a lone surrogate such as \\ud800, "
                       "which is not a character)",
 }
@@ -72,6 +72,10 @@ def plain_validation_message(err: dict) -> str:
     kind, ctx = err.get("type") or "", err.get("ctx") or {}
     if kind in ("too_short", "too_long") and "actual_length" in ctx:
         return _count_message(kind, ctx, err.get("loc") or ())
+    if kind == "string_too_long":
+        return f"must be at most {ctx['max_length']} characters"
+    if kind == "string_too_short" and ctx.get("min_length", 1) > 1:
+        return f"must be at least {ctx['min_length']} characters"
     if kind in PLAIN_MESSAGES:
         return PLAIN_MESSAGES[kind]
     message = str(err.get("msg", "invalid"))
