@@ -323,3 +323,9 @@ def test_a_bad_review_set_line_reads_plainly(line, message, tmp_path):
     assert refused(done, message), done.stderr
     for words in ("valid dictionary", "instance of", "Value error", "after validation"):
         assert words not in done.stderr, done.stderr
+
+
+def test_a_mistyped_setting_reads_plainly(corpus, tmp_path):
+    done = run_cli("train-lm", corpus, "-o", tmp_path / "lm", "--set", "train.lr=abc")
+    assert refused(done, "config key 'train.lr': must be a number (got 'abc')"), done.stderr
+    assert "Input should be" not in done.stderr

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
-from denoisesum.errors import ConfigError
+from denoisesum.errors import ConfigError, plain_validation_message
 
 T = TypeVar("T")
 
@@ -136,7 +136,7 @@ def build(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
     except ValidationError as exc:
         first = exc.errors()[0]
         key = prefix + ".".join(str(p) for p in first["loc"])
-        reason = f"{first['msg']} (got {first.get('input')!r})"
+        reason = f"{plain_validation_message(first)} (got {first.get('input')!r})"
         raise ConfigError(f"config key '{key}': {reason}", key=key, reason=reason) from None
     check(out, prefix)
     return out

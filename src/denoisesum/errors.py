@@ -63,6 +63,13 @@ PLAIN_MESSAGES = {
     "string_too_short": "must not be empty",  # min_length 1; longer minimums: below
     "string_unicode": "must be a valid string (it holds a lone surrogate such as \\ud800, "
                       "which is not a character)",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
 }
 VALIDATION_PREFIXES = ("Value error, ", "Assertion failed, ")
 
@@ -82,6 +89,8 @@ def plain_validation_message(err: dict) -> str:
     for prefix in VALIDATION_PREFIXES:
         if message.startswith(prefix):
             return message[len(prefix):]
+    if message.startswith("Input should be "):  # e.g. a choice: "Input should be 'a' or 'b'"
+        return "must be " + message[len("Input should be "):]
     return message
 
 
