@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 .venv/bin/python scripts/faithfulness.py page \
   --title "Faithfulness: opinion, self-contradiction, support (issue 31)" \
   --intro docs/results/faithfulness-notes.md \
-  --systems old=base "new (F1, first detector)=F1" new=F1b "$@" \
+  --systems old=base "new (F1, first detector)=F1" new=F1b "conditioned (no steering)=C0" "conditioned + steering=C25" "$@" \
   --judged "dev study 1 (50 dev businesses of the shared judged sample; new = F1)=docs/results/judged/dev-study-1.summary.json" \
            "dev study 2 (the other 50 dev businesses; new = the shipped decoding)=docs/results/judged/dev-study-2.summary.json" \
            "part-15 opinion study (10 businesses per stratum; new = the shipped decoding)=docs/results/judged/part15-opinion.summary.json" \
@@ -20,5 +20,8 @@ cd "$(dirname "$0")/.."
   ".venv/bin/denoisesum opinion-set \$D/part-15.jsonl.xz -o runs/opinion/set-part15.jsonl" \
   "# old: the release's code in a worktree (git worktree add ../denoisesum-base cf8f36d), its predictions copied to runs/faith/base/{tune,part15,dev,test}.jsonl" \
   "OMP_NUM_THREADS=1 .venv/bin/python scripts/faithfulness.py decode F1b --sets dev,tune,part15,test   # the shipped decoding" \
-  ".venv/bin/python scripts/faithfulness.py score base F1 F1b && .venv/bin/python scripts/faithfulness.py calibrate" \
+  "# the conditioned model (docs/results/opinion-model/TRAINING.md) with the shipped decoding settings, rating.npz copied into its directory:" \
+  "S=\"--set decode.avoid_contradiction=true --set decode.end_at_sentence=true --set decode.min_length=90 --set decode.max_length=110 --set decode.length_ratio=0.15 --set decode.against_reviews=overall --set decode.opinion_tone=3.25\"" \
+  "for w in 0 2.5; do .venv/bin/python scripts/faithfulness.py decode C\${w/./} --model runs/opinion-model --sets part15,dev,test \$S --set decode.opinion_weight=\$w; done" \
+  ".venv/bin/python scripts/faithfulness.py score base F1 F1b C0 C25 && .venv/bin/python scripts/faithfulness.py calibrate" \
   "bash scripts/faithfulness_page.sh"
