@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
 import sys
 from pathlib import Path
 
@@ -104,3 +106,28 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+def run_cli(*args, cwd: Path | None = None, **kwargs) -> subprocess.CompletedProcess:
+    """`python -m denoisesum.cli ARGS` in a subprocess (one torch thread), output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "denoisesum.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        **kwargs,
+    )
+
+
+def refused(done: subprocess.CompletedProcess, message: str) -> bool:
+    """An error of one line holding `message`, no traceback."""
+    lines = done.stderr.strip().splitlines()
+    return (
+        done.returncode == 2
+        and "Traceback" not in done.stderr
+        and bool(lines)
+        and lines[-1].startswith("error: ")
+        and message in lines[-1]
+    )

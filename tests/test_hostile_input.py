@@ -16,30 +16,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from conftest import synthetic_reviews
-
-
-def run_cli(*args, cwd: Path | None = None, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "denoisesum.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-        **kwargs,
-    )
-
-
-def refused(done: subprocess.CompletedProcess, message: str) -> bool:
-    """An error of one line holding `message`, no traceback."""
-    lines = done.stderr.strip().splitlines()
-    return (
-        done.returncode == 2
-        and "Traceback" not in done.stderr
-        and lines[-1].startswith("error: ")
-        and message in lines[-1]
-    )
+from conftest import refused, run_cli, synthetic_reviews
 
 
 def jsonl(records: list[dict]) -> bytes:

@@ -6,39 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 import typing
 from pathlib import Path
 
 import pytest
 
+from conftest import refused, run_cli
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CORPUS = EXAMPLES / "corpus.jsonl"
-
-
-def run_cli(*args, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "denoisesum.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )
-
-
-def refused(done: subprocess.CompletedProcess, message: str) -> bool:
-    """An error of one line holding `message`, no traceback."""
-    lines = done.stderr.strip().splitlines()
-    return (
-        done.returncode == 2
-        and "Traceback" not in done.stderr
-        and bool(lines)
-        and lines[-1].startswith("error: ")
-        and message in lines[-1]
-    )
 
 
 # ---- small corpora ---------------------------------------------------------------------------
