@@ -309,3 +309,15 @@ def test_against_reviews_scopes(rating):
     assert check_opinion(summary, reviews, rating, scope="all").against_reviews == [0]
     assert check_opinion(summary, reviews, rating, scope="overall").against_reviews == []
     assert check_opinion(summary, reviews, rating, scope="off").against_reviews == []
+
+
+def test_cli_max_words_ends_at_a_sentence(tmp_path, summarizer):
+    sets = write_jsonl(tmp_path / "sets.jsonl", [
+        {"entity_id": f"e{i}", "reviews": reviews} for i, reviews in enumerate(sets_of(2)[0])])
+    out = tmp_path / "out.jsonl"
+    result = runner.invoke(app, ["summarize", str(sets), "--model", str(summarizer.path),
+                                 "--max-words", "8", "--raw", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    for line in out.read_text().splitlines():
+        tokens = json.loads(line)["summary"].split()
+        assert len(tokens) <= 8 and (tokens[-1] in ".!?" or "." not in tokens)

@@ -778,7 +778,9 @@ def summarize_command(
             min=0, help="No end of summary before this many words (default: the model's, "
                         "else 10).")] = None,
         max_length: Annotated[int | None, typer.Option(
-            min=1, help="Words at most (default: the model's, else 100).")] = None,
+            "--max-length", "--max-words", min=1,
+            help="Words at most; the summary then ends at its last sentence end within them "
+                 "(default: the model's, else 100).")] = None,
         length_penalty: Annotated[float | None, typer.Option(
             min=0.0, help="alpha: scores are log p / length**alpha (default: the model's, "
                           "else 1).")] = None,
@@ -865,6 +867,9 @@ def summarize_command(
         ("input_bonus", input_bonus), ("input_words_only", input_words_only),
         ("unsaid_penalty", unsaid_penalty), ("opinion_weight", opinion_weight))
         if value is not None}
+    if max_length is not None:  # a length cap ends at a sentence boundary, never mid-sentence
+        changes["end_at_sentence"] = True
+        changes.setdefault("min_length", min(summarizer.config.decode.min_length, max_length))
     from denoisesum.config import check
 
     decode = dataclasses.replace(summarizer.config.decode, **changes)
