@@ -151,7 +151,7 @@ def test_openapi_shows_the_limits_and_docs_work_offline(client):
     ("/v1/summarize", {"reviews": None}, "reviews", "must be a list"),
     ("/v1/summarize", {}, "reviews", "required field is missing"),
     ("/v1/summarize", {"review": ["good"]}, "reviews", "required field is missing"),
-    ("/v1/summarize", {"reviews": ["good"], "beam": 3}, "beam", "unknown field"),
+    ("/v1/summarize", {"reviews": ["good"], "temperature": 3}, "temperature", "unknown field"),
     ("/v1/summarize", ["good food"], "body", "JSON object"),
     ("/v1/summarize/batch", {"sets": []}, "sets", "must hold at least 1 set (it holds 0)"),
     ("/v1/summarize/batch", {"sets": [{"reviews": ["good"]}] * 4}, "sets",
@@ -496,3 +496,18 @@ def test_ratings_and_slices_per_request(client, summarizer):
     assert bad.status_code == 422 and "ratings has 1 values" in bad.text
     bad = client.post("/v1/summarize", json={"reviews": REVIEWS, "slice": "gossip"})
     assert bad.status_code == 422 and "slice" in bad.text
+
+
+def test_per_request_length_and_beam(client, summarizer):
+    body = client.post("/v1/summarize", json={"reviews": REVIEWS, "max_words": 6,
+                                              "beam": 2}).json()
+    assert body["summary"] == summarizer.summarize(REVIEWS, max_words=6, beam=2)
+    assert len(summarizer.vocab.tokenizer.tokenize(body["summary"])) <= 6
+    batch = client.post("/v1/summarize/batch", json={"max_words": 6, "sets": [
+        {"reviews": REVIEWS}, {"reviews": OTHER}]}).json()
+    assert [r["summary"] for r in batch["results"]] == [
+        summarizer.summarize(r, max_words=6) for r in (REVIEWS, OTHER)]
+    bad = client.post("/v1/summarize", json={"reviews": REVIEWS, "max_words": 0})
+    assert bad.status_code == 422 and "max_words" in bad.text
+    bad = client.post("/v1/summarize", json={"reviews": REVIEWS, "length": 5})
+    assert bad.status_code == 422 and "length" in bad.text

@@ -44,7 +44,8 @@ def add_summarize_routes(app: FastAPI, queue: InferenceQueue, limits: "ServiceLi
               summary="Summarize one entity's reviews", responses=ERROR_RESPONSES)
     async def summarize(body: SummarizeRequest) -> dict:  # type: ignore[valid-type]
         [(summary, support_, warnings)] = await run(queue, [body.reviews], limits.timeout_s,
-                                                    [body.ratings], body.slice)
+                                                    [body.ratings], body.slice,
+                                                    options(body))
         return {"summary": summary, "support": support_, "warnings": warnings,
                 **queue.summarizer.reading_fields(len(body.reviews)), "model": model_id}
 
@@ -53,7 +54,7 @@ def add_summarize_routes(app: FastAPI, queue: InferenceQueue, limits: "ServiceLi
               responses=ERROR_RESPONSES)
     async def summarize_batch(body: BatchRequest) -> dict:  # type: ignore[valid-type]
         results = await run(queue, [s.reviews for s in body.sets], limits.timeout_s,
-                            [s.ratings for s in body.sets], body.slice)
+                            [s.ratings for s in body.sets], body.slice, options(body))
         return {"results": [{"id": s.id, "summary": summary, "support": support_,
                              "warnings": warnings,
                              **queue.summarizer.reading_fields(len(s.reviews))}
@@ -62,13 +63,18 @@ def add_summarize_routes(app: FastAPI, queue: InferenceQueue, limits: "ServiceLi
                 "model": model_id}
 
 
+def options(body) -> dict:
+    """The request's per-call decoding options that it sets (max_words, beam)."""
+    return {k: v for k in ("max_words", "beam") if (v := getattr(body, k)) is not None}
+
+
 async def run(queue: InferenceQueue, sets: list[list[str]], timeout_s: float,
-              ratings: list | None = None,
-              slice: str = "all") -> list[tuple[str, dict, list[str]]]:
+              ratings: list | None = None, slice: str = "all",
+              options: dict | None = None) -> list[tuple[str, dict, list[str]]]:
     """(summary, support, input warnings) per set, from the worker; a full queue, a timeout or
     a shutdown as 503/504, and a set the model cannot read as 422."""
     try:
-        future = queue.submit(sets, ratings, slice, timeout_s)
+        future = queue.submit(sets, ratings, slice, timeout_s, options)
     except QueueFull as exc:
         raise ServiceError(503, str(exc), headers={"Retry-After": "1"}) from None
     wrapped = asyncio.wrap_future(future)

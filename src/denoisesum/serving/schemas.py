@@ -48,6 +48,14 @@ SLICE = Field(default="all", description=(
     " A set with no review of the slice gets an empty summary and a warning."))
 
 
+MaxWords = Annotated[int, Field(ge=1, le=1000)] | None
+MAX_WORDS = Field(default=None, description=(
+    "Words at most; the summary ends at its last sentence end within them (default: the "
+    "model's setting)."))
+Beam = Annotated[int, Field(ge=1, le=20)] | None
+BEAM = Field(default=None, description="Beam size, 1 (greedy) to 20 (default: the model's).")
+
+
 def request_models(limits: "ServiceLimits") -> tuple[type[BaseModel], type[BaseModel]]:
     """The request bodies, with the limits in their schema (so /docs shows them)."""
     Review = Annotated[StrictStr, StringConstraints(max_length=limits.max_review_chars),
@@ -74,6 +82,8 @@ def request_models(limits: "ServiceLimits") -> tuple[type[BaseModel], type[BaseM
             "examples": [{"reviews": ["The ramen was rich and the staff friendly.",
                                       "Great broth, but we waited 30 minutes."]}]})
         slice: Slice = SLICE
+        max_words: MaxWords = MAX_WORDS
+        beam: Beam = BEAM
 
     class ReviewSetIn(RatedReviews):
         model_config = ConfigDict(extra="forbid")
@@ -87,6 +97,8 @@ def request_models(limits: "ServiceLimits") -> tuple[type[BaseModel], type[BaseM
             min_length=1, max_length=limits.max_sets,
             description=f"1 to {limits.max_sets} review sets, summarized independently.")
         slice: Slice = SLICE
+        max_words: MaxWords = MAX_WORDS
+        beam: Beam = BEAM
 
     return SummarizeRequest, BatchRequest
 

@@ -40,8 +40,12 @@ class Job:
     sets: list[list[str]]
     future: concurrent.futures.Future  # -> (summary, support dict, input warnings) per set
     ratings: list[list[float | None] | None] | None = None  # per set, each review's stars
-    slice: str = "all"  # jobs of one slice are decoded together
+    slice: str = "all"  # jobs of one slice and the same options are decoded together
     deadline: float | None = None  # time.monotonic() past which its request no longer waits
+    options: tuple = ()  # per-call options (Summarizer.summarize's), as sorted (name, value)
+
+    def mode(self) -> tuple:
+        return self.slice, self.options
 
     def late(self) -> bool:
         return self.deadline is not None and time.monotonic() > self.deadline
@@ -65,8 +69,10 @@ class InferenceQueue:
 
     def submit(self, sets: list[list[str]],
                ratings: list[list[float | None] | None] | None = None,
-               slice: str = "all", timeout_s: float | None = None) -> concurrent.futures.Future:
-        """Queue review sets; past `timeout_s` from now, what is left of them is dropped."""
+               slice: str = "all", timeout_s: float | None = None,
+               options: dict | None = None) -> concurrent.futures.Future:
+        """Queue review sets; past `timeout_s` from now, what is left of them is dropped.
+        options: per-call decoding options (Summarizer.summarize's CALL_OPTIONS)."""
         future: concurrent.futures.Future = concurrent.futures.Future()
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with self._cond:
@@ -80,7 +86,8 @@ class InferenceQueue:
                                                 daemon=True)
                 self._thread.start()
             self.pending_sets += len(sets)
-            self._jobs.append(Job(sets, future, ratings, slice, deadline))
+            chosen = tuple(sorted((options or {}).items()))
+            self._jobs.append(Job(sets, future, ratings, slice, deadline, chosen))
             self._cond.notify()
         return future
 
@@ -108,7 +115,7 @@ class InferenceQueue:
             jobs = [self._jobs.popleft()]
             size = len(jobs[0].sets)
             while (self._jobs and size + len(self._jobs[0].sets) <= self.max_batch_sets
-                   and self._jobs[0].slice == jobs[0].slice):
+                   and self._jobs[0].mode() == jobs[0].mode()):
                 jobs.append(self._jobs.popleft())
                 size += len(jobs[-1].sets)
             self.pending_sets -= size
@@ -138,7 +145,7 @@ class InferenceQueue:
                 warnings.simplefilter("always", EmptySliceWarning)
                 summaries = self.summarizer.summarize_batch(
                     sets, batch_size=self.max_batch_sets, warn=False, ratings=ratings,
-                    slice=jobs[0].slice)
+                    slice=jobs[0].slice, **dict(jobs[0].options))
             self.batches += 1
         except Exception as exc:
             if len(jobs) == 1:
@@ -176,7 +183,7 @@ class InferenceQueue:
                 return
             ratings = job.ratings[start: start + n] if job.ratings else None
             part = Job(job.sets[start: start + n], concurrent.futures.Future(), ratings,
-                       job.slice, job.deadline)
+                       job.slice, job.deadline, job.options)
             part.future.set_running_or_notify_cancel()
             self._process([part])
             if part.future.exception() is not None:
