@@ -273,3 +273,13 @@ def test_the_slice_control_is_sent(page):
     message = page.locator("#message")
     message.get_by_text("Error 422").wait_for()
     assert "needs every review's stars, or a model with a rating model" in message.inner_text()
+
+
+def test_the_length_control_is_sent(page, summarizer):
+    page.locator("#reviews").fill("\n".join(OTHER))
+    page.locator("#max-words").fill("6")
+    with page.expect_request("**/v1/summarize") as sent:
+        page.locator("#summarize").click()
+    assert '"max_words":6' in sent.value.post_data
+    page.locator("#summary .sent").first.wait_for()
+    assert page.locator("#summary").inner_text() == summarizer.summarize(OTHER, max_words=6)

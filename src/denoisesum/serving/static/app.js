@@ -7,7 +7,8 @@
   const $ = (id) => document.getElementById(id);
   const els = {
     reviews: $("reviews"), file: $("file"), setChoice: $("set-choice"), setSelect: $("set-select"),
-    count: $("review-count"), button: $("summarize"), slice: $("slice"), message: $("message"), result: $("result"),
+    count: $("review-count"), button: $("summarize"), slice: $("slice"),
+    maxWords: $("max-words"), message: $("message"), result: $("result"),
     summary: $("summary"), share: $("share"), evidence: $("evidence"), model: $("model-name"),
     copy: $("copy"), downloadText: $("download-text"), downloadJson: $("download-json"),
   };
@@ -181,6 +182,13 @@
     return `Error ${status}: ${text}`;
   }
 
+  function requestBody(reviews) {  // the reviews and the chosen slice and length
+    const body = { reviews, slice: els.slice.value };
+    const words = parseInt(els.maxWords.value, 10);
+    if (Number.isFinite(words) && words > 0) body.max_words = words;
+    return body;
+  }
+
   async function summarize() {
     const reviews = currentReviews();
     if (!reviews.length) {
@@ -195,7 +203,7 @@
       const response = await fetch("/v1/summarize", {
         method: "POST",
         headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ reviews, slice: els.slice.value }),
+        body: JSON.stringify(requestBody(reviews)),
       });
       let body = null;
       try { body = await response.json(); } catch (err) { body = null; }
