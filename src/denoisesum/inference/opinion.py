@@ -218,10 +218,23 @@ def check_opinion(
 ) -> OpinionCheck:
     """Self-contradictions and clauses against the reviews; scope: the aspects the latter
     counts, "all", "overall" (verdicts on the place) or "off"."""
-    parts = clauses(summary, model)
+    return check_clauses(clauses(summary, model), scoped_sides(reviews, model, stars, scope))
+
+
+def scoped_sides(
+    reviews: Sequence[str],
+    model: RatingModel,
+    stars: Sequence[float | None] | None = None,
+    scope: str = "all",
+) -> dict[str, int]:
+    """review_sides restricted to the aspects `scope` counts (check_opinion)."""
     if scope == "off":
-        return OpinionCheck(self_contradictions(parts))
+        return {}
     sides = review_sides(reviews, model, stars)
-    if scope == "overall":
-        sides = {OVERALL: sides[OVERALL]}
+    return {OVERALL: sides[OVERALL]} if scope == "overall" else sides
+
+
+def check_clauses(parts: Sequence[Clause], sides: dict[str, int]) -> OpinionCheck:
+    """check_opinion for a summary's clauses and the reviews' sides, computed once for every
+    candidate summary of the same reviews."""
     return OpinionCheck(self_contradictions(parts), against_reviews(parts, sides))

@@ -50,7 +50,7 @@ from denoisesum.inference.beam import (
     banned_words,
     beam_search,
 )
-from denoisesum.inference.opinion import check_opinion, clauses
+from denoisesum.inference.opinion import check_clauses, clauses, scoped_sides
 from denoisesum.inference.rerank import choose, review_subsets
 from denoisesum.inference.selection import SELECT_MODES, select_reviews
 from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
@@ -344,8 +344,9 @@ class Summarizer:
         todo = [i for i, kept in enumerate(sets) if kept or slice == "all"]
         encoded, targets = [], []
         for i in todo:
-            encoded.append(self.encode_reviews(sets[i], f"review set {i}: "))
-            read = self.reviews_read(sets[i])
+            ids = self._encode_all(sets[i], f"review set {i}: ")  # encode_reviews, keeping
+            read = self._select(ids)  # which reviews it reads for their stars
+            encoded.append([ids[j] for j in read])
             targets.append(
                 self.target_stars([sets[i][j] for j in read], [stars[i][j] for j in read])
             )
@@ -501,19 +502,17 @@ class Summarizer:
         scope = self.config.decode.against_reviews
         if scope == "below-positive":
             scope = "all" if target is not None and target <= POSITIVE else "overall"
-
-        def offending(text: str) -> list[int]:
-            return _offending(check_opinion(text, texts, self.rating, stars, scope))
-
-        order = [best] + [i for i in range(len(cands)) if i != best]
-        for i in order:
+        sides = scoped_sides(texts, self.rating, stars, scope)  # once for every candidate
+        first = None
+        for i in [best] + [i for i in range(len(cands)) if i != best]:
             tokens = self.vocab.decode(cands[i])
-            if not offending(" ".join(tokens)):
+            parts = clauses(" ".join(tokens), self.rating)
+            offending = _offending(check_clauses(parts, sides))
+            if not offending:
                 return _end_at_sentence(tokens)
-        tokens = self.vocab.decode(cands[best])
-        text = " ".join(tokens)
-        parts = clauses(text, self.rating)
-        cut = {parts[i].sentence for i in offending(text)} - {0}
+            first = first or (tokens, parts, offending)  # best's
+        tokens, parts, offending = first
+        cut = {parts[i].sentence for i in offending} - {0}
         return _end_at_sentence(
             [t for s, sentence in enumerate(_sentences(tokens)) if s not in cut for t in sentence]
         )
