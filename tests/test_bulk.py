@@ -94,8 +94,11 @@ def test_ctrl_c_says_how_to_continue(tiny, sets_file, reference, tmp_path):
     args = [sys.executable, "-m", "denoisesum.cli", "summarize", str(sets_file), "--model",
             str(tiny), "-o", str(out), "--batch-size", "2"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "DENOISESUM_TEST_BATCH_SLEEP": "0.5"}
+    # a suite started in the background (nohup, `&` in a script) ignores SIGINT, and the child
+    # would inherit that: give it the default disposition, as a terminal's Ctrl-C finds it
     process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True)
+                               text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # the header and a batch
         if out.exists() and len(out.read_bytes().splitlines()) >= 3:
