@@ -954,10 +954,18 @@ def _warning_line(message, category, filename, lineno, line=None) -> str:
 def main() -> None:
     import warnings
 
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
+
     warnings.formatwarning = _warning_line
     try:
         try:
-            app()
+            # not standalone: typer's boxed usage errors come here, to be said in one line
+            code = app(standalone_mode=False)
+        except NoArgsIsHelpError as exc:  # `denoisesum` alone: the help, as typer shows it
+            exc.show()
+            code = exc.exit_code
+        except ClickException as exc:
+            _fail(_usage_line(exc))
         finally:
             if sys.stdout is not None:  # None when started with stdout closed (>&-)
                 sys.stdout.flush()  # a full disk or a closed pipe: reported here, not at exit
@@ -965,6 +973,49 @@ def main() -> None:
         _fail(str(exc))
     except OSError as exc:  # the system refused: no permission, a full disk, a closed pipe
         _fail(_system_error(exc))
+    if isinstance(code, int) and code:  # typer.Exit(n), Ctrl-C (130)
+        sys.exit(code)
+
+
+def _usage_line(exc) -> str:
+    """A usage error typer/click found (a bad option value, an unknown option, a missing
+    argument) as one line: the option, what it takes (type and range), and what was given."""
+    from typer._click.exceptions import BadParameter, MissingParameter
+
+    param = getattr(exc, "param", None)
+    if not isinstance(exc, BadParameter) or isinstance(exc, MissingParameter) or param is None:
+        message = exc.format_message()
+        return message[:1].lower() + message[1:]
+    name = max(param.opts, key=len) if getattr(param, "opts", None) else param.human_readable_name
+    given = _given(exc)
+    return f"{name}: must be {_takes(param)}" + (f" (got {given!r})" if given is not None else "")
+
+
+def _takes(param) -> str:
+    """What an option takes, in words: 'a whole number between 1 and 1000'."""
+    desc = getattr(param, "type_descriptor", None)
+    annotation = getattr(desc, "annotation", None)
+    if getattr(desc, "is_choice", False) and desc.choices:
+        return "one of " + ", ".join(str(getattr(c, "value", c)) for c in desc.choices)
+    kind = {int: "a whole number", float: "a number", bool: "true or false"}.get(
+        annotation, "a valid value")
+    low, high = getattr(param, "min", None), getattr(param, "max", None)
+    if low is not None and high is not None:
+        return f"{kind} between {low:g} and {high:g}"
+    if low is not None:
+        return f"{kind} of at least {low:g}"
+    if high is not None:
+        return f"{kind} of at most {high:g}"
+    return kind
+
+
+def _given(exc) -> object:
+    """The value typer refused (its validation error holds it), or None."""
+    errors = getattr(exc.__cause__, "errors", None)
+    if callable(errors):
+        with contextlib.suppress(Exception):
+            return errors()[0]["input"]
+    return None
 
 
 def _fail(message: str) -> None:
