@@ -4,7 +4,7 @@
 `full_vocab_log_prob_seconds` + `nucleus_seconds` is the plain way it replaced.
 
     python benchmarks/noising_profile.py runs/synth-yelp-5k runs/bilm-yelp/encoded \
-        models/bilm-yelp > runs/noising-profile.json
+        lms/bilm-yelp > runs/noising-profile.json
 
 Times one LM batch of the run's first candidates on one thread (as a synthesize worker runs),
 best of 3. Prints JSON.

@@ -1,6 +1,6 @@
 """Copy a model directory (weights, config, vocabulary), optionally storing weights as fp16.
 
-    python scripts/export_model.py runs/bilm-yelp models/bilm-yelp --fp16
+    python scripts/export_model.py runs/bilm-yelp lms/bilm-yelp --fp16
 
 fp16 halves the size; models are loaded back into fp32 parameters, so inference is unchanged
 up to fp16 rounding of the weights.

@@ -91,10 +91,10 @@ def main() -> None:
         "# Synthetic pairs by noising, on the Yelp corpus", "",
         "```bash",
         'denoisesum synthesize "../shared/data/yelp/corpus/part-*.jsonl.xz" \\',
-        f"    --lm models/bilm-yelp -o {args.run} --cache {args.cache} \\",
+        f"    --lm lms/bilm-yelp -o {args.run} --cache {args.cache} \\",
         f"    --config configs/synth-yelp.toml --pairs {pairs} --workers 2",
         f"python benchmarks/noising_profile.py {args.run} {args.cache} "
-        "models/bilm-yelp > runs/noising-profile.json",
+        "lms/bilm-yelp > runs/noising-profile.json",
         f"python scripts/report_noising.py {args.run} --wall-seconds {args.wall_seconds:.0f} \\",
         f"    --cache {args.cache} --profile runs/noising-profile.json --note '...' \\",
         *([f"    --previous {args.previous} --previous-label '{args.previous_label}' \\"]
@@ -106,7 +106,7 @@ def main() -> None:
         "## Settings", "",
         f"Preset `{s['preset']}` (50–90 tokens, fewer than 3 symbol tokens); N ~ Normal("
         f"{s['n_mean']}, {s['n_std']}); token replacement p_R = {s['noise']['p_replace']} from the "
-        f"p_N = {s['noise']['top_p']} nucleus of the BiLM (`models/bilm-yelp`, perplexity 17.86); "
+        f"p_N = {s['noise']['top_p']} nucleus of the BiLM (`lms/bilm-yelp`, perplexity 17.86); "
         f"chunk removal {s['noise']['p_remove_chunk']}; chunk inventory and templates from "
         f"{s['inventory_reviews']:,} candidate-like reviews; {s['shard_size']} pairs per shard; "
         f"seed {s['seed']}.", "",

@@ -26,8 +26,8 @@
 # third-person training pairs), TRAIN_MINUTES (0: until max_steps; else the summarizer's training
 # time in all: a later call with more minutes continues it from its checkpoint), MAX_STEPS (the
 # config's; also a limit: changed later, training continues or stops there), PAIRS (the
-# config's), NOISE_LM (models/bilm-yelp; trained by scripts/train_bilm_yelp.sh when missing),
-# INIT_LM (models/bilm-yelp-256; when missing, fit trains one with the cpu preset's sizes),
+# config's), NOISE_LM (lms/bilm-yelp; trained by scripts/train_bilm_yelp.sh when missing),
+# INIT_LM (lms/bilm-yelp-256; when missing, fit trains one with the cpu preset's sizes),
 # INIT_MODEL (continue from a trained summarizer of the same sizes instead of the LM, e.g. the
 # packaged model; its vocabulary, a fresh optimizer) with SEED (1: another one for a
 # continuation, so it does not see the pairs in the order the first run saw them), STAGES
@@ -38,8 +38,8 @@ export PATH="$PWD/.venv/bin:$PATH"
 DATA=${DENOISESUM_DATA:-../shared/data}
 ROOT=${1:-runs/yelp}
 CONFIG=${CONFIG:-configs/fit-yelp.toml}
-NOISE_LM=${NOISE_LM:-models/bilm-yelp}
-INIT_LM=${INIT_LM:-models/bilm-yelp-256}
+NOISE_LM=${NOISE_LM:-lms/bilm-yelp}
+INIT_LM=${INIT_LM:-lms/bilm-yelp-256}
 STAGES=${STAGES:-fit,compare}  # test is left out unless named: scored once, for a model to ship
 SHIP=${SHIP:-0}
 PREVIOUS=${PREVIOUS:-denoisesum-yelp}

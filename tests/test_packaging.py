@@ -57,7 +57,7 @@ def test_the_wheel_holds_the_default_model_once(wheel):
     assert model == {f"denoisesum/pretrained/denoisesum-yelp/{p.name}": p.stat().st_size
                      for p in MODEL.iterdir()}
     assert [name for name in entries if name.endswith(".safetensors")] == [
-        "denoisesum/pretrained/denoisesum-yelp/model.safetensors"]  # not models/bilm-yelp
+        "denoisesum/pretrained/denoisesum-yelp/model.safetensors"]  # not lms/bilm-yelp
     # the fp16 weights hardly compress: the wheel is the model plus well under 5 MiB of code
     weights = (MODEL / "model.safetensors").stat().st_size
     assert 0.8 * weights < wheel.stat().st_size < weights + 5 * 2**20

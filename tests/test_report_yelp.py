@@ -38,7 +38,7 @@ def fake_run(run: Path) -> None:
          "train_seconds": 1280.0, "best_step": 1000, "device": "cpu"}))
     (run / "config.json").write_text(json.dumps(
         {"model": {"hidden_dim": 256}, "train": {"batch_size": 8, "dev_entities": 50,
-                                                "init_lm": "models/bilm-yelp-256"},
+                                                "init_lm": "lms/bilm-yelp-256"},
          "summarize": {"decode": {"block_first_person": True, "min_length": 65}}}))
     (work / "train" / "lm-init.json").write_text(json.dumps(
         {"embedding_rows": 30000, "vocab_size": 30000, "copied": ["encoder forward LSTM"],

@@ -1,5 +1,5 @@
-"""Start the summarizer from a trained language model (METHOD.md §2: "LSTM weights pretrained as
-language models on the corpus").
+"""Start the summarizer from a trained language model (docs/method.md §2: "the LSTM weights are
+pretrained as language models on the corpus").
 
 The BiLM (`denoisesum train-lm`) has what the summarizer's encoder has: a word embedding and two
 unidirectional LSTMs, one reading left to right and one right to left. Whatever matches is copied:
@@ -12,7 +12,7 @@ unidirectional LSTMs, one reading left to right and one right to left. Whatever 
   (a decoder is a left-to-right LM conditioned on the input).
 
 So one LM starts every LSTM when model.encoder_dim = model.hidden_dim = the LM's hidden_dim and
-the embedding sizes agree (configs/denoisesum-yelp-lm256.toml with models/bilm-yelp-256).
+the embedding sizes agree (configs/denoisesum-yelp-lm256.toml with lms/bilm-yelp-256).
 
 Anything whose shape differs is left as initialised and listed in the report, never silently
 reshaped.
