@@ -1,4 +1,4 @@
-"""Length-normalised beam search (METHOD.md §2 "Decoding"), batched over entities.
+"""Length-normalised beam search (docs/method.md §2 "Decoding"), batched over entities.
 
 Works with any model exposing the DenoiseSum decoding protocol:
 
@@ -18,7 +18,7 @@ both). alpha = 1 is the per-token average; alpha = 0 is plain beam search, which
 outputs. An entity stops when it has `beam_size` finished hypotheses (or at max_length, where
 `</s>` is forced), and leaves the batch then, so the others decode faster.
 
-Constraints (the released code's, METHOD.md §2), applied by setting log-probabilities to -inf:
+Constraints (the released code's, docs/method.md §2), applied by setting log-probabilities to -inf:
 special tokens other than `</s>` never appear (so no `<unk>`: the model can copy it from the
 source); no `</s>` before min_length words; no word right after itself; no repeated n-gram (a
 word that would complete an n-gram already in the hypothesis is banned; n = 3, trigram blocking);

@@ -1,4 +1,4 @@
-"""Bidirectional cloze language model (paper §3.1 "Segment Noising"; METHOD.md §1.3).
+"""Bidirectional cloze language model (paper §3.1 "Segment Noising"; docs/method.md §1.3).
 
 Word j of a review is predicted from both sides of its context at once: the forward LSTM's state
 after reading <s> w_1 .. w_{j-1} and the backward LSTM's state after reading </s> w_L .. w_{j+1}.

@@ -1,4 +1,4 @@
-"""DenoiseSum summarizer (paper §3.2-3.3; METHOD.md §2).
+"""DenoiseSum summarizer (paper §3.2-3.3; docs/method.md §2).
 
 One training pair is a set of noisy reviews X = X_c ∪ X_d (segment noise, document noise) and the
 clean summary y. The model encodes every review with one shared BiLSTM, corrects each review

@@ -1,7 +1,8 @@
 """Document-level noise: the N reviews of the same entity most similar to the candidate.
 
-Similarity is IDF-weighted ROUGE-1 F1 (METHOD.md §1.4): overlap = sum of the IDF of the words of
-review x found in candidate y (each occurrence in x counts); P = overlap / |x|, R = overlap / |y|.
+Similarity is IDF-weighted ROUGE-1 F1 (docs/method.md §1.4): overlap = sum of the IDF of the
+words of review x found in candidate y (each occurrence in x counts); P = overlap / |x|,
+R = overlap / |y|.
 """
 
 from __future__ import annotations
