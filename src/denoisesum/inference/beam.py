@@ -424,7 +424,11 @@ class _Search:
         n = batch.n_pairs
         self.device = device = batch.reviews.device
         state = model.encode(batch)
-        self.state = state.index_select(torch.arange(n, device=device).repeat_interleave(k))
+        rows = torch.arange(n, device=device).repeat_interleave(k)
+        if hasattr(state, "select_beams"):  # keeps each entity's source once (DecodeState)
+            self.state = state.select_beams(rows, None, k)
+        else:
+            self.state = state.index_select(rows)
         self.reorder = _Reorder(self.state)
         self.entity = torch.arange(n, device=device)  # [A] batch index of each live entity
         self.tokens = torch.zeros(n, k, 0, dtype=torch.long, device=device)  # [A, K, t]
@@ -493,7 +497,9 @@ class _Search:
             self._fallback(i, old_tokens[i], old_scores[i])
         live = torch.nonzero(~done).flatten()  # [A']
         rows = (live.unsqueeze(1) * k + beam[live]).flatten()  # [A'*K] rows of the next state
-        if len(live):
+        if len(live) and hasattr(state, "select_beams"):
+            self.state = state.select_beams(rows, None if len(live) == a else live, k)
+        elif len(live):
             self.state = self.reorder(self.state, state, rows, len(live) == a)
         self.entity, self.tokens, self.scores = self.entity[live], tokens[live], scores[live]
         self.prev = word[live].flatten()

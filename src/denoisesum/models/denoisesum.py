@@ -47,7 +47,7 @@ D hidden_dim (decoder), H encoder states (2 x encoder_dim; D by default), V voca
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import torch
@@ -155,13 +155,8 @@ def encoder_size(c: DenoiseSumConfig) -> int:
     return 2 * c.encoder_dim if c.encoder_dim else c.hidden_dim
 
 
-def _select(obj, index: torch.Tensor):
-    """index_select along dim 0 on every tensor of a (nested) dataclass."""
-    if obj is None:
-        return None
-    if isinstance(obj, torch.Tensor):
-        return obj.index_select(0, index)
-    return type(obj)(**{f.name: _select(getattr(obj, f.name), index) for f in fields(obj)})
+def _rows(x: torch.Tensor | None, index: torch.Tensor) -> torch.Tensor | None:
+    return None if x is None else x.index_select(0, index)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -170,16 +165,46 @@ def _select(obj, index: torch.Tensor):
 
 @dataclass
 class BranchState:
-    """One decoder's state plus the source it attends to; every tensor is batch-first."""
+    """One decoder's state plus the source it attends to; every tensor is batch-first.
+
+    The source (memory, keys, mask, ids) is held once per pair, not once per row: row r reads
+    pair r // beams. Beam search keeps `beams` rows per pair, and copying a pair's source into
+    each of them would make every step read it `beams` times over (reading those [B*, M, H]
+    tensors was most of a step's time)."""
 
     h: torch.Tensor  # [B*, D] decoder hidden s_t (starts at the fused s_0)
     c: torch.Tensor  # [B*, D] decoder cell (starts at 0)
-    memory: torch.Tensor  # [B*, M, H] token states h_k of this kind's reviews of the pair
-    keys: torch.Tensor  # [B*, M, D] W_a h_k, computed once per input
-    mask: torch.Tensor  # [B*, M] True on real tokens
-    ids: torch.Tensor  # [B*, M] word ids of those tokens (the copy source)
+    memory: torch.Tensor  # [A, M, H] token states h_k of this kind's reviews of the pair
+    keys: torch.Tensor  # [A, M, D] W_a h_k, computed once per input
+    mask: torch.Tensor  # [A, M] True on real tokens
+    ids: torch.Tensor  # [A, M] word ids of those tokens (the copy source)
     present: torch.Tensor  # [B*] bool: the pair has at least one review of this kind
     coverage: torch.Tensor | None = None  # [B*, M] attention summed over past steps (coverage)
+    beams: int = 1  # rows per pair: B* = A x beams, a pair's rows consecutive
+
+    def index_select(self, index: torch.Tensor) -> BranchState:
+        """Any rows, in any order (one row per index, beams = 1)."""
+        pair = index // self.beams if self.beams > 1 else index
+        return BranchState(_rows(self.h, index), _rows(self.c, index),
+                           _rows(self.memory, pair), _rows(self.keys, pair),
+                           _rows(self.mask, pair), _rows(self.ids, pair),
+                           _rows(self.present, index), _rows(self.coverage, index))
+
+    def select_beams(self, rows: torch.Tensor, pairs: torch.Tensor | None,
+                     beams: int) -> BranchState:
+        """Beam search's reordering: rows [A' x beams] of the new state, pair-major, each
+        pair's rows taken among its own; pairs [A'] the pairs kept, in order (None: all of
+        them, and the source is not copied)."""
+        def source(x: torch.Tensor) -> torch.Tensor:
+            return x if pairs is None else x.index_select(0, pairs)
+
+        return BranchState(_rows(self.h, rows), _rows(self.c, rows), source(self.memory),
+                           source(self.keys), source(self.mask), source(self.ids),
+                           _rows(self.present, rows), _rows(self.coverage, rows), beams)
+
+    def row_ids(self) -> torch.Tensor:
+        """[B*, M] the copy source's word ids of every row."""
+        return self.ids if self.beams == 1 else self.ids.repeat_interleave(self.beams, 0)
 
 
 @dataclass
@@ -193,7 +218,15 @@ class DecodeState:
     opinion: torch.Tensor | None = None
 
     def index_select(self, index: torch.Tensor) -> DecodeState:
-        return _select(self, index)
+        return DecodeState(*(None if b is None else b.index_select(index)
+                             for b in (self.seg, self.doc)), _rows(self.opinion, index))
+
+    def select_beams(self, rows: torch.Tensor, pairs: torch.Tensor | None,
+                     beams: int) -> DecodeState:
+        """index_select for beam search (BranchState.select_beams): each pair's source stays
+        one copy, moved only when pairs leave."""
+        return DecodeState(*(None if b is None else b.select_beams(rows, pairs, beams)
+                             for b in (self.seg, self.doc)), _rows(self.opinion, rows))
 
 
 @dataclass
@@ -266,13 +299,18 @@ class Decoder(nn.Module):
         out_rows: rows of the output layer to score instead of the whole vocabulary (V' words)."""
         states, (h, c) = self.lstm(emb, (st.h.unsqueeze(0).contiguous(),
                                          st.c.unsqueeze(0).contiguous()))  # [B, S, D]
-        scores = torch.bmm(states, st.keys.transpose(1, 2))  # [B, S, M]
+        b, s, _ = states.shape
+        a, m, _ = st.keys.shape  # A pairs, B = A x beams rows
+        # a pair's rows (its beams) attend to its source in one matrix product: [A, beams*S, M]
+        scores = torch.bmm(states.reshape(a, -1, states.shape[2]), st.keys.transpose(1, 2))
         coverage, coverage_loss = st.coverage, None
         if self.coverage is None:
-            attn = masked_softmax(scores, st.mask.unsqueeze(1), dim=-1)  # [B, S, M]
+            attn = masked_softmax(scores, st.mask.unsqueeze(1), dim=-1)  # [A, beams*S, M]
         else:
-            attn, coverage_loss, coverage = self._attend_with_coverage(scores, st)
-        ctx = torch.bmm(attn, st.memory)  # [B, S, H]
+            attn, coverage_loss, coverage = self._attend_with_coverage(scores.view(b, s, m), st)
+            attn = attn.view(a, -1, m)
+        ctx = torch.bmm(attn, st.memory).view(b, s, -1)  # [B, S, H]
+        attn = attn.view(b, s, m)
         both = torch.cat([states, ctx], dim=-1)  # [B, S, D+H]
         hidden = self.drop(torch.tanh(self.combine(both)))  # [B, S, D]
         # [B, S, V], or [B, S, V'] over the given rows
@@ -280,7 +318,7 @@ class Decoder(nn.Module):
         p_gen = None
         if self.copy_gate is not None:
             p_gen = torch.sigmoid(self.copy_gate(torch.cat([both, emb], -1))).squeeze(-1)
-        new = BranchState(h[0], c[0], st.memory, st.keys, st.mask, st.ids, st.present, coverage)
+        new = replace(st, h=h[0], c=c[0], coverage=coverage)
         return DecoderOut(states, logits, attn, p_gen, coverage_loss), new
 
     def _attend_with_coverage(self, scores: torch.Tensor, st: BranchState):
@@ -288,9 +326,10 @@ class Decoder(nn.Module):
         with c_t the attention summed over steps < t; loss_t = sum_k min(a_t, c_t).
         scores [B, S, M] -> attn [B, S, M], coverage loss [B, S], coverage after S steps [B, M]."""
         coverage = st.coverage  # [B, M]
+        mask = st.mask.repeat_interleave(st.beams, 0) if st.beams > 1 else st.mask  # [B, M]
         attn, loss = [], []
         for t in range(scores.shape[1]):
-            a = masked_softmax(scores[:, t] + self.coverage * coverage, st.mask, dim=-1)  # [B, M]
+            a = masked_softmax(scores[:, t] + self.coverage * coverage, mask, dim=-1)  # [B, M]
             loss.append(torch.minimum(a, coverage).sum(-1))
             attn.append(a)
             coverage = coverage + a
@@ -491,7 +530,7 @@ class DenoiseSum(nn.Module):
             p_vocab = torch.softmax(parts.doc.logits[:, 0], -1)  # [B*, V]
             if parts.doc.p_gen is not None:
                 v = parts.doc.logits.shape[-1]  # V, or V' with doc_rows
-                p_copy = copy_distribution(attn_d, state.doc.ids, v)  # [B*, V]
+                p_copy = copy_distribution(attn_d, state.doc.row_ids(), v)  # [B*, V]
                 p_gen = parts.doc.p_gen[:, 0]  # [B*]
             p_d = self._doc_prob(p_vocab, p_copy, None if p_gen is None else p_gen.unsqueeze(1))
         p = mix(p_c, p_d, None if lam is None else lam.unsqueeze(1))  # [B*, V]
