@@ -1,4 +1,5 @@
-"""Copy a model directory (weights, config, vocabulary), optionally storing weights as fp16.
+"""Copy a model directory, optionally storing its weights as fp16 (models/store.py writes it:
+the weights, config.json, the vocabulary and the rating model if there is one).
 
     python scripts/export_model.py runs/bilm-yelp lms/bilm-yelp --fp16
 
@@ -9,13 +10,12 @@ up to fp16 rounding of the weights.
 from __future__ import annotations
 
 import argparse
-import shutil
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
-from denoisesum.models.store import CONFIG, VOCAB, WEIGHTS
+from denoisesum.models.store import WEIGHTS, export_model_dir
 
 
 def main() -> None:
@@ -24,13 +24,8 @@ def main() -> None:
     parser.add_argument("target", type=Path)
     parser.add_argument("--fp16", action="store_true")
     args = parser.parse_args()
-    args.target.mkdir(parents=True, exist_ok=True)
-    for name in (CONFIG, VOCAB):
-        shutil.copy2(args.source / name, args.target / name)
-    tensors = load_file(str(args.source / WEIGHTS))
-    if args.fp16:
-        tensors = {k: v.half() if v.is_floating_point() else v for k, v in tensors.items()}
-    save_file(tensors, str(args.target / WEIGHTS))
+    export_model_dir(args.source, args.target, fp16=args.fp16)
+    tensors = load_file(str(args.target / WEIGHTS))
     size = (args.target / WEIGHTS).stat().st_size / 2**20
     print(f"{args.target / WEIGHTS}: {size:.1f} MiB, {sum(t.numel() for t in tensors.values()):,}"
           f" parameters ({'fp16' if args.fp16 else 'as stored'}, torch {torch.__version__})")

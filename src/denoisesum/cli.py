@@ -513,6 +513,7 @@ def rating_command(
     from dataclasses import asdict
 
     from denoisesum.io import write_json
+    from denoisesum.models.rating import REPORT_FILENAME
     from denoisesum.training.rating import rated_sample, train_rating_model
 
     _check_output_dir(output)
@@ -523,7 +524,7 @@ def rating_command(
     _log(f"training on {len(train):,} rated reviews, reporting on {len(held):,}")
     model, report = train_rating_model(train, held, max_features=max_features)
     path = model.save(output)
-    write_json(output / "rating-report.json", asdict(report))
+    write_json(output / REPORT_FILENAME, asdict(report))
     typer.echo(json.dumps(asdict(report), indent=2))
     typer.echo(f"-> {path}", err=True)
 
@@ -928,7 +929,9 @@ def serve_command(
     limits = ServiceLimits(max_reviews=max_reviews, max_review_chars=max_review_chars,
                            max_sets=max_sets, timeout_s=timeout, max_batch_sets=max_batch,
                            max_pending_sets=max(max_pending, max_sets))
-    limits.validate()
+    from denoisesum.config import check
+
+    check(limits)
     from uvicorn.config import LOG_LEVELS  # what serve() takes; checked before the model loads
 
     if log_level not in LOG_LEVELS:

@@ -142,11 +142,13 @@ def build(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
     return out
 
 
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `extra` put over it, table by table (a nested dict merges, anything else
+    replaces); neither is changed."""
     out = dict(base)
     for key, value in extra.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
+            out[key] = merge(out[key], value)
         else:
             out[key] = value
     return out
@@ -207,9 +209,9 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: Iterabl
         except IsADirectoryError:
             raise ConfigError(f"{where}: is a directory, not a config file") from None
     for text in overrides:
-        given = _merge(given, parse_override(text))
+        given = merge(given, parse_override(text))
     _reject_derived(cls, given)
-    return build(cls, _merge(dataclasses.asdict(base if base is not None else cls()), given))
+    return build(cls, merge(dataclasses.asdict(base if base is not None else cls()), given))
 
 
 def config_from_dict(cls: type[T], data: dict[str, Any]) -> T:

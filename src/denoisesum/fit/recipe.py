@@ -45,8 +45,15 @@ from denoisesum.fit.config import (
 )
 from denoisesum.fit.presets import DEFAULT_PRESET
 from denoisesum.fit.report import FitReport, seconds_text
-from denoisesum.io import atomic_write, read_json, write_json
-from denoisesum.models.store import CONFIG, VOCAB, WEIGHTS, load_bilm
+from denoisesum.io import read_json, write_json
+from denoisesum.models.store import (
+    CONFIG,
+    VOCAB,
+    WEIGHTS,
+    export_model_dir,
+    load_bilm,
+    read_settings,
+)
 from denoisesum.noising.pipeline import shortfall, synthesize
 from denoisesum.noising.plan import review_set_sizes
 from denoisesum.training.checkpoint import latest_checkpoint
@@ -380,7 +387,7 @@ class Recipe:
         from denoisesum.inference.summarizer import load_model
 
         source, choice = self.dirs["train"], self._decoding()
-        config = read_json(source / CONFIG)
+        config = read_settings(source)
         decode = config.setdefault("summarize", {}).setdefault("decode", {})
         decode.update(choice.get("changes", {}))  # the lever kept on dev, if any
         decode["min_length"] = min(choice["min_length"], decode.get("max_length", 100))
@@ -388,10 +395,7 @@ class Recipe:
             config["summarize"]["shortlist"] = choice["shortlist"]
         config["fit"] = {"preset": self.request.preset, "min_length": choice["how"],
                          "select_on": config["train"]["select_on"]}
-        for name in (WEIGHTS, VOCAB):
-            with atomic_write(self.root / name, "wb", encoding=None) as handle:
-                handle.write((source / name).read_bytes())
-        write_json(self.root / CONFIG, config)
+        export_model_dir(source, self.root, config)
         model, vocab, _ = load_model(self.root)  # what `summarize --model` will load
         params = sum(p.numel() for p in model.parameters())
         return (f"{params:,} parameters, vocabulary {len(vocab):,}, min_length "

@@ -263,12 +263,11 @@ def spool(output: str | Path) -> Path:
     return output.with_name(output.name + ".partial.jsonl")
 
 
-MODEL_FILES = ("config.json", "vocab.json", "rating.npz")
-
-
 def model_fingerprint(directory: Path) -> dict[str, str]:
     """sha256 of the model directory's files that summarizing reads."""
-    names = [*MODEL_FILES, *sorted(p.name for p in directory.glob("*.safetensors")),
+    from denoisesum.models.store import CONFIG, RATING, VOCAB
+
+    names = [CONFIG, VOCAB, RATING, *sorted(p.name for p in directory.glob("*.safetensors")),
              *sorted(p.name for p in directory.glob("*.pt"))]
     out = {}
     for name in names:

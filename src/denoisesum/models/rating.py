@@ -29,7 +29,7 @@ import numpy as np
 from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.errors import InputError
 
-FILENAME = "rating.npz"
+FILENAME, REPORT_FILENAME = "rating.npz", "rating-report.json"  # the model, its accuracy
 MAX_N = 3  # longest n-gram
 # stars below NEGATIVE read as negative, above POSITIVE as positive, between them as mixed
 NEGATIVE, POSITIVE = 2.5, 3.5

@@ -1,4 +1,6 @@
-"""The model-directory format: what the trainers write and every stage loads.
+"""The model-directory format: what the trainers write and every stage loads. This module is
+its one writer (`save_model_dir`, `export_model_dir`, `update_settings`) and names its files;
+code elsewhere uses these names, never the strings.
 
     model.safetensors   the weights (fp32 or fp16; loaded into fp32)
     vocab.json          the vocabulary and its tokenizer settings (data/vocab.py)
@@ -6,6 +8,8 @@
                          "model": {BiLMConfig or DenoiseSumConfig fields},
                          ...}   other keys belong to the stage that wrote or reads them (the
                                 training settings; "summarize" for the Summarizer)
+    rating.npz          optional: the rating model (models/rating.py reads and writes it), and
+    rating-report.json  its accuracy (`denoisesum rating`)
 
 "kind" and "model" are required; "model" holds only the config fields of its kind (missing
 ones take their defaults) and its vocab_size equals the vocabulary's size. Anything unreadable
@@ -22,14 +26,18 @@ from typing import Any, TypeVar
 import torch
 from safetensors.torch import load_file, save_file
 
-from denoisesum.config import build
+from denoisesum.config import build, merge
 from denoisesum.data.vocab import Vocab
 from denoisesum.errors import ConfigError, InputError
-from denoisesum.io import read_json, write_json
+from denoisesum.io import atomic_write, read_json, write_json
 from denoisesum.models.bilm import BiLM, BiLMConfig
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
+from denoisesum.models.rating import FILENAME as RATING
+from denoisesum.models.rating import REPORT_FILENAME as RATING_REPORT
 
 WEIGHTS, CONFIG, VOCAB = "model.safetensors", "config.json", "vocab.json"
+# RATING, RATING_REPORT: named where the rating model is read and written (models/rating.py),
+# which needs no torch
 # kind -> (model class, its config class, what to call it in messages)
 KINDS: dict[str, tuple[type[torch.nn.Module], type, str]] = {
     "bilm": (BiLM, BiLMConfig, "a bidirectional LM"),
@@ -38,8 +46,7 @@ KINDS: dict[str, tuple[type[torch.nn.Module], type, str]] = {
 T = TypeVar("T")
 
 
-def save_weights(path: Path, model: torch.nn.Module) -> None:
-    tensors = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+def _save_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     save_file(tensors, str(tmp))
     os.replace(tmp, path)
@@ -47,11 +54,49 @@ def save_weights(path: Path, model: torch.nn.Module) -> None:
 
 def save_model_dir(directory: str | Path, model: torch.nn.Module, config: dict[str, Any],
                    vocab: Vocab) -> None:
+    """A trained model, its whole config.json and its vocabulary (what the trainers save)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     vocab.save(directory / VOCAB)
     write_json(directory / CONFIG, config)
-    save_weights(directory / WEIGHTS, model)
+    _save_tensors(directory / WEIGHTS,
+                  {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()})
+
+
+def export_model_dir(source: str | Path, target: str | Path, config: dict[str, Any] | None = None,
+                     fp16: bool = False) -> None:
+    """Copy a model directory: its weights (byte for byte, or with `fp16` floats stored as fp16:
+    half the size, loaded back into fp32, so the model changes only by that rounding), its
+    vocabulary, its rating model if any, and `config` as its config.json (None: the source's).
+    config.json is written last, when the rest is in place."""
+    source, target = Path(source), Path(target)
+    target.mkdir(parents=True, exist_ok=True)
+    config = read_settings(source) if config is None else config
+    if fp16:
+        _save_tensors(target / WEIGHTS, {k: v.half() if v.is_floating_point() else v
+                                         for k, v in load_file(str(source / WEIGHTS)).items()})
+    copied = [VOCAB, *(name for name in (RATING, RATING_REPORT) if (source / name).is_file())]
+    for name in copied if fp16 else [WEIGHTS, *copied]:
+        with atomic_write(target / name, "wb", encoding=None) as handle:
+            handle.write((source / name).read_bytes())
+    write_json(target / CONFIG, config)
+
+
+def read_settings(directory: str | Path) -> dict[str, Any]:
+    """A model directory's config.json (a JSON object)."""
+    path = Path(directory) / CONFIG
+    config = read_json(path)
+    if not isinstance(config, dict):
+        raise InputError(f"must be a JSON object, got {type(config).__name__}", path=path)
+    return config
+
+
+def update_settings(directory: str | Path, changes: dict[str, Any]) -> dict[str, Any]:
+    """Merge `changes` into a model directory's config.json, table by table (e.g.
+    {"summarize": {"decode": {"min_length": 30}}} changes that one key); returns the result."""
+    config = merge(read_settings(directory), changes)
+    write_json(Path(directory) / CONFIG, config)
+    return config
 
 
 def _first_line(exc: Exception) -> str:
@@ -73,11 +118,7 @@ def read_model_dir(directory: str | Path) -> tuple[dict[str, torch.Tensor], dict
     except Exception as exc:  # safetensors raises its own error types for a damaged file
         raise InputError(f"unreadable weights ({_first_line(exc)}); the file is damaged or not "
                          "a safetensors file", path=directory / WEIGHTS) from None
-    config = read_json(directory / CONFIG)
-    if not isinstance(config, dict):
-        raise InputError(f"must be a JSON object, got {type(config).__name__}",
-                         path=directory / CONFIG)
-    return weights, config, Vocab.load(directory / VOCAB)
+    return weights, read_settings(directory), Vocab.load(directory / VOCAB)
 
 
 def parse_section(cls: type[T], data: Any, path: Path, name: str) -> T:
@@ -105,7 +146,7 @@ def load(directory: str | Path, kind: str) -> tuple[torch.nn.Module, Vocab, dict
     model_config = parse_section(config_cls, config["model"], path, "model")
     if model_config.vocab_size != len(vocab):
         raise InputError(f"{model_config.vocab_size} does not match the {len(vocab)} tokens of "
-                         "vocab.json", path=path, field="model.vocab_size")
+                         f"{VOCAB}", path=path, field="model.vocab_size")
     try:
         model = model_cls(model_config)
     except ConfigError as exc:

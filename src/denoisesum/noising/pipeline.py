@@ -278,6 +278,8 @@ def _document_noise(cfg: SynthesisConfig, pair_id: int, type_ids: np.ndarray,
 
 def _fingerprint(corpus: EncodedCorpus, lm_dir: Path, cfg: SynthesisConfig,
                  excluded: list[str]) -> str:
+    from denoisesum.models.store import WEIGHTS  # store loads torch: only where the LM is read
+
     settings = dataclasses.asdict(cfg)
     for name in ADDED_SETTINGS:  # at its default, as if the setting did not exist
         if settings[name] == getattr(DEFAULT_SYNTHESIS, name):
@@ -285,7 +287,7 @@ def _fingerprint(corpus: EncodedCorpus, lm_dir: Path, cfg: SynthesisConfig,
     digest = hashlib.sha256()
     digest.update(json.dumps([corpus.meta["sources"], settings, sorted(excluded)],
                              sort_keys=True).encode())
-    digest.update((lm_dir / "model.safetensors").read_bytes())
+    digest.update((lm_dir / WEIGHTS).read_bytes())
     return digest.hexdigest()
 
 
