@@ -69,3 +69,72 @@ def test_the_check_sees_function_level_imports(tmp_path):
     source = tmp_path / "x.py"
     source.write_text("def f():\n    from denoisesum.training.lm import LMTrainer\n")
     assert imports_of(source) == {"denoisesum.training.lm"}
+
+
+# ---- no import circles (issue 32): a module that imports one which imports it back (even for a
+# type hint) cannot be read or loaded on its own; shared things go to a module both import
+
+def load_time_imports(path: Path, modules: set[str]) -> set[str]:
+    """The package's modules that `path` imports when it is loaded: its top-level imports, those
+    under a top-level `if` (TYPE_CHECKING included) or `try` too, never those in functions.
+    `from a import b` is an import of module a.b when there is one, else of a."""
+    found: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.update(f"{node.module}.{alias.name}"
+                             if f"{node.module}.{alias.name}" in modules else node.module
+                             for alias in node.names)
+            elif isinstance(node, ast.If | ast.Try):
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+                visit(node.body + node.orelse + getattr(node, "finalbody", []))
+
+    visit(ast.parse(path.read_text(), str(path)).body)
+    return found & modules
+
+
+def import_graph() -> dict[str, set[str]]:
+    paths = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+    return {name: load_time_imports(path, set(paths)) - {name} for name, path in paths.items()}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each import circle met by a depth-first walk, as the modules around it (a -> b -> a)."""
+    found, done, path = [], set(), []
+
+    def walk(module: str) -> None:
+        path.append(module)
+        for target in sorted(graph.get(module, ())):
+            if target in path:
+                found.append([*path[path.index(target):], target])
+            elif target not in done:
+                walk(target)
+        path.pop()
+        done.add(module)
+
+    for module in sorted(graph):
+        if module not in done:
+            walk(module)
+    return found
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    assert [" -> ".join(circle) for circle in circles(import_graph())] == []
+
+
+def test_the_check_sees_a_circle_closed_by_a_type_hint(tmp_path):
+    source = tmp_path / "routes.py"
+    source.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                      "    from denoisesum.serving.app import ServiceLimits\n"
+                      "def f():\n    from denoisesum.cli import app\n")
+    modules = {"denoisesum.serving.app", "denoisesum.serving.routes", "denoisesum.cli"}
+    imported = load_time_imports(source, modules)
+    assert imported == {"denoisesum.serving.app"}  # not the one inside f
+    graph = {"denoisesum.serving.routes": imported,
+             "denoisesum.serving.app": {"denoisesum.serving.routes"}}
+    assert circles(graph) == [["denoisesum.serving.app", "denoisesum.serving.routes",
+                               "denoisesum.serving.app"]]

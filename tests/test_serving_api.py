@@ -246,14 +246,18 @@ def test_field_paths():
 
 
 def test_limits_are_checked():
-    from denoisesum.errors import DenoiseSumError
+    from denoisesum.config import check
+    from denoisesum.errors import ConfigError
 
-    with pytest.raises(DenoiseSumError, match="max_reviews must be at least 1"):
-        ServiceLimits(max_reviews=0).validate()
-    with pytest.raises(DenoiseSumError, match="timeout_s must be positive"):
-        ServiceLimits(timeout_s=0).validate()
-    with pytest.raises(DenoiseSumError, match=r"max_pending_sets \(4\) must be at least max_sets"):
-        ServiceLimits(max_sets=8, max_pending_sets=4).validate()
+    with pytest.raises(ConfigError, match=r"'max_reviews': 0 must be at least 1$"):
+        check(ServiceLimits(max_reviews=0))
+    with pytest.raises(ConfigError, match=r"'timeout_s': 0 must be more than 0$"):
+        check(ServiceLimits(timeout_s=0))
+    with pytest.raises(ConfigError, match=r"'max_pending_sets': 4 must be at least max_sets "
+                                          r"\(8\)"):
+        check(ServiceLimits(max_sets=8, max_pending_sets=4))
+    with pytest.raises(ConfigError, match=r"'max_sets': 0 must be at least 1$"):  # in the app too
+        create_app(None, ServiceLimits(max_sets=0))
 
 
 # ---- queueing, batching and timeouts ----------------------------------------------------

@@ -412,13 +412,14 @@ def test_pydantic_prefixes_are_stripped():
 
 
 def test_the_new_limits_are_checked():
-    from denoisesum.errors import DenoiseSumError
+    from denoisesum.config import check
+    from denoisesum.errors import ConfigError
 
-    with pytest.raises(DenoiseSumError, match="header_timeout_s must be positive"):
-        ServiceLimits(header_timeout_s=0).validate()
-    with pytest.raises(DenoiseSumError, match="body_timeout_s must be positive"):
-        ServiceLimits(body_timeout_s=-1).validate()
-    with pytest.raises(DenoiseSumError, match=r"max_buffered_bytes \(1,000,000\) must be at "
-                                              r"least the largest body limit"):
-        ServiceLimits(max_buffered_bytes=1_000_000).validate()
+    with pytest.raises(ConfigError, match=r"'header_timeout_s': 0 must be more than 0$"):
+        check(ServiceLimits(header_timeout_s=0))
+    with pytest.raises(ConfigError, match=r"'body_timeout_s': -1 must be more than 0$"):
+        check(ServiceLimits(body_timeout_s=-1))
+    with pytest.raises(ConfigError, match=r"'max_buffered_bytes': 1,000,000 must be at least the "
+                                          r"largest body limit"):
+        check(ServiceLimits(max_buffered_bytes=1_000_000))
     assert ServiceLimits(max_body_bytes=4096, max_buffered_bytes=4096).buffer_limit() == 4096

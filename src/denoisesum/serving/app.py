@@ -37,14 +37,13 @@ errors are JSON, `{"error": {"status", "message", "field", "errors": [{"field", 
 Inference: one worker thread runs the model, decoding the requests waiting for it together
 (worker.py).
 
-The pieces: schemas.py (request, response and error bodies), worker.py (the queue),
-guard.py (middleware), routes.py (the handlers); this module wires them together, and
-server.py runs it under uvicorn with read timeouts (`serve`).
+The pieces: limits.py (ServiceLimits), schemas.py (request, response and error bodies),
+worker.py (the queue), guard.py (middleware), routes.py (the handlers); this module wires them
+together, and server.py runs it under uvicorn with read timeouts (`serve`).
 """
 
 import logging
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -52,10 +51,11 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from denoisesum import __version__
-from denoisesum.errors import DenoiseSumError
+from denoisesum.config import check
 from denoisesum.inference.summarizer import Summarizer
 from denoisesum.inference.support import SupportConfig
 from denoisesum.serving.guard import BodyBudget, add_middleware
+from denoisesum.serving.limits import BODY_SLACK, ServiceLimits
 from denoisesum.serving.routes import (
     add_docs_routes,
     add_page_routes,
@@ -63,7 +63,6 @@ from denoisesum.serving.routes import (
     add_summarize_routes,
 )
 from denoisesum.serving.schemas import (
-    MAX_ID_CHARS,
     ServiceError,
     error_response,
     field_path,  # noqa: F401  (imported from here by the tests)
@@ -79,80 +78,11 @@ DESCRIPTION = ("Opinion summaries of review sets (DenoiseSum), with the reviews 
                "summary sentence. The web page is at /.")
 
 
-# sizing the body limits (ServiceLimits.body_limits)
-ESCAPED_CHAR_BYTES = 12  # the most one character can take in JSON: an escaped surrogate pair
-REVIEW_OVERHEAD = 32  # a review's quotes, comma, line break and indentation
-SET_OVERHEAD = 128  # a set's keys, brackets and indentation
-BODY_SLACK = 4096  # the rest: the top-level keys, brackets and white space
-
-
-@dataclass
-class ServiceLimits:
-    max_reviews: int = 100  # reviews in one set (the model reads read_reviews of them)
-    max_review_chars: int = 5000  # characters in one review
-    max_sets: int = 16  # review sets in one batch request
-    timeout_s: float = 60.0  # a request waiting or running longer gets a 503/504
-    max_batch_sets: int = 8  # review sets decoded together in one summarize_batch call
-    max_pending_sets: int = 64  # review sets waiting for the model; more: 503 at once
-    max_body_bytes: int | None = None  # a cap on every endpoint's body limit (body_limits())
-    max_buffered_bytes: int | None = None  # request bodies held at once, all requests together
-    #   (None: the largest body limit); a body that would pass it gets 503
-    header_timeout_s: float = 10.0  # a request head must arrive within this of its first byte
-    body_timeout_s: float = 10.0  # a body that stalls this long gets 408
-
-    def validate(self) -> None:
-        for name in ("max_reviews", "max_review_chars", "max_sets", "max_batch_sets",
-                     "max_pending_sets"):
-            if getattr(self, name) < 1:
-                raise DenoiseSumError(f"{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("timeout_s", "header_timeout_s", "body_timeout_s"):
-            if getattr(self, name) <= 0:
-                raise DenoiseSumError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.max_pending_sets < self.max_sets:
-            raise DenoiseSumError(f"max_pending_sets ({self.max_pending_sets}) must be at least "
-                                  f"max_sets ({self.max_sets}): a full batch request must fit")
-        if self.max_body_bytes is not None and self.max_body_bytes < 1024:
-            raise DenoiseSumError(f"max_body_bytes must be at least 1024, got "
-                                  f"{self.max_body_bytes}")
-        largest = max(self.body_limits().values())
-        if self.max_buffered_bytes is not None and self.max_buffered_bytes < largest:
-            raise DenoiseSumError(f"max_buffered_bytes ({self.max_buffered_bytes:,}) must be at "
-                                  f"least the largest body limit ({largest:,}): a full batch "
-                                  "request must fit")
-
-    def body_limits(self) -> dict[str, int]:
-        """The largest request body per endpoint, in bytes: room for the largest request the
-        limits allow, however a JSON encoder writes it (capped by max_body_bytes).
-
-        A review may hold max_review_chars characters as pydantic counts them, in code points.
-        Escaped, as encoders write non-ASCII by default (Python's json.dumps), a character takes
-        up to 12 bytes: "\\ud83d\\ude00" for one astral character (a UTF-16 surrogate pair, two
-        6-byte escapes); a character of the Basic Multilingual Plane takes at most 6 ("\\u00e9"),
-        and unescaped UTF-8 at most 4. So a review takes max_review_chars * 12 bytes, plus
-        REVIEW_OVERHEAD for its quotes, comma, line break and indentation (pretty-printed JSON);
-        a set adds its id (MAX_ID_CHARS escaped characters) and keys, and every body BODY_SLACK
-        for the rest. Any other path takes BODY_SLACK (no endpoint reads a body there)."""
-        review = self.max_review_chars * ESCAPED_CHAR_BYTES + REVIEW_OVERHEAD
-        one_set = self.max_reviews * review
-        batch_set = one_set + MAX_ID_CHARS * ESCAPED_CHAR_BYTES + SET_OVERHEAD
-        limits = {"/v1/summarize": one_set + BODY_SLACK,
-                  "/v1/summarize/batch": self.max_sets * batch_set + BODY_SLACK}
-        if self.max_body_bytes is not None:
-            limits = {path: min(limit, self.max_body_bytes) for path, limit in limits.items()}
-        return limits
-
-    def buffer_limit(self) -> int:
-        """Bytes of request bodies held at once, all requests together."""
-        if self.max_buffered_bytes is not None:
-            return self.max_buffered_bytes
-        return max(self.body_limits().values())
-
-
 def create_app(summarizer: Summarizer, limits: ServiceLimits | None = None,
                model_id: str | None = None, support: SupportConfig | None = None) -> FastAPI:
     """The service over a loaded summarizer (the model stays in memory for the app's life)."""
     limits = limits or ServiceLimits()
-    limits.validate()
+    check(limits)
     model_id = model_id or (summarizer.path.name if summarizer.path else "denoisesum")
     queue = InferenceQueue(summarizer, limits.max_batch_sets, limits.max_pending_sets, support)
     app = FastAPI(title="denoisesum", version=__version__, lifespan=lifespan,

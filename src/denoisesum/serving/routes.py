@@ -8,7 +8,6 @@ import asyncio
 from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
@@ -17,6 +16,8 @@ from fastapi.staticfiles import StaticFiles
 
 from denoisesum.errors import DenoiseSumError
 from denoisesum.inference.summarizer import Summarizer
+from denoisesum.serving.guard import BodyBudget
+from denoisesum.serving.limits import ServiceLimits
 from denoisesum.serving.schemas import (
     ERROR_RESPONSES,
     BatchResponse,
@@ -26,17 +27,13 @@ from denoisesum.serving.schemas import (
 )
 from denoisesum.serving.worker import DeadlinePassed, InferenceQueue, QueueFull
 
-if TYPE_CHECKING:  # app.py imports this module
-    from denoisesum.serving.app import ServiceLimits
-    from denoisesum.serving.guard import BodyBudget
-
 STATIC = Path(str(resources.files("denoisesum.serving") / "static"))
 
 
 # ---- the API --------------------------------------------------------------------------------
 
 
-def add_summarize_routes(app: FastAPI, queue: InferenceQueue, limits: "ServiceLimits",
+def add_summarize_routes(app: FastAPI, queue: InferenceQueue, limits: ServiceLimits,
                          model_id: str) -> None:
     SummarizeRequest, BatchRequest = request_models(limits)
 
@@ -98,7 +95,7 @@ async def run(queue: InferenceQueue, sets: list[list[str]], timeout_s: float,
 
 
 def add_service_routes(app: FastAPI, summarizer: Summarizer, queue: InferenceQueue,
-                       limits: "ServiceLimits", model_id: str, budget: "BodyBudget") -> None:
+                       limits: ServiceLimits, model_id: str, budget: BodyBudget) -> None:
     info = model_info(summarizer, model_id)
     shown_limits = asdict(limits) | {"body_limits": limits.body_limits(),
                                      "buffer_limit": limits.buffer_limit()}

@@ -5,7 +5,7 @@
 # and pydantic must see their field types as objects, not as names of that function's locals
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -21,12 +21,9 @@ from pydantic import (
 )
 
 from denoisesum.errors import plain_validation_message
-
-if TYPE_CHECKING:  # app.py imports this module
-    from denoisesum.serving.app import ServiceLimits
+from denoisesum.serving.limits import MAX_ID_CHARS, ServiceLimits
 
 MAX_LISTED_ERRORS = 20
-MAX_ID_CHARS = 256  # a batch set's id (bounded so that the body limit can be sized)
 
 
 # ---- request bodies -------------------------------------------------------------------------
@@ -56,7 +53,7 @@ Beam = Annotated[int, Field(ge=1, le=20)] | None
 BEAM = Field(default=None, description="Beam size, 1 (greedy) to 20 (default: the model's).")
 
 
-def request_models(limits: "ServiceLimits") -> tuple[type[BaseModel], type[BaseModel]]:
+def request_models(limits: ServiceLimits) -> tuple[type[BaseModel], type[BaseModel]]:
     """The request bodies, with the limits in their schema (so /docs shows them)."""
     Review = Annotated[StrictStr, StringConstraints(max_length=limits.max_review_chars),
                        AfterValidator(_not_blank)]
