@@ -54,8 +54,8 @@ import torch
 from common import cpu_name
 
 from denoisesum.inference.summarizer import Summarizer
-from denoisesum.inference.support import is_content_word
 from denoisesum.io import atomic_write
+from denoisesum.text import is_content_word
 
 CORPUS = Path("../shared/data/yelp/corpus")
 PER_ENTITY = 100

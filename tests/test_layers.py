@@ -9,10 +9,10 @@ from pathlib import Path
 import denoisesum
 
 PACKAGE = Path(denoisesum.__file__).parent
-# lowest first; errors/io/config are the shared base every stage may use
-LAYERS = ["errors", "io", "config", "data", "models", "noising", "topics", "training",
+# lowest first; errors/io/config/text are the shared base every stage may use
+LAYERS = ["errors", "io", "config", "text", "data", "models", "noising", "topics", "training",
           "inference", "evaluation", "baselines", "fit", "serving", "cli", "__init__", "__main__"]
-BASE = {"config", "io", "errors"}
+BASE = {"config", "io", "errors", "text"}
 ALLOWED_UP = {("training", "denoisesum.inference.summarizer"),
               ("training", "denoisesum.evaluation.decoded"),
               ("training", "denoisesum.evaluation.rouge")}

@@ -15,7 +15,8 @@ from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.inference.beam import DecodeConfig
 from denoisesum.inference.selection import centrality, select_reviews, similarity_matrix
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
-from denoisesum.noising.document_noise import idf_rouge1_f1, idf_table
+from denoisesum.noising.document_noise import idf_rouge1_f1
+from denoisesum.text import idf_weights
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SETTINGS = SummarizerConfig(max_review_tokens=20,
@@ -51,7 +52,7 @@ def test_the_similarity_is_the_document_noise_similarity():
     document_frequency = np.zeros(40)
     for review in reviews:
         document_frequency[np.unique(review)] += 1
-    idf = idf_table(document_frequency, len(reviews))
+    idf = idf_weights(document_frequency, len(reviews))
     expected = [[idf_rouge1_f1(x, y, idf) for y in reviews] for x in reviews]
     np.testing.assert_allclose(similarity_matrix(reviews), expected, rtol=1e-5, atol=1e-6)
     mean_of_others = [(sum(row) - row[i]) / (len(row) - 1) for i, row in enumerate(expected)]

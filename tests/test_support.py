@@ -14,12 +14,12 @@ from denoisesum.inference.beam import DecodeConfig
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.inference.support import (
     SupportConfig,
-    content_words,
     explain,
-    fold,
     format_explanation,
+    keyed_content_words,
     split_sentences,
 )
+from denoisesum.text import fold
 
 REVIEWS = ["The pork ramen here is rich and salty. Service was quick.",
            "Great noodles, tiny room. We waited 30 minutes.",
@@ -40,7 +40,7 @@ def test_sentences_keep_their_spans():
 
 
 def test_content_words_and_folding():
-    assert [w for _, w in content_words("the staff was n't friendly at all !".split())] == [
+    assert [w for _, w in keyed_content_words("the staff was n't friendly at all !".split())] == [
         "staff", "friendly"]
     assert [fold(w) for w in ("noodles", "berries", "dishes", "glass", "delicious", "tacos",
                               "bus")] == ["noodle", "berry", "dish", "glass", "delicious",

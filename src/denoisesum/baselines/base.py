@@ -1,4 +1,4 @@
-"""The interface every baseline shares, and the text helpers they have in common.
+"""The interface every baseline shares, and the sentence helpers they have in common.
 
 A baseline turns the reviews of one entity into a summary: `summarize(reviews)`. Those that learn
 from a corpus (IDF weights, word vectors) take it in `fit(texts)` first; the Oracle, which picks
@@ -7,14 +7,13 @@ with the gold summary, says so with `needs_reference` and is given `references`.
 
 from __future__ import annotations
 
-import math
 import re
 from abc import ABC, abstractmethod
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 from denoisesum.data.tokenizer import Tokenizer, detokenize
+from denoisesum.text import content_words
 
 _WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE_END = {".", "!", "?", "..."}
@@ -48,9 +47,10 @@ def word_count(text: str) -> int:
     return len(_WORD.findall(text.lower()))
 
 
-def content_words(tokens: Iterable[str]) -> list[str]:
-    """Lower-cased tokens that contain a letter or digit (what similarity should compare)."""
-    return [t.lower() for t in tokens if any(c.isalnum() for c in t)]
+def compared_words(tokens: Iterable[str]) -> list[str]:
+    """Lower-cased tokens that contain a letter or digit, stopwords included (what the
+    baselines' similarities compare)."""
+    return content_words(tokens, stopwords=frozenset())
 
 
 def split_sentences(text: str) -> list[list[str]]:
@@ -65,22 +65,12 @@ def split_sentences(text: str) -> list[list[str]]:
     if current:
         sentences.append(current)
     # a sentence of punctuation alone ("!!! ...") says nothing
-    return [s for s in sentences if content_words(s)]
+    return [s for s in sentences if compared_words(s)]
 
 
 def join_tokens(tokens: Sequence[str]) -> str:
     """Cased tokens back to text, keeping the writer's case."""
     return detokenize(tokens, sentence_case=False)
-
-
-def idf_table(documents: Iterable[Iterable[str]]) -> tuple[dict[str, float], float]:
-    """Smoothed IDF, log((N + 1) / (df + 1)), of each word, and the value for unseen words."""
-    df: Counter[str] = Counter()
-    n = 0
-    for words in documents:
-        df.update(set(words))
-        n += 1
-    return {w: math.log((n + 1) / (c + 1)) for w, c in df.items()}, math.log(n + 1)
 
 
 def fill_budget(ranked: Iterable[int], lengths: Sequence[int], words: int) -> list[int]:

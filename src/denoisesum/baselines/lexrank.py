@@ -19,15 +19,15 @@ import numpy as np
 
 from denoisesum.baselines.base import (
     Summarizer,
-    content_words,
+    compared_words,
     fill_budget,
-    idf_table,
     join_tokens,
     split_sentences,
     word_count,
 )
 from denoisesum.baselines.options import DEFAULT_WORDS
 from denoisesum.data.tokenizer import Tokenizer
+from denoisesum.text import idf_table
 
 _TOKENIZER = Tokenizer()
 
@@ -78,13 +78,13 @@ class LexRank(Summarizer):
     def fit(self, texts: Iterable[str]) -> LexRank:
         """IDF over a corpus, each review a document."""
         self.idf, self.unseen_idf = idf_table(
-            content_words(_TOKENIZER.tokenize(t)) for t in texts)
+            compared_words(_TOKENIZER.tokenize(t)) for t in texts)
         return self
 
     def rank(self, reviews: Sequence[str]) -> tuple[list[list[str]], np.ndarray]:
         """The entity's sentences (cased tokens) and their LexRank scores."""
         sentences = [s for review in reviews for s in split_sentences(review)]
-        words = [content_words(s) for s in sentences]
+        words = [compared_words(s) for s in sentences]
         idf, unseen = (self.idf, self.unseen_idf) if self.idf is not None else idf_table(words)
         if not sentences:
             return [], np.zeros(0)
@@ -106,7 +106,7 @@ def _drop_repeats(ranked: list[int], sentences: Sequence[Sequence[str]]) -> list
     seen: set[tuple[str, ...]] = set()
     kept = []
     for i in ranked:
-        key = tuple(content_words(sentences[i]))
+        key = tuple(compared_words(sentences[i]))
         if key not in seen:
             seen.add(key)
             kept.append(i)

@@ -39,13 +39,14 @@ from functools import cache
 
 from denoisesum.baselines.base import (
     Summarizer,
-    content_words,
+    compared_words,
     fill_budget,
     split_sentences,
     word_count,
 )
 from denoisesum.baselines.options import DEFAULT_WORDS
 from denoisesum.data.tokenizer import detokenize
+from denoisesum.text import load_spacy
 
 Key = tuple[str, str]  # (lower-cased word, POS tag; "" without tags)
 Overlap = dict[int, list[int]]  # sentence -> positions where the path's last word is
@@ -68,8 +69,6 @@ MAX_FUSED = 3  # paths fused at one hub
 
 @cache
 def _spacy():
-    from denoisesum.noising.chunks import load_spacy
-
     return load_spacy()
 
 
@@ -210,7 +209,7 @@ class Opinosis(Summarizer):
 
     def _well_formed(self, body: Sequence[Key]) -> bool:
         words = [w for w, _ in body]
-        if len(content_words(words)) < 3 or words[-1] in _NOT_LAST_WORDS:
+        if len(compared_words(words)) < 3 or words[-1] in _NOT_LAST_WORDS:
             return False
         if self.tagger is None:
             return True
@@ -262,10 +261,10 @@ def _candidate(path: Path) -> Candidate:
 
 
 def _jaccard(a: Sequence[str], b: Sequence[str]) -> float:
-    sa, sb = set(content_words(a)), set(content_words(b))
+    sa, sb = set(compared_words(a)), set(compared_words(b))
     return len(sa & sb) / len(sa | sb) if sa or sb else 1.0
 
 
 def _containment(a: Sequence[str], b: Sequence[str]) -> float:
-    sa, sb = set(content_words(a)), set(content_words(b))
+    sa, sb = set(compared_words(a)), set(compared_words(b))
     return len(sa & sb) / min(len(sa), len(sb)) if sa and sb else 1.0

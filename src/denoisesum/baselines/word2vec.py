@@ -14,10 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from denoisesum.baselines.base import Summarizer, clean, content_words, idf_table
+from denoisesum.baselines.base import Summarizer, clean, compared_words
 from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.io import read_json, write_json
+from denoisesum.text import idf_table
 
 _TOKENIZER = Tokenizer()
 VECTORS_FILE = "vectors.bin"
@@ -25,7 +26,7 @@ META_FILE = "word2vec.json"
 
 
 def _words(text: str) -> list[str]:
-    return content_words(_TOKENIZER.tokenize(text))
+    return compared_words(_TOKENIZER.tokenize(text))
 
 
 class Word2VecCentroid(Summarizer):

@@ -2,7 +2,7 @@
 
 Measured on a summary's text (tokenized or not; lower-cased, split into words and sentences):
 
-- repeated words: content words (alphabetic, not in `inference.support.STOPWORDS`) that occur
+- repeated words: content words (alphabetic, not in `text.STOPWORDS`) that occur
   again in the same sentence ("the pool was clean and clean");
 - restated sentences: sentences at least half of whose content words (and at least two) already
   appeared in one earlier sentence ("the staff is friendly . the staff is very friendly");
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import regex
 
-from denoisesum.inference.support import fold, is_content_word
+from denoisesum.text import fold, is_content_word
 
 FIRST_PERSON_SINGULAR = frozenset({"i", "me", "my", "mine", "myself", "i'm", "i've", "i'd",
                                    "i'll"})

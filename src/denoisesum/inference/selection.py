@@ -8,8 +8,8 @@ all their words) and takes the model far from the inputs it learned on, so the S
 - "central" (the default): the reviews most similar on average to all the others, by the
   similarity the document noise used to build the training inputs (noising/document_noise.py:
   IDF-weighted ROUGE-1 F1, `idf_rouge1_f1(review, candidate, idf)`), with the IDF computed over
-  the entity's own reviews (`idf_table` of their document frequencies). centrality(x) is the
-  mean over the other reviews y of idf_rouge1_f1(x, y): how well x would have matched each
+  the entity's own reviews (`text.idf_weights` of their document frequencies). centrality(x) is
+  the mean over the other reviews y of idf_rouge1_f1(x, y): how well x would have matched each
   other review taken as the summary candidate, i.e. how typical x is of the set. Why this and
   not clustering: the training inputs of the document noise are exactly the reviews most
   similar to a candidate summary, so the model learned to turn a set of mutually similar,
@@ -41,14 +41,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from denoisesum.errors import DenoiseSumError
-from denoisesum.noising.document_noise import idf_table
+from denoisesum.text import idf_weights
 
 SELECT_MODES = ("central", "first", "random")
 
 
 def similarity_matrix(reviews: Sequence[Sequence[int]]) -> np.ndarray:
     """float [N, N]: S[x, y] = idf_rouge1_f1(reviews[x], reviews[y], idf) for every pair of
-    reviews (word ids), with idf = idf_table over these reviews' document frequencies."""
+    reviews (word ids), with idf = idf_weights over these reviews' document frequencies."""
     from scipy import sparse  # here: only entities with more than read_reviews reviews need it
 
     n = len(reviews)
@@ -62,7 +62,7 @@ def similarity_matrix(reviews: Sequence[Sequence[int]]) -> np.ndarray:
                                shape=(n, len(words)))  # repeated (row, word) entries add up
     present = counts.copy()
     present.data[:] = 1.0
-    idf = idf_table(np.asarray(present.sum(axis=0)).ravel(), n)
+    idf = idf_weights(np.asarray(present.sum(axis=0)).ravel(), n)
     # overlap[x, y]: the IDF of x's words (each occurrence) that y contains
     overlap = (counts.multiply(idf[None, :]).tocsr() @ present.T).toarray().astype(np.float64)
     return 2 * overlap / np.maximum(lengths[:, None] + lengths[None, :], 1.0)

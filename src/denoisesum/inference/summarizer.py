@@ -54,12 +54,13 @@ from denoisesum.inference.opinion import check_clauses, clauses, scoped_sides
 from denoisesum.inference.rerank import choose, review_subsets
 from denoisesum.inference.selection import SELECT_MODES, select_reviews
 from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
-from denoisesum.inference.support import Explanation, SupportConfig, is_content_word
+from denoisesum.inference.support import Explanation, SupportConfig
 from denoisesum.inference.support import explain as explain_support
 from denoisesum.models.denoisesum import DenoiseSum
 from denoisesum.models.precision import use_bf16
 from denoisesum.models.rating import POSITIVE, RatingModel, find_rating_model
 from denoisesum.models.store import CONFIG, load_denoisesum, parse_section
+from denoisesum.text import is_content_word
 
 # The models installed with the package: package data under denoisesum/pretrained/, one directory
 # per model (pyproject.toml), loaded by name; the default is the Yelp summarizer.

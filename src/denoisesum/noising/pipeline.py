@@ -38,7 +38,7 @@ from denoisesum.errors import ConfigError, DenoiseSumError
 from denoisesum.io import atomic_write, read_json, write_json
 from denoisesum.noising.candidates import CandidateConfig, preset
 from denoisesum.noising.chunks import Chunker, ChunkInventory, chunk_noise
-from denoisesum.noising.document_noise import idf_table, most_similar
+from denoisesum.noising.document_noise import most_similar
 from denoisesum.noising.plan import (
     Plan,
     best_supported,
@@ -50,6 +50,7 @@ from denoisesum.noising.plan import (
     star_classes,
 )
 from denoisesum.noising.token_noise import lm_nucleus_sample, token_noise
+from denoisesum.text import idf_weights
 
 
 @dataclass
@@ -307,7 +308,7 @@ def prepare(corpus: EncodedCorpus, out: Path, lm_dir: Path, cfg: SynthesisConfig
     eligible, report = eligible_candidates(corpus, cfg.candidate_config(), allowed)
     if len(eligible) == 0:
         raise DenoiseSumError(f"no review passes the candidate constraints ({report})")
-    idf = idf_table(document_frequency(corpus, allowed), int(allowed.sum()))
+    idf = idf_weights(document_frequency(corpus, allowed), int(allowed.sum()))
     if cfg.central_fraction < 1:
         eligible, lowest = best_supported(corpus, eligible, allowed, idf, round(cfg.n_mean),
                                           cfg.central_fraction)

@@ -27,6 +27,8 @@ from scipy.special import digamma
 from denoisesum.config import Range, at_least
 from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.io import atomic_write, read_json, write_json
+from denoisesum.text import content_words as filter_words
+from denoisesum.text import lda_stopwords
 
 FORMAT = "denoisesum-topics/1"
 META, ARRAYS = "topics.json", "topics.npz"
@@ -59,27 +61,13 @@ class LDAConfig:
     }
 
 
-def _stopwords() -> frozenset[str]:
-    from gensim.parsing.preprocessing import STOPWORDS
-
-    return frozenset(STOPWORDS)
-
-
-_STOP: frozenset[str] | None = None
-
-
 def content_words(tokens: Text) -> list[str]:
-    """What LDA sees of a text: lower-cased alphabetic tokens of 3+ letters, no stopwords.
-
-    Clitics, numbers and punctuation carry no topic; the tokenizer has already split them off.
-    """
-    global _STOP
-    if _STOP is None:
-        _STOP = _stopwords()
+    """What LDA sees of a text: lower-cased alphabetic tokens of 3+ letters, no stopwords
+    (gensim's list). Clitics, numbers and punctuation carry no topic; the tokenizer has already
+    split them off."""
     if isinstance(tokens, str):
         tokens = tokens.split()
-    words = (t.lower() for t in tokens)
-    return [w for w in words if len(w) > 2 and w.isalpha() and w not in _STOP]
+    return filter_words(tokens, lda_stopwords(), alphabetic=True, min_length=3)
 
 
 def _tokens(texts: Iterable[Text]) -> list[list[str]]:
