@@ -1,12 +1,13 @@
-"""Helpers the benchmarks and the report scripts share: latency percentiles and what machine a
-number was measured on. Not part of the package: nothing in `denoisesum` needs them.
+"""Helpers the benchmarks, the report scripts and the studies share: latency percentiles, what
+machine a number was measured on, decoding variants. Not part of the package: nothing in
+`denoisesum` needs them.
 
 The benchmarks are run as `python benchmarks/NAME.py` from the repository root, which puts this
-folder on `sys.path`, so they simply `from common import ...`. A script in `scripts/` adds this
-folder first:
+folder on `sys.path`, so they simply `from common import ...`. The reports and the studies are
+run as modules from the root (`python -m scripts.report_yelp`, `python -m studies.NAME`) and
+import it as a package's module, never editing `sys.path`:
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    from common import cpu_name
+    from benchmarks.common import cpu_name
 
 Standard library only, so that the load-test client can use it without torch.
 """

@@ -20,6 +20,6 @@ denoisesum fit "$SLICE" -o "$ROOT/with-dev" --preset cpu-small --budget "$BUDGET
   --set synthesize.pairs="$PAIRS" --set train.train.dev_entities=50
 denoisesum fit "$SLICE" -o "$ROOT/no-dev" --preset cpu-small --budget "$SUMMARIZER_BUDGET" \
   --lm "$ROOT/with-dev/work/lm" --set synthesize.pairs="$PAIRS"
-python scripts/report_fit.py "$ROOT/with-dev" "$ROOT/no-dev" --dev "$DEV" --skip 50 \
+python -m scripts.report_fit "$ROOT/with-dev" "$ROOT/no-dev" --dev "$DEV" --skip 50 \
   --command "BUDGET=$BUDGET PAIRS=$PAIRS bash scripts/fit_yelp_slice.sh $ROOT" \
   --markdown docs/results/fit.md

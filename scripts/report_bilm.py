@@ -1,6 +1,6 @@
 """Write docs/results/bilm.md from a finished `train-lm` run.
 
-    python scripts/report_bilm.py runs/bilm-yelp --throughput runs/bilm-throughput.json \
+    python -m scripts.report_bilm runs/bilm-yelp --throughput runs/bilm-throughput.json \
         --tokenize-seconds 132 > docs/results/bilm.md
 """
 
@@ -9,17 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 
 import torch
 
+from benchmarks.common import cpu_name
 from denoisesum.inference.cloze import fill_blanks
 from denoisesum.models.store import load_bilm
-
-# the helpers shared with the benchmarks: benchmarks/common.py
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from common import cpu_name
 
 CLOZE = [
     "the pizza was _ and the service was _ .",
@@ -67,7 +63,7 @@ def main() -> None:
             "bash scripts/train_bilm_yelp.sh runs/bilm-yelp   # train-lm with "
             "configs/bilm-yelp.toml",
             "python benchmarks/bilm_throughput.py runs/bilm-yelp > runs/bilm-throughput.json",
-            "python scripts/report_bilm.py runs/bilm-yelp --throughput "
+            "python -m scripts.report_bilm runs/bilm-yelp --throughput "
             "runs/bilm-throughput.json \\",
             f"    --tokenize-seconds {args.tokenize_seconds or 0:.0f} "
             f"--wall-seconds {args.wall_seconds or 0:.0f} --note '...' > docs/results/bilm.md"]),

@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
+from benchmarks.common import emit, system
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.evaluation.decoded import decode_and_score
 from denoisesum.evaluation.stats import paired_test
 from denoisesum.inference.summarizer import Summarizer
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from common import emit, system
 
 
 def stage_table(report: dict) -> list[str]:

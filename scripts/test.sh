@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
-.venv/bin/ruff check src tests benchmarks scripts
+.venv/bin/ruff check src tests benchmarks scripts studies
 .venv/bin/python -m pytest -q -rs "$@"

@@ -21,7 +21,7 @@
 #     STAGES=test SHIP=1 INIT_MODEL=runs/yelp SEED=2 MAX_STEPS=1750 \
 #         CONFIG=configs/fit-yelp-ema.toml bash scripts/train_yelp.sh runs/fit-yelp-ema
 #   nohup bash scripts/train_yelp.sh runs/yelp > runs/yelp.log 2>&1 &
-#   python scripts/report_yelp.py runs/yelp --markdown docs/results/yelp.md
+#   python -m scripts.report_yelp runs/yelp --markdown docs/results/yelp.md
 # Settings (environment): CONFIG (configs/fit-yelp.toml; configs/fit-yelp-third-person.toml for
 # third-person training pairs), TRAIN_MINUTES (0: until max_steps; else the summarizer's training
 # time in all: a later call with more minutes continues it from its checkpoint), MAX_STEPS (the

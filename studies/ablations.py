@@ -1,7 +1,7 @@
 """The paper's ablation table (Table 4) at one reduced scale: every row trains on the same pairs
 for the same budget, then is scored on the same dev entities with the same decoding.
 
-    python scripts/ablations.py runs/synth-yelp-20k --topics runs/topics-yelp \
+    python -m studies.ablations runs/synth-yelp-20k --topics runs/topics-yelp \
         --config configs/denoisesum-yelp-cpu.toml --steps 1000 --jobs 2 \
         --out runs/ablations --markdown docs/results/ablations.md
 
@@ -17,7 +17,7 @@ interrupted row resumes from its checkpoint: run the command again after a crash
 --extra LABEL=RUN scores another finished run the same way, e.g. the full row trained in fp32
 when the others used bf16:
 
-    python scripts/ablations.py ... --set 'train.precision="bf16"' \
+    python -m studies.ablations ... --set 'train.precision="bf16"' \
         --extra "full, fp32=runs/ablations-fp32/full"
 
 Every row is compared with the full one entity by entity (paired bootstrap interval of the R1
@@ -126,7 +126,7 @@ def table(scores: dict[str, dict], args: argparse.Namespace) -> str:
              f"and decoded with min_length {args.min_length} and shortlist {args.shortlist}; "
              "ΔR1 is the row minus the full model, entity by entity, with a paired bootstrap "
              "95% interval and an approximate randomization p-value; "
-             "command: `python scripts/ablations.py` (see its docstring).", "",
+             "command: `python -m studies.ablations` (see its docstring).", "",
              "| model | R1 | R2 | RL | ΔR1 vs full (95% CI) | p | words | steps | epochs | "
              "training pairs | best val loss | pairs/s |",
              "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
@@ -159,10 +159,8 @@ def main() -> None:
                         help="an already trained run to score and compare with the rest "
                              "(for example a full row trained in fp32)")
     args = parser.parse_args()
+    from benchmarks.common import emit
     from denoisesum.io import write_json
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    from common import emit
 
     rows = args.rows.split(",")
     for row in rows:

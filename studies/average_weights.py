@@ -1,6 +1,6 @@
 """Average the weights of summarizers of the same sizes and vocabulary (a "model soup").
 
-    python scripts/average_weights.py runs/fit-yelp-ema runs/central/train -o runs/soup/two
+    python -m studies.average_weights runs/fit-yelp-ema runs/central/train -o runs/soup/two
 
 The output takes the first model's config.json (its decoding settings too) and vocabulary.
 Models trained on from one another, as issue 14's runs are, stay in one basin of the loss, where

@@ -1,7 +1,7 @@
 """Context-aware (contrastive) decoding on the DEV set (issue 14), each probe paired against the
 model's own decoding:
 
-    python scripts/contrast_probe.py denoisesum-yelp ../shared/data/yelp/meansum_dev.jsonl \
+    python -m studies.contrast_probe denoisesum-yelp ../shared/data/yelp/meansum_dev.jsonl \
         --null-from ../shared/data/yelp/corpus/part-15.jsonl.xz \
         [--null-count 8] [--null-words 40 120] --probes "a0.5:alpha=0.5,plausible=0.1;a1:alpha=1" \
         [--null runs/contrast/null.json] [--json runs/contrast/dev.json] [--markdown FILE] \
@@ -27,7 +27,7 @@ A probe is `name:key=value,...` (values TOML) with keys `alpha` (0: the model's 
 and `plausible` (0: no cut; the cut alone decodes no null). `--generic` adds a row that gives
 every entity the model's summary of the null reviews, and for scale the ROUGE of another
 business's human summary. Rows (each kept with a hash of the null reviews), paired tests and
-the resuming JSON file are those of scripts/decoding_levers.py. Dev only. Each step runs the
+the resuming JSON file are those of studies/_harness.py. Dev only. Each step runs the
 decoders twice, so decoding costs about twice the model's own.
 
 Measured with the shipped Yelp model (docs/results/contrastive.md): the summaries name what
@@ -43,13 +43,13 @@ import hashlib
 import json
 import math
 import random
-import sys
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
 import torch
 
+from benchmarks.common import emit, parse_variants
 from denoisesum.data.batch import SummaryBatch, inference_batch
 from denoisesum.data.corpus import CorpusReader
 from denoisesum.data.reviewsets import read_review_sets
@@ -59,12 +59,16 @@ from denoisesum.evaluation.rouge import rouge_f1_per_entity
 from denoisesum.inference.beam import DecodeStateLike, DecodingModel
 from denoisesum.inference.shortlist import ShortlistModel
 from denoisesum.io import write_json
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import emit, parse_variants
-from decoding_levers import check_keys, dev_parser, measure_rows, paired_tests, run_variant, table
-from mixture_probes import ProbeSummarizer
+from studies._harness import (
+    ProbeSummarizer,
+    check_keys,
+    dev_parser,
+    measure_rows,
+    paired_tests,
+    run_variant,
+    table,
+    unchanged,
+)
 
 PROBE_KEYS = ("alpha", "plausible")
 
@@ -197,7 +201,7 @@ def contrast(probe: dict, null_ids: list[list[int]]):
         raise SystemExit(f"--probes: alpha must be a number >= 0 and plausible in [0, 1) "
                          f"({probe})")
     if alpha == 0 and plausible == 0:
-        return ProbeSummarizer.wrap
+        return unchanged
     return lambda model: ContrastModel(model, null_ids, alpha, plausible)
 
 
@@ -233,7 +237,7 @@ def main() -> None:
         return run_variant(summarizer, base, sets, {})
     measure_rows(rows, parse_variants(args.probes), args.json, measure, {"null": null})
     if args.generic and rows.get("generic", {}).get("null") != null:
-        summarizer.wrap = ProbeSummarizer.wrap
+        summarizer.wrap = unchanged
         tokens = summarizer.summarize_tokens_batch([null_texts])[0]
         rows["generic"] = {**run_variant(ConstantSummarizer(tokens), base, sets, {}),
                            "changes": {"summary": "the null reviews', for every entity"},
@@ -241,7 +245,7 @@ def main() -> None:
     paired_tests(rows)
     write_json(args.json, rows)
     sources = " ".join(f"'{s}'" for s in args.null_from)
-    command = (f"python scripts/contrast_probe.py {args.model} {args.dev} --null-from {sources} "
+    command = (f"python -m studies.contrast_probe {args.model} {args.dev} --null-from {sources} "
                f"--null-count {args.null_count} --null-words {' '.join(map(str, args.null_words))} "
                f"--probes \"{args.probes}\" --null {args.null} --json {args.json}"
                + (" --generic" if args.generic else ""))

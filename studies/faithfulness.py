@@ -1,11 +1,11 @@
 """Faithfulness runs of issue 31: decode, score and report a summarizer on the opinion sets and
 MeanSum dev/test, from the run's own files.
 
-    python scripts/faithfulness.py decode NAME --model DIR [--set decode.KEY=VALUE ...]
+    python -m studies.faithfulness decode NAME --model DIR [--set decode.KEY=VALUE ...]
                                    [--sets part14,part15,dev,test] [--no-stars]
-    python scripts/faithfulness.py score NAME [NAME ...]
-    python scripts/faithfulness.py calibrate --rating DIR
-    python scripts/faithfulness.py page BASE NEW [--markdown docs/results/faithfulness.md]
+    python -m studies.faithfulness score NAME [NAME ...]
+    python -m studies.faithfulness calibrate --rating DIR
+    python -m studies.faithfulness page BASE NEW [--markdown docs/results/faithfulness.md]
 
 decode writes runs/faith/NAME/SET.jsonl (predictions) and settings.json; a set already decoded is
 skipped, so a killed run resumes. The opinion sets (runs/opinion/set-part14.jsonl for tuning,

@@ -3,7 +3,7 @@
 # themselves: see the "Reproduce" section of the page.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-.venv/bin/python scripts/faithfulness.py page \
+.venv/bin/python -m studies.faithfulness page \
   --title "Faithfulness: opinion, self-contradiction, support (issue 31)" \
   --intro docs/results/faithfulness-notes.md \
   --systems old=base "new (F1, first detector)=F1" new=F1b "conditioned (no steering)=C0" "conditioned + steering=C25" "$@" \
@@ -19,9 +19,9 @@ cd "$(dirname "$0")/.."
   ".venv/bin/denoisesum opinion-set \$D/part-14.jsonl.xz -o runs/opinion/set-part14.jsonl" \
   ".venv/bin/denoisesum opinion-set \$D/part-15.jsonl.xz -o runs/opinion/set-part15.jsonl" \
   "# old: the release's code in a worktree (git worktree add ../denoisesum-base cf8f36d), its predictions copied to runs/faith/base/{tune,part15,dev,test}.jsonl" \
-  "OMP_NUM_THREADS=1 .venv/bin/python scripts/faithfulness.py decode F1b --sets dev,tune,part15,test   # the shipped decoding" \
+  "OMP_NUM_THREADS=1 .venv/bin/python -m studies.faithfulness decode F1b --sets dev,tune,part15,test   # the shipped decoding" \
   "# the conditioned model (docs/results/opinion-model/TRAINING.md) with the shipped decoding settings, rating.npz copied into its directory:" \
   "S=\"--set decode.avoid_contradiction=true --set decode.end_at_sentence=true --set decode.min_length=90 --set decode.max_length=110 --set decode.length_ratio=0.15 --set decode.against_reviews=overall --set decode.opinion_tone=3.25\"" \
-  "for w in 0 2.5; do .venv/bin/python scripts/faithfulness.py decode C\${w/./} --model runs/opinion-model --sets part15,dev,test \$S --set decode.opinion_weight=\$w; done" \
-  ".venv/bin/python scripts/faithfulness.py score base F1 F1b C0 C25 && .venv/bin/python scripts/faithfulness.py calibrate" \
-  "bash scripts/faithfulness_page.sh"
+  "for w in 0 2.5; do .venv/bin/python -m studies.faithfulness decode C\${w/./} --model runs/opinion-model --sets part15,dev,test \$S --set decode.opinion_weight=\$w; done" \
+  ".venv/bin/python -m studies.faithfulness score base F1 F1b C0 C25 && .venv/bin/python -m studies.faithfulness calibrate" \
+  "bash studies/faithfulness_page.sh"

@@ -1,8 +1,8 @@
 """Blinded judging of summaries with the protocol of ../shared/docs/VERIDICALITY.md (issue 31).
 
-    python scripts/judging.py prepare OUT_DIR --sets dev --systems NAME=PRED.jsonl ...
+    python -m studies.judging prepare OUT_DIR --sets dev --systems NAME=PRED.jsonl ...
                               [--count 50] [--seed 0] [--parts 2] [--entities FILE]
-    python scripts/judging.py collect OUT_DIR
+    python -m studies.judging collect OUT_DIR
 
 prepare picks `count` businesses of a set (runs/faith's names: dev, part15; or the businesses of
 --entities, a JSONL file with entity_id), normalises each system's summary (lower case,
@@ -23,16 +23,13 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 from collections import defaultdict
 from pathlib import Path
 
 from denoisesum.data.reviewsets import read_predictions
 from denoisesum.inference.support import split_sentences
 from denoisesum.io import iter_jsonl, read_json, write_json
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from faithfulness import load_sets
+from studies.faithfulness import load_sets
 
 
 def normalise(summary: str) -> list[str]:

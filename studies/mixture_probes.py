@@ -1,7 +1,7 @@
 """How the model mixes its word distributions, probed on the DEV set (issue 14), each probe paired
 against the model's own decoding:
 
-    python scripts/mixture_probes.py denoisesum-yelp ../shared/data/yelp/meansum_dev.jsonl \
+    python -m studies.mixture_probes denoisesum-yelp ../shared/data/yelp/meansum_dev.jsonl \
         --probes "gate-3:gate=-3;copy+0.5:copy=0.5;ens:ensemble='runs/a|runs/b'" \
         [--json runs/probes/dev.json] [--markdown FILE] [--run runs/ema-lr1e3]
 
@@ -10,115 +10,104 @@ A probe is `name:key=value,...` (values TOML) with these keys:
                 document-noise one) moved by b in logit space at every step: λ' = σ(logit λ + b)
   copy = b      the copy switch p_gen of the document decoder moved the same way (b < 0: copy more)
   ensemble = "DIR|DIR"  decode with the model and these models of the same vocabulary, their
-                word distributions averaged (inference/ensemble.py)
+                word distributions averaged (studies/ensemble.py)
 The rest of the decoding is the model's own (its config.json, shortlist included). Every probe
 records the mean λ and p_gen it decoded with; `--run` (a `denoisesum train` run directory) adds
 their means teacher-forced on that run's held-out synthetic pairs, the training task. Rows, paired
-tests, the table and the resuming JSON file are those of scripts/decoding_levers.py. Dev only.
+tests, the table and the resuming JSON file are those of studies/_harness.py. Dev only.
 """
 
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from benchmarks.common import emit, parse_variants
 from denoisesum.data.reviewsets import read_review_sets
-from denoisesum.inference.beam import DecodingModel
-from denoisesum.inference.ensemble import EnsembleModel
 from denoisesum.inference.shortlist import ShortlistModel
-from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import read_json, write_json
 from denoisesum.models.denoisesum import DenoiseSum
 from denoisesum.models.store import CONFIG, load_denoisesum, parse_section
 from denoisesum.training import pairs
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import emit, parse_variants
-from decoding_levers import check_keys, dev_parser, measure_rows, paired_tests, run_variant, table
+from studies._harness import (
+    ProbeSummarizer,
+    Wrap,
+    check_keys,
+    dev_parser,
+    measure_rows,
+    paired_tests,
+    run_variant,
+    table,
+    unchanged,
+)
+from studies.ensemble import EnsembleModel
 
 PROBE_KEYS = ("gate", "copy", "ensemble")
 
 
-def _shift(p: torch.Tensor, b: float) -> torch.Tensor:
-    """σ(logit p + b), p a probability tensor."""
-    return torch.sigmoid(torch.logit(p.clamp(1e-6, 1 - 1e-6)) + b)
+class MixtureMeans:
+    """The mean λ and p_gen a model decodes with, over every beam row and step, read from its
+    gate and copy switch as they run (forward hooks: the model's code is untouched). λ is the
+    gate's own value: with both branches present, as they are in decoding, the one used."""
 
+    def __init__(self, model: DenoiseSum) -> None:
+        self.sums: dict[str, tuple[float, int]] = {}
+        if model.gate is not None:
+            model.gate.register_forward_hook(self._hook("lambda"))
+        if model.doc is not None and model.doc.decoder.copy_gate is not None:
+            model.doc.decoder.copy_gate.register_forward_hook(self._hook("p_gen"))
 
-class ShiftedMixture(DenoiseSum):
-    """A DenoiseSum whose gate λ and copy switch p_gen are moved by fixed logit offsets at
-    inference (the weights are the model's; training never sees the offsets). It keeps the mean
-    λ and p_gen it decoded with (`means`), over every beam row and step."""
-
-    gate_shift = 0.0
-    copy_shift = 0.0
-
-    def _decode(self, state, prev, seg_rows=None, doc_rows=None):
-        parts, new = super()._decode(state, prev, seg_rows, doc_rows)
-        if parts.lam is not None:
-            if self.gate_shift:
-                both = state.seg.present.unsqueeze(1) & state.doc.present.unsqueeze(1)  # [B*, 1]
-                parts.lam = torch.where(both, _shift(parts.lam, self.gate_shift), parts.lam)
-            self._keep("lambda", parts.lam)
-        return parts, new
-
-    def _doc_prob(self, p_vocab, copy, p_gen):
-        if p_gen is not None:
-            if self.copy_shift:
-                p_gen = _shift(p_gen, self.copy_shift)
-            self._keep("p_gen", p_gen)
-        return super()._doc_prob(p_vocab, copy, p_gen)
-
-    def _keep(self, name: str, values: torch.Tensor) -> None:
-        total, count = self.sums.get(name, (0.0, 0))
-        self.sums[name] = (total + float(values.sum()), count + values.numel())
+    def _hook(self, name: str):
+        def keep(module, inputs, output: torch.Tensor) -> None:
+            total, count = self.sums.get(name, (0.0, 0))
+            self.sums[name] = (total + float(torch.sigmoid(output).sum()), count + output.numel())
+        return keep
 
     def means(self) -> dict[str, float]:
         return {k: total / count for k, (total, count) in self.sums.items()}
 
 
-def shifted(model: DenoiseSum, gate: float, copy: float) -> ShiftedMixture:
-    out = ShiftedMixture(model.config)
+def shifted(model: DenoiseSum, gate: float, copy: float) -> tuple[DenoiseSum, MixtureMeans]:
+    """A copy of `model` whose gate λ and copy switch p_gen are moved by fixed logit offsets,
+    λ' = σ(logit λ + gate), p_gen' = σ(logit p_gen + copy): both are σ of a linear layer, so
+    the offset is added to that layer's bias (training never sees it). With the means it
+    decodes with."""
+    out = DenoiseSum(model.config)
     out.load_state_dict(model.state_dict())
-    out.gate_shift, out.copy_shift, out.sums = gate, copy, {}
-    return out.eval()
+    with torch.no_grad():
+        if out.gate is not None:
+            out.gate.bias += gate
+        if out.doc is not None and out.doc.decoder.copy_gate is not None:
+            out.doc.decoder.copy_gate.bias += copy
+    return out.eval(), MixtureMeans(out)
 
 
-class ProbeSummarizer(Summarizer):
-    """A Summarizer whose beam search runs `wrap(model)` (the identity: the model itself)."""
-
-    wrap: Callable[[DecodingModel], DecodingModel] = staticmethod(lambda model: model)
-
-    def _decoding_model(self, model: DecodingModel) -> DecodingModel:
-        return self.wrap(model)
-
-
-def ensemble_with(others: list[DenoiseSum]) -> Callable[[DecodingModel], DecodingModel]:
+def ensemble_with(others: list[DenoiseSum]) -> Wrap:
     """wrap: the model (a ShortlistModel or not) with `others` on the same words."""
-    def wrap(model: DecodingModel) -> DecodingModel:
+    def wrap(model):
         if isinstance(model, ShortlistModel):
             return EnsembleModel([model, *(ShortlistModel(o, model.rows) for o in others)])
         return EnsembleModel([model, *others])
     return wrap
 
 
-def configure(summarizer: ProbeSummarizer, original: DenoiseSum, probe: dict) -> None:
-    """Set the summarizer up for one probe (an empty probe: the model's own decoding)."""
+def configure(summarizer: ProbeSummarizer, original: DenoiseSum, probe: dict) -> MixtureMeans:
+    """Set the summarizer up for one probe (an empty probe: the model's own decoding); the
+    means it will decode with."""
     check_keys(probe, PROBE_KEYS)
     gate, copy = float(probe.get("gate", 0)), float(probe.get("copy", 0))
-    summarizer.model = shifted(original, gate, copy)  # at 0, 0: the model's own decoding
+    summarizer.model, means = shifted(original, gate, copy)  # at 0, 0: the model's own decoding
     others = []
     for directory in (d for d in str(probe.get("ensemble", "")).split("|") if d):
         other, vocab, _ = load_denoisesum(directory)
         if vocab.tokens != summarizer.vocab.tokens:  # word ids must mean the same words
             raise SystemExit(f"--probes: {directory} has another vocabulary than the model")
         others.append(other.eval())
-    summarizer.wrap = ensemble_with(others) if others else ProbeSummarizer.wrap
+    summarizer.wrap = ensemble_with(others) if others else unchanged
+    return means
 
 
 def teacher_forced_mixture(model: DenoiseSum, vocab, run: Path, n: int = 400
@@ -158,13 +147,13 @@ def main() -> None:
     args.json.parent.mkdir(parents=True, exist_ok=True)
 
     def measure(probe: dict) -> dict:
-        configure(summarizer, original, probe)
+        means = configure(summarizer, original, probe)
         # the probe is no decode setting: run_variant gets none, and the row records the probe
-        return {**run_variant(summarizer, base, sets, {}), "mixture": summarizer.model.means()}
+        return {**run_variant(summarizer, base, sets, {}), "mixture": means.means()}
     measure_rows(rows, parse_variants(args.probes), args.json, measure)
     paired_tests(rows)
     write_json(args.json, rows)
-    command = (f"python scripts/mixture_probes.py {args.model} {args.dev} --probes "
+    command = (f"python -m studies.mixture_probes {args.model} {args.dev} --probes "
                f"\"{args.probes}\" --json {args.json}"
                + (f" --run {args.run}" if args.run else ""))
     forced = "" if args.run is None else teacher_forced_line(

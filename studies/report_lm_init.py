@@ -1,6 +1,6 @@
 """docs/results/lm-init.md: what starting every LSTM from the LM does to the learning curve.
 
-    python scripts/report_lm_init.py runs/lminit/lm256 runs/lminit/lm384-embeddings \
+    python -m studies.report_lm_init runs/lminit/lm256 runs/lminit/lm384-embeddings \
         --command "$(cat runs/lminit/COMMAND)" --markdown docs/results/lm-init.md
 
 Each run is a `denoisesum train` directory of the same summarizer (configs/denoisesum-yelp-lm256
@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from common import emit
+from benchmarks.common import emit
 
 
 def curve(run: Path) -> dict[int, float]:

@@ -1,6 +1,6 @@
 """Which unsupervised choice among candidate summaries works best, on the DEV set.
 
-    python scripts/rerank_study.py denoisesum-yelp ../shared/data/yelp/meansum_dev.jsonl \
+    python -m studies.rerank_study denoisesum-yelp ../shared/data/yelp/meansum_dev.jsonl \
         --subsets 3 [--candidates runs/levers/candidates.json] [--markdown FILE]
 
 Decodes every dev entity once from all its reviews and once from each of `--subsets` review
@@ -22,21 +22,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.common import emit
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.evaluation.rouge import rouge_f1_per_entity
 from denoisesum.evaluation.stats import paired_test
 from denoisesum.inference.rerank import OverlapScorer, review_subsets
 from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import write_json
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from common import emit
 
 
 def decode_candidates(summarizer: Summarizer, sets: list, subsets: int) -> list[list[dict]]:
@@ -117,7 +114,7 @@ def main() -> None:
         results[name] = rouge_f1_per_entity(chosen, refs)
     best = [max(rouge_f1_per_entity(t, [r] * len(t))["rouge1"]) for t, r in zip(texts, refs,
                                                                                    strict=True)]
-    command = (f"python scripts/rerank_study.py {args.model} {args.dev} --subsets {args.subsets} "
+    command = (f"python -m studies.rerank_study {args.model} {args.dev} --subsets {args.subsets} "
                f"--candidates {args.candidates}")
     lines = ["# Choosing among candidate summaries (dev set)", "", f"```bash\n{command}\n```",
              "", f"Choosing among {np.mean([len(c) for c in candidates]):.1f} candidates per dev "

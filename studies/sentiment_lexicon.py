@@ -11,7 +11,7 @@ the offset, fit by least squares on the first texts of the corpus (a mean of wei
 toward 0 by the many neutral words, so the line stretches it back to stars). It needs no
 model and no labels beyond the ratings users already give; it is crude (no negation), but it
 ranks Yelp reviews by stars well enough to compare a summary's tone with its reviews' (the
-sentiment probe, scripts/sentiment_probe.py). Words are those of evaluation.style.
+sentiment probe, studies/sentiment_probe.py). Words are those of evaluation.style.
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
 """How positive the model's summaries read against their reviews, and whether steering the words
 toward the reviews' tone helps, on the DEV set (issue 14):
 
-    python scripts/sentiment_probe.py denoisesum-yelp ../shared/data/yelp/meansum_dev.jsonl \
+    python -m studies.sentiment_probe denoisesum-yelp ../shared/data/yelp/meansum_dev.jsonl \
         --corpus '../shared/data/yelp/corpus/part-0[0-3].jsonl.xz' \
         --probes "s5:strength=5,center='summaries';r10:strength=10,center='reviews'" \
         [--lexicon runs/sentiment/lexicon.json] [--json runs/sentiment/dev.json] [--markdown FILE]
 
 The tone of a text is its estimated star rating from a word-rating lexicon fit on the rated
-reviews of `--corpus` (evaluation/sentiment.py; cached in `--lexicon`). The tone table gives, per
-decoding, the mean estimated rating of the summaries, of their input reviews and of the human
-summaries, and R1 by the reviews' estimated rating (thirds of the dev set).
+reviews of `--corpus` (studies/sentiment_lexicon.py; cached in `--lexicon`). The tone table
+gives, per decoding, the mean estimated rating of the summaries, of their input reviews and of
+the human summaries, and R1 by the reviews' estimated rating (thirds of the dev set).
 
 A probe is `name:key=value,...` (values TOML) with these keys:
   strength = s   every step, word w's log-probability gets s · (t_e − c) · weight(w), then the
@@ -18,13 +18,12 @@ A probe is `name:key=value,...` (values TOML) with these keys:
   center = "summaries" | "reviews"   c: the mean of t over the unsteered summaries (every
                  entity is pushed toward its reviews' tone) or over the dev reviews (each entity
                  away from the dev set's average tone)
-Rows, paired tests and the resuming JSON file are those of scripts/decoding_levers.py. Dev only.
+Rows, paired tests and the resuming JSON file are those of studies/_harness.py. Dev only.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -32,22 +31,27 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from benchmarks.common import emit, parse_variants
 from denoisesum.data.batch import SummaryBatch
 from denoisesum.data.corpus import CorpusReader
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.vocab import SPECIALS
-from denoisesum.evaluation.sentiment import RatingLexicon
 from denoisesum.inference.beam import DecodeStateLike, DecodingModel
 from denoisesum.inference.shortlist import ShortlistModel
 from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import write_json
 from denoisesum.models.bilm import length_mask
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import emit, parse_variants
-from decoding_levers import check_keys, dev_parser, measure_rows, paired_tests, run_variant, table
-from mixture_probes import ProbeSummarizer
+from studies._harness import (
+    ProbeSummarizer,
+    check_keys,
+    dev_parser,
+    measure_rows,
+    paired_tests,
+    run_variant,
+    table,
+    unchanged,
+)
+from studies.sentiment_lexicon import RatingLexicon
 
 PROBE_KEYS = ("strength", "center")
 CENTERS = ("summaries", "reviews")
@@ -170,7 +174,7 @@ def main() -> None:
     paired_tests(rows)
     write_json(args.json, rows)
     corpus = " ".join(f"'{c}'" for c in args.corpus)
-    command = (f"python scripts/sentiment_probe.py {args.model} {args.dev} --corpus {corpus} "
+    command = (f"python -m studies.sentiment_probe {args.model} {args.dev} --corpus {corpus} "
                f"--probes \"{args.probes}\" --lexicon {args.lexicon} --json {args.json}")
     if args.heldout:
         command += " --heldout " + " ".join(f"'{h}'" for h in args.heldout)
@@ -184,7 +188,7 @@ def steering(probe: dict, weights: torch.Tensor, summarizer: Summarizer, sets: l
     """The wrap of one probe (the identity for an empty one)."""
     check_keys(probe, PROBE_KEYS)
     if not probe:
-        return ProbeSummarizer.wrap
+        return unchanged
     center = probe.get("center", "summaries")
     if center not in CENTERS:
         raise SystemExit(f"--probes: center must be one of {', '.join(CENTERS)}, not {center!r}")

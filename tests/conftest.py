@@ -19,18 +19,6 @@ needs_data = pytest.mark.skipif(
     reason=f"shared data not found at {SHARED_DATA} (it is never shipped with the project)")
 
 
-def load_script(name: str):
-    """A module of scripts/ (they are files, not a package), e.g. load_script("report_yelp")."""
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # as an import would: dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 def write_jsonl(path: Path, records: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return path

@@ -4,6 +4,7 @@ comes later in the data flow. models/ sits below noising because noising runs th
 training may reach up to inference and evaluation only for its dev-set decoding and scoring."""
 
 import ast
+import os
 from pathlib import Path
 
 import denoisesum
@@ -138,3 +139,98 @@ def test_the_check_sees_a_circle_closed_by_a_type_hint(tmp_path):
              "denoisesum.serving.app": {"denoisesum.serving.routes"}}
     assert circles(graph) == [["denoisesum.serving.app", "denoisesum.serving.routes",
                                "denoisesum.serving.app"]]
+
+
+# ---- the product apart from the studies (issue 32) ------------------------------------------
+# studies/ imports the package and is never imported by it, nor by anything else outside it;
+# no file edits sys.path (studies, scripts and benchmarks are imported as packages from the root)
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDIES = ROOT / "studies"
+NOT_SOURCE = {"runs", "build", "dist", "node_modules", "__pycache__"}
+PATH_EDITS = {"insert", "append", "extend", "remove", "clear", "pop", "__setitem__"}
+
+
+def python_files(root: Path) -> list[Path]:
+    """The Python files under root, outside virtual environments, runs and hidden folders."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in NOT_SOURCE and not d.startswith(".")
+                         and not d.endswith(".egg-info"))
+        found += [Path(folder) / f for f in sorted(files) if f.endswith(".py")]
+    return found
+
+
+def imported_names(path: Path) -> set[str]:
+    """Every module a file imports by name: `import a.b`, `from a import b` (a and a.b), and
+    importlib.import_module("a.b")."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "import_module" and node.args
+              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            out.add(node.args[0].value)
+    return out
+
+
+def studies_imported(path: Path) -> set[str]:
+    return {m for m in imported_names(path) if m == "studies" or m.startswith("studies.")}
+
+
+def _is_sys_path(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "path"
+            and isinstance(node.value, ast.Name) and node.value.id == "sys")
+
+
+def path_edits(path: Path) -> list[int]:
+    """Lines that change sys.path: its methods (insert, append, ...), an assignment to it or to
+    an item or slice of it, and site.addsitedir."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                (node.func.attr in PATH_EDITS and _is_sys_path(node.func.value))
+                or node.func.attr == "addsitedir"):
+            lines.append(node.lineno)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            if any(_is_sys_path(t) or (isinstance(t, ast.Subscript) and _is_sys_path(t.value))
+                   for t in targets):
+                lines.append(node.lineno)
+    return sorted(lines)
+
+
+def test_the_package_never_imports_a_study():
+    found = {str(p.relative_to(PACKAGE.parent)): studies_imported(p)
+             for p in python_files(PACKAGE)}
+    assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_nothing_outside_studies_imports_a_study():
+    assert STUDIES.is_dir()
+    found = {str(p.relative_to(ROOT)): studies_imported(p) for p in python_files(ROOT)
+             if STUDIES not in p.parents}
+    assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_no_file_edits_sys_path():
+    found = {str(p.relative_to(ROOT)): path_edits(p) for p in python_files(ROOT)}
+    assert len(found) > 100  # the walk reached the sources (src, tests, studies, ...)
+    assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_the_checks_see_study_imports_and_path_edits(tmp_path):
+    source = tmp_path / "x.py"
+    source.write_text("import sys, site\nimport studies.decoding_levers\n"
+                      "from studies import _harness\n"
+                      "def f():\n    import importlib\n"
+                      "    importlib.import_module('studies.mixture_probes')\n"
+                      "    sys.path.insert(0, 'a')\n    sys.path += ['b']\n    sys.path[0] = 'c'\n"
+                      "    sys.path = []\n    site.addsitedir('d')\n"
+                      "print(sys.path, 'sys.path.insert(0, x)')\n")
+    assert studies_imported(source) == {"studies", "studies.decoding_levers", "studies._harness",
+                                        "studies.mixture_probes"}
+    assert path_edits(source) == [7, 8, 9, 10, 11]

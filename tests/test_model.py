@@ -208,26 +208,33 @@ def test_copy_distribution_adds_the_mass_of_repeated_source_words():
     assert torch.allclose(at, got.gather(1, target))
 
 
+def copy_only(model: DenoiseSum) -> DenoiseSum:
+    """The model with λ = σ(-30) and p_gen = σ(-30): every step's p is decoder d's copy
+    distribution (to within 1e-12)."""
+    with torch.no_grad():
+        for layer in (model.gate, model.doc.decoder.copy_gate):
+            layer.weight.zero_()
+            layer.bias.fill_(-30.0)
+    return model
+
+
 def test_model_copy_mass_is_k_times_the_attention_weight():
-    model = tiny()
+    model = copy_only(tiny())
     with torch.no_grad():
         model.doc.decoder.attn.weight.zero_()  # equal scores: uniform attention over 5 tokens
     batch = make_batch([[[4, 5]]], [[[7, 9, 7, 7, 12]]])
-    res, _ = model.step_probs(model.encode(batch), torch.tensor([BOS_ID]))
-    assert torch.allclose(res.attn_d, torch.full((1, 5), 0.2))
-    assert torch.allclose(res.p_copy[0, 7], torch.tensor(3 * 0.2))
-    assert torch.allclose(res.p_copy[0, 9], torch.tensor(0.2))
-    assert res.p_copy.sum().item() == pytest.approx(1.0)
-    p_gen = res.p_gen[0]
-    p_vocab = (res.p_d[0] - (1 - p_gen) * res.p_copy[0]) / p_gen
-    assert torch.allclose(p_vocab.sum(), torch.tensor(1.0), atol=1e-5)  # p_d = p_gen p_v + ...
+    log_probs, _ = model.decode_step(model.encode(batch), torch.tensor([BOS_ID]))
+    p = log_probs[0].exp()
+    assert torch.allclose(p[7], torch.tensor(3 * 0.2), atol=1e-6)
+    assert torch.allclose(p[9], torch.tensor(0.2), atol=1e-6)
+    assert torch.allclose(p[12], torch.tensor(0.2), atol=1e-6)
 
 
 def test_copy_only_reads_document_noise_tokens():
-    model = tiny()
+    model = copy_only(tiny())
     batch = make_batch([[[20, 21, 22]]], [[[7, 8]]])
-    res, _ = model.step_probs(model.encode(batch), torch.tensor([BOS_ID]))
-    assert set(torch.nonzero(res.p_copy[0]).flatten().tolist()) == {7, 8}
+    log_probs, _ = model.decode_step(model.encode(batch), torch.tensor([BOS_ID]))
+    assert set(torch.nonzero(log_probs[0].exp() > 1e-6).flatten().tolist()) == {7, 8}
 
 
 # ---- 4. the mixture -------------------------------------------------------------------------
@@ -240,16 +247,23 @@ def test_mixture_sums_to_one_at_every_step(copy):
     state = model.encode(batch)
     prev = torch.full((3,), BOS_ID)
     for _ in range(5):
-        res, state = model.step_probs(state, prev)
+        with torch.no_grad():
+            parts, _ = model._decode(state, prev.unsqueeze(1))  # this step's pieces
+        p_c = torch.softmax(parts.seg.logits[:, 0], -1)  # [3, V]
+        p_d = torch.softmax(parts.doc.logits[:, 0], -1)
+        assert (parts.doc.p_gen is None) == (not copy)
+        if copy:
+            p_gen = parts.doc.p_gen[:, :1]  # [3, 1]
+            p_copy = copy_distribution(parts.doc.attn[:, 0], state.doc.row_ids(), V)
+            p_d = p_gen * p_d + (1 - p_gen) * p_copy
+        log_probs, state = model.decode_step(state, prev)
         ones = torch.ones(3)
-        assert torch.allclose(res.p.sum(-1), ones, atol=1e-5)
-        assert torch.allclose(res.p_c.sum(-1), ones, atol=1e-5)
-        assert torch.allclose(res.p_d[0].sum(), ones[0], atol=1e-5)
-        assert (res.p_copy is None) == (res.p_gen is None) == (not copy)
-        lam = res.lam
+        assert torch.allclose(log_probs.exp().sum(-1), ones, atol=1e-5)
+        assert torch.allclose(p_d[0].sum(), ones[0], atol=1e-5)
+        lam = parts.lam[:, 0]
         assert 0 < lam[0] < 1 and lam[1] == 0 and lam[2] == 1  # empty branch: other one only
-        manual = lam.unsqueeze(1) * res.p_c + (1 - lam.unsqueeze(1)) * res.p_d
-        assert torch.allclose(res.p, manual)
+        manual = lam.unsqueeze(1) * p_c + (1 - lam.unsqueeze(1)) * p_d
+        assert torch.allclose(log_probs.exp(), manual, atol=1e-7)
         prev = torch.randint(4, V, (3,))
 
 
@@ -460,8 +474,9 @@ def test_coverage_forward_equals_step_by_step_decoding_and_its_loss():
     expected = torch.zeros(target.shape)
     past = {"c": 0.0, "d": 0.0}
     for t in range(target.shape[1]):
-        res, state = model.step_probs(state, prev[:, t])
-        for key, attn in (("c", res.attn_c), ("d", res.attn_d)):
+        with torch.no_grad():
+            parts, state = model._decode(state, prev[:, t : t + 1])  # decode_step's attention
+        for key, attn in (("c", parts.seg.attn[:, 0]), ("d", parts.doc.attn[:, 0])):
             expected[:, t] += torch.minimum(attn, torch.as_tensor(past[key])).sum(-1)
             past[key] = past[key] + attn
     assert out["coverage"].item() > 0

@@ -222,10 +222,15 @@ def test_the_rating_changes_the_output_distribution():
     state_high = model.encode(opinion_batch([5] * 3))
     assert state_low.opinion.shape == (3, model.config.embed_dim)
     prev = torch.full((3,), BOS_ID)
-    probs_low, _ = model.step_probs(state_low, prev)
-    probs_high, _ = model.step_probs(state_high, prev)
-    for name in ("p_c", "p_d", "lam", "p_gen"):
-        assert not torch.allclose(getattr(probs_low, name), getattr(probs_high, name)), name
+    with torch.no_grad():
+        low, _ = model._decode(state_low, prev.unsqueeze(1))  # decode_step's pieces
+        high, _ = model._decode(state_high, prev.unsqueeze(1))
+    for name, get in (("decoder c", lambda parts: parts.seg.logits),
+                      ("decoder d", lambda parts: parts.doc.logits),
+                      ("gate", lambda parts: parts.lam), ("copy", lambda parts: parts.doc.p_gen)):
+        assert not torch.allclose(get(low), get(high)), name
+    assert not torch.allclose(model.decode_step(state_low, prev)[0],
+                              model.decode_step(state_high, prev)[0])
     # the gradient reaches only the rows of the ratings in the batch
     model.train()
     model(opinion_batch([1, 1, 4]))["loss"].backward()

@@ -8,7 +8,8 @@ import json
 import shutil
 from pathlib import Path
 
-from conftest import SHARED_DATA, load_script, needs_data, write_jsonl
+from conftest import SHARED_DATA, needs_data, write_jsonl
+from scripts import report_yelp
 
 
 def lever(changes: dict, r1: float, p: float | None = None) -> dict:
@@ -71,7 +72,7 @@ def fake_run(run: Path) -> None:
 @needs_data
 def test_the_report_is_computed_from_the_run_files(tmp_path):
     fake_run(tmp_path / "run")
-    text = load_script("report_yelp").report(tmp_path / "run")
+    text = report_yelp.report(tmp_path / "run")
     # PlanSum's outputs (as "this model") against the target and the released DenoiseSum ones
     assert "this model **34.95/7.12/19.82**" in text
     assert "**The target is not reached** on pooled R1, pooled R2, pooled RL." in text
@@ -110,11 +111,11 @@ def test_the_shipped_lever_and_a_selection_on_every_dev_business(tmp_path):
     record = json.loads((run / "work" / "decode.stage.json").read_text())
     record["result"]["lever"] = "restate"  # fit kept it
     (run / "work" / "decode.stage.json").write_text(json.dumps(record))
-    text = load_script("report_yelp").report(run)
+    text = report_yelp.report(run)
     assert "Kept: **restate**; dropped: first-person." in text
     record["result"] = {"min_length": 65, "how": "set"}
     (run / "work" / "decode.stage.json").write_text(json.dumps(record))
-    fixed = load_script("report_yelp").report(run)
+    fixed = report_yelp.report(run)
     assert "min_length 65 (set): no search on dev." in fixed
     assert "No decoding levers in this run's config" in fixed
     assert "no dev row is free of it" in text and "unseen" not in text
@@ -127,7 +128,7 @@ def test_a_model_not_shipped_is_reported_on_dev_only(tmp_path):
     fake_run(run)
     for name in ("test.new.jsonl", "test.previous.jsonl", "leaderboard.md"):
         (run / "yelp" / name).unlink()
-    text = load_script("report_yelp").report(run, title="A run not shipped",
+    text = report_yelp.report(run, title="A run not shipped",
                                               markdown="docs/results/other.md")
     assert text.startswith("# A run not shipped\n")
     assert '--title "A run not shipped" --markdown docs/results/other.md`' in text
@@ -140,7 +141,7 @@ def test_a_model_not_shipped_is_reported_on_dev_only(tmp_path):
 def test_training_levers_are_paired_against_the_previous_default(tmp_path):
     run = tmp_path / "run"
     fake_run(run)
-    script = load_script("report_yelp")
+    script = report_yelp
     assert "No other training runs to compare" in script.report(run)
     (run / "yelp" / "levers").mkdir()
     shutil.copy(run / "yelp" / "dev.previous.jsonl", run / "yelp" / "levers" / "same.dev.jsonl")
@@ -154,7 +155,7 @@ def test_training_levers_are_paired_against_the_previous_default(tmp_path):
 
 
 def test_the_curve_reading_says_whether_the_run_peaked(tmp_path):
-    script = load_script("report_yelp")
+    script = report_yelp
     evals = [{"step": s, "dev_mean": m, "val_nll": n}
              for s, m, n in ((250, 21.0, 4.3), (500, 21.5, 4.2), (750, 21.2, 4.1))]
     write_jsonl(tmp_path / "metrics.jsonl", evals)
@@ -169,14 +170,14 @@ def test_the_curve_reading_says_whether_the_run_peaked(tmp_path):
 
 
 def test_the_shortlist_is_named():
-    shortlist_text = load_script("report_yelp").shortlist_text
+    shortlist_text = report_yelp.shortlist_text
     assert shortlist_text(2000) == \
         "a shortlist of the 2,000 most frequent words and the input's words"
     assert shortlist_text(0) == "the whole vocabulary"
 
 
 def test_the_start_names_the_lm_or_the_model_continued():
-    script = load_script("report_yelp")
+    script = report_yelp
     assert script.lm_start({"train": {"init_model": "runs/a"}}, {}) == [
         "Continued from every weight of the model `runs/a`."]
     assert script.lm_start({"train": {}}, {}) == ["Not started from a language model."]

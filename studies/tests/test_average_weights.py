@@ -1,4 +1,4 @@
-"""scripts/average_weights.py: the mean of two summarizers' weights, refused across vocabularies."""
+"""studies/average_weights.py: the mean of two summarizers' weights, refused across vocabularies."""
 
 import json
 import subprocess
@@ -11,12 +11,12 @@ from safetensors.torch import load_file, save_file
 from conftest import save_tiny_summarizer
 from denoisesum.inference.summarizer import SummarizerConfig
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "average_weights.py"
+ROOT = Path(__file__).resolve().parents[2]
+STUDY = [sys.executable, "-m", "studies.average_weights"]  # run from ROOT
 
 
 def run(*args):
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True,
-                          text=True)
+    return subprocess.run([*STUDY, *map(str, args)], capture_output=True, text=True, cwd=ROOT)
 
 
 def test_average_of_two_models_and_a_clear_refusal(tmp_path):

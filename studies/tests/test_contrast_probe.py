@@ -1,4 +1,4 @@
-"""scripts/contrast_probe.py: context-aware decoding against a null review set, and its command
+"""studies/contrast_probe.py: context-aware decoding against a null review set, and its command
 line."""
 
 import json
@@ -10,7 +10,6 @@ import pytest
 import torch
 
 from conftest import (
-    load_script,
     save_tiny_summarizer,
     synthetic_reviews,
     synthetic_sets,
@@ -22,14 +21,16 @@ from denoisesum.data.vocab import EOS_ID, SPECIALS, UNK_ID
 from denoisesum.inference.beam import DecodeConfig, beam_search
 from denoisesum.inference.shortlist import ShortlistModel
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
+from studies import contrast_probe
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "contrast_probe.py"
+ROOT = Path(__file__).resolve().parents[2]
+STUDY = [sys.executable, "-m", "studies.contrast_probe"]  # run from ROOT
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
 def probe():
-    return load_script("contrast_probe")
+    return contrast_probe
 
 
 def setup(tmp_path):
@@ -121,11 +122,11 @@ def test_the_command_line_pairs_every_probe_and_refuses_bad_ones(tmp_path):
     corpus = write_jsonl(tmp_path / "corpus.jsonl", reviews)
     dev = write_dev_sets(tmp_path / "dev.jsonl")
     out, md, null = tmp_path / "c.json", tmp_path / "c.md", tmp_path / "null.json"
-    common = [sys.executable, str(SCRIPT), str(model), str(dev), "--null-from", str(corpus),
+    common = [*STUDY, str(model), str(dev), "--null-from", str(corpus),
               "--null-count", "4", "--null-words", "5", "40", "--null", str(null)]
     run = subprocess.run([*common, "--probes", "a:alpha=0.5;p:alpha=1,plausible=0.2",
                           "--json", str(out), "--markdown", str(md), "--generic"],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 0, run.stderr
     rows = json.loads(out.read_text())
     assert list(rows) == ["base", "a", "p", "generic"] and "rouge1" in rows["p"]["vs_base"]
@@ -139,20 +140,20 @@ def test_the_command_line_pairs_every_probe_and_refuses_bad_ones(tmp_path):
                             ("x:alpha=1,plausible=1", "plausible in [0, 1)"),
                             ("x:alpha='x'", "must be numbers"), ("x:alpha=nan", "alpha must be")):
         bad = subprocess.run([*common, "--probes", probes, "--json", str(tmp_path / "x.json")],
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, cwd=ROOT)
         assert bad.returncode != 0 and message in bad.stderr and "Traceback" not in bad.stderr
     # rows decoded against other null reviews are decoded again
     first = rows["a"]["null"]
     null.write_text(json.dumps(json.loads(null.read_text())[:3]))
     again = subprocess.run([*common, "--probes", "a:alpha=0.5", "--json", str(out)],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, cwd=ROOT)
     assert again.returncode == 0, again.stderr
     assert json.loads(out.read_text())["a"]["null"] not in (first, None)
     null.write_text("[1, 2]")
     bad = subprocess.run([*common, "--probes", "a:alpha=0.5", "--json", str(out)],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode != 0 and "not a JSON list of review texts" in bad.stderr
-    missing = subprocess.run([sys.executable, str(SCRIPT), str(model), str(dev), "--probes",
+    missing = subprocess.run([*STUDY, str(model), str(dev), "--probes",
                               "a:alpha=1", "--null", str(tmp_path / "none.json"), "--json",
-                              str(tmp_path / "y.json")], capture_output=True, text=True)
+                              str(tmp_path / "y.json")], capture_output=True, text=True, cwd=ROOT)
     assert missing.returncode != 0 and "--null-from is needed" in missing.stderr

@@ -1,4 +1,4 @@
-"""scripts/mixture_probes.py: shifted gates and copy switches, ensembles, and its command line."""
+"""studies/mixture_probes.py: shifted gates and copy switches, ensembles, and its command line."""
 
 import json
 import subprocess
@@ -7,18 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from conftest import load_script, save_tiny_summarizer, synthetic_sets, write_dev_sets
+from conftest import save_tiny_summarizer, synthetic_sets, write_dev_sets
 from denoisesum.data.batch import inference_batch
 from denoisesum.inference.beam import DecodeConfig, beam_search
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
+from studies import mixture_probes
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "mixture_probes.py"
+ROOT = Path(__file__).resolve().parents[2]
+STUDY = [sys.executable, "-m", "studies.mixture_probes"]  # run from ROOT
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
 def probes():
-    return load_script("mixture_probes")
+    return mixture_probes
 
 
 def review_sets(summarizer, n=3):
@@ -34,13 +36,13 @@ def test_no_shift_decodes_as_the_model_and_a_shift_moves_the_gate(probes, tmp_pa
     summarizer = Summarizer.from_pretrained(save_tiny_summarizer(tmp_path / "m",
                                                                  SummarizerConfig()))
     sets = review_sets(summarizer)
-    same = probes.shifted(summarizer.model, 0.0, 0.0)
+    same, kept = probes.shifted(summarizer.model, 0.0, 0.0)
     assert decode(same, sets) == decode(summarizer.model, sets)
-    means = same.means()
+    means = kept.means()
     assert 0 < means["lambda"] < 1 and 0 < means["p_gen"] < 1
-    up = probes.shifted(summarizer.model, 3.0, -3.0)
+    up, kept = probes.shifted(summarizer.model, 3.0, -3.0)
     decode(up, sets)
-    assert up.means()["lambda"] > means["lambda"] and up.means()["p_gen"] < means["p_gen"]
+    assert kept.means()["lambda"] > means["lambda"] and kept.means()["p_gen"] < means["p_gen"]
 
 
 def test_the_command_line_pairs_every_probe_with_the_model(tmp_path):
@@ -48,26 +50,26 @@ def test_the_command_line_pairs_every_probe_with_the_model(tmp_path):
     other = save_tiny_summarizer(tmp_path / "b", SummarizerConfig())
     dev = write_dev_sets(tmp_path / "dev.jsonl")
     out = tmp_path / "probes.json"
-    run = subprocess.run([sys.executable, str(SCRIPT), str(model), str(dev), "--probes",
+    run = subprocess.run([*STUDY, str(model), str(dev), "--probes",
                           f"g:gate=2;e:ensemble='{other}'", "--json", str(out), "--markdown",
-                          str(tmp_path / "t.md")], capture_output=True, text=True)
+                          str(tmp_path / "t.md")], capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 0, run.stderr
     rows = json.loads(out.read_text())
     assert list(rows) == ["base", "g", "e"]
     assert rows["g"]["changes"] == {"gate": 2} and "rouge1" in rows["g"]["vs_base"]
     assert rows["g"]["mixture"]["lambda"] > rows["base"]["mixture"]["lambda"]
     assert "| e |" in (tmp_path / "t.md").read_text()
-    bad = subprocess.run([sys.executable, str(SCRIPT), str(model), str(dev), "--probes",
+    bad = subprocess.run([*STUDY, str(model), str(dev), "--probes",
                           "x:temperature=2", "--json", str(tmp_path / "x.json")],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode != 0 and "unknown key(s) temperature" in bad.stderr
     assert "Traceback" not in bad.stderr
     vocab = json.loads((other / "vocab.json").read_text())
     vocab["tokens"][-1] = "zzz-not-a-word"  # the same size, another word
     (other / "vocab.json").write_text(json.dumps(vocab))
-    alien = subprocess.run([sys.executable, str(SCRIPT), str(model), str(dev), "--probes",
+    alien = subprocess.run([*STUDY, str(model), str(dev), "--probes",
                             f"e2:ensemble='{other}'", "--json", str(out)],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, cwd=ROOT)
     assert alien.returncode != 0 and "another vocabulary than the model" in alien.stderr
     assert "Traceback" not in alien.stderr
 
@@ -92,6 +94,6 @@ def test_teacher_forced_mixture_on_a_run_s_held_out_pairs(probes, tmp_path):
     summarizer = Summarizer.from_pretrained(run)
     means = probes.teacher_forced_mixture(summarizer.model, summarizer.vocab, run, n=5)
     assert means["pairs"] == 5 and 0 < means["lambda"] < 1 and 0 < means["p_gen"] < 1
-    shifted = probes.shifted(summarizer.model, 4.0, 0.0)
+    shifted, _ = probes.shifted(summarizer.model, 4.0, 0.0)
     assert probes.teacher_forced_mixture(shifted, summarizer.vocab, run, n=5)["lambda"] > \
         means["lambda"]

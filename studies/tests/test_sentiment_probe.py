@@ -1,5 +1,5 @@
-"""evaluation/sentiment.py (the word-rating lexicon) and scripts/sentiment_probe.py (steering the
-beam toward the reviews' tone, and its command line)."""
+"""studies/sentiment_lexicon.py (the word-rating lexicon) and studies/sentiment_probe.py
+(steering the beam toward the reviews' tone, and its command line)."""
 
 import json
 import subprocess
@@ -10,24 +10,25 @@ import pytest
 import torch
 
 from conftest import (
-    load_script,
     save_tiny_summarizer,
     synthetic_reviews,
     write_dev_sets,
     write_jsonl,
 )
 from denoisesum.data.batch import inference_batch
-from denoisesum.evaluation.sentiment import RatingLexicon
 from denoisesum.inference.beam import DecodeConfig, beam_search
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
+from studies import sentiment_probe
+from studies.sentiment_lexicon import RatingLexicon
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "sentiment_probe.py"
+ROOT = Path(__file__).resolve().parents[2]
+STUDY = [sys.executable, "-m", "studies.sentiment_probe"]  # run from ROOT
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
 def probe():
-    return load_script("sentiment_probe")
+    return sentiment_probe
 
 
 @pytest.fixture(scope="module")
@@ -114,11 +115,11 @@ def test_the_command_line_measures_tone_and_pairs_every_probe(tmp_path):
     corpus = write_jsonl(tmp_path / "corpus.jsonl", reviews)
     dev = write_dev_sets(tmp_path / "dev.jsonl")
     out, md = tmp_path / "s.json", tmp_path / "s.md"
-    common = [sys.executable, str(SCRIPT), str(model), str(dev), "--corpus", str(corpus),
+    common = [*STUDY, str(model), str(dev), "--corpus", str(corpus),
               "--heldout", str(corpus), "--lexicon", str(tmp_path / "lex.json")]
     run = subprocess.run([*common, "--probes", "s:strength=3;r:strength=3,center='reviews'",
                           "--json", str(out), "--markdown", str(md)],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 0, run.stderr
     rows = json.loads(out.read_text())
     assert list(rows) == ["base", "s", "r"] and "rouge1" in rows["s"]["vs_base"]
@@ -128,9 +129,9 @@ def test_the_command_line_measures_tone_and_pairs_every_probe(tmp_path):
     for probes, message in (("x:temperature=2", "unknown key(s) temperature"),
                             ("x:strength=1,center='middle'", "center must be one of")):
         bad = subprocess.run([*common, "--probes", probes, "--json", str(tmp_path / "x.json")],
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, cwd=ROOT)
         assert bad.returncode != 0 and message in bad.stderr and "Traceback" not in bad.stderr
-    missing = subprocess.run([sys.executable, str(SCRIPT), str(model), str(dev), "--lexicon",
+    missing = subprocess.run([*STUDY, str(model), str(dev), "--lexicon",
                               str(tmp_path / "none.json"), "--json", str(tmp_path / "y.json")],
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, cwd=ROOT)
     assert missing.returncode != 0 and "--corpus is needed" in missing.stderr

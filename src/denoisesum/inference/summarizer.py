@@ -45,7 +45,6 @@ from denoisesum.data.vocab import SPECIALS, Vocab
 from denoisesum.errors import ConfigError, DenoiseSumError
 from denoisesum.inference.beam import (
     DecodeConfig,
-    DecodingModel,
     WordLists,
     banned_words,
     beam_search,
@@ -554,7 +553,7 @@ class Summarizer:
             bias = self._bias(wanted, model)
             with torch.autocast(self.device.type, torch.bfloat16, enabled=self._bf16()):
                 found = beam_search(
-                    self._decoding_model(model),
+                    model,
                     batch,
                     self.config.decode,
                     words=words,
@@ -580,13 +579,6 @@ class Summarizer:
         if isinstance(model, ShortlistModel):
             pull = pull[model.rows.cpu()]
         return (shift.unsqueeze(1) * pull.unsqueeze(0)).to(self.device)  # [B, V]
-
-    def _decoding_model(self, model: DecodingModel) -> DecodingModel:
-        """The model beam search runs, given this summarizer's (a ShortlistModel of it when
-        config.shortlist is set). A hook for experiments that decode another way with the same
-        words and settings (scripts/mixture_probes.py: ensembles, shifted gates;
-        scripts/sentiment_probe.py: tone steering)."""
-        return model
 
     def summarize_batch(
         self,

@@ -150,6 +150,12 @@ def mix(p_c: torch.Tensor | None, p_d: torch.Tensor | None,
     return lam * p_c + (1 - lam) * p_d
 
 
+def generate_or_copy(p_vocab: torch.Tensor, copy: torch.Tensor | None,
+                     p_gen: torch.Tensor | None) -> torch.Tensor:
+    """Decoder d's p_d = p_gen p_vocab + (1 - p_gen) p_copy (just p_vocab without copy)."""
+    return p_vocab if p_gen is None else p_gen * p_vocab + (1 - p_gen) * copy
+
+
 def encoder_size(c: DenoiseSumConfig) -> int:
     """H: the size of the encoder's token states h_k and review vectors d_j (both directions)."""
     return 2 * c.encoder_dim if c.encoder_dim else c.hidden_dim
@@ -256,21 +262,6 @@ class DecodeParts:
 
     def outputs(self) -> list[DecoderOut]:
         return [o for o in (self.seg, self.doc) if o is not None]
-
-
-@dataclass
-class StepProbs:
-    """One decoding step's distribution p = λ p_c + (1-λ) p_d and its pieces (None when the
-    branch, copy or the gate is off)."""
-
-    p: torch.Tensor  # [B*, V] the mixture
-    p_c: torch.Tensor | None  # [B*, V] decoder c
-    p_d: torch.Tensor | None  # [B*, V] decoder d: p_gen p_vocab + (1 - p_gen) p_copy
-    p_copy: torch.Tensor | None  # [B*, V] copy distribution of decoder d
-    attn_c: torch.Tensor | None  # [B*, M] decoder c's attention over its tokens
-    attn_d: torch.Tensor | None  # [B*, M] decoder d's attention over its tokens
-    p_gen: torch.Tensor | None  # [B*] decoder d's probability of generating rather than copying
-    lam: torch.Tensor | None  # [B*] λ
 
 
 # ---------------------------------------------------------------------------------------------
@@ -504,53 +495,36 @@ class DenoiseSum(nn.Module):
             lam = torch.where(has_c & has_d, lam, has_c.to(lam.dtype))
         return DecodeParts(seg, doc, lam), new
 
-    def _doc_prob(self, p_vocab: torch.Tensor, copy: torch.Tensor | None,
-                  p_gen: torch.Tensor | None) -> torch.Tensor:
-        """p_d = p_gen p_vocab + (1 - p_gen) p_copy (just p_vocab without copy)."""
-        return p_vocab if p_gen is None else p_gen * p_vocab + (1 - p_gen) * copy
-
-    def step_probs(self, state: DecodeState, prev_tokens: torch.Tensor,
-                   seg_rows: OutRows | None = None, doc_rows: OutRows | None = None
-                   ) -> tuple[StepProbs, DecodeState]:
-        """One step, all pieces of the distribution (for decode_step and for inspection):
-        prev_tokens [B*] -> StepProbs and the next state.
+    @torch.no_grad()
+    def decode_step(self, state: DecodeState, prev_tokens: torch.Tensor,
+                    seg_rows: OutRows | None = None, doc_rows: OutRows | None = None
+                    ) -> tuple[torch.Tensor, DecodeState]:
+        """prev_tokens [B*] (BOS_ID first) -> log p(w_t) [B*, V] and the next state, with
+        p = λ p_c + (1-λ) p_d.
         With seg_rows and doc_rows (the same V' rows of each decoder's output layer), V is V': the
         distribution over those words only, and state.doc.ids must hold positions among them (a
         shortlist does this).
         """
         parts, new = self._decode(state, prev_tokens.unsqueeze(1), seg_rows, doc_rows)
-        lam = None if parts.lam is None else parts.lam[:, 0]  # [B*]
-        p_c = attn_c = None
-        if parts.seg is not None:
-            p_c = torch.softmax(parts.seg.logits[:, 0], -1)  # [B*, V]
-            attn_c = parts.seg.attn[:, 0]  # [B*, M]
-        p_d = attn_d = p_copy = p_gen = None
+        lam = None if parts.lam is None else parts.lam[:, 0:1]  # [B*, 1]
+        p_c = None if parts.seg is None else torch.softmax(parts.seg.logits[:, 0], -1)  # [B*, V]
+        p_d = None
         if parts.doc is not None:
-            attn_d = parts.doc.attn[:, 0]  # [B*, M]
             p_vocab = torch.softmax(parts.doc.logits[:, 0], -1)  # [B*, V]
+            p_copy = p_gen = None
             if parts.doc.p_gen is not None:
                 v = parts.doc.logits.shape[-1]  # V, or V' with doc_rows
-                p_copy = copy_distribution(attn_d, state.doc.row_ids(), v)  # [B*, V]
-                p_gen = parts.doc.p_gen[:, 0]  # [B*]
-            p_d = self._doc_prob(p_vocab, p_copy, None if p_gen is None else p_gen.unsqueeze(1))
-        p = mix(p_c, p_d, None if lam is None else lam.unsqueeze(1))  # [B*, V]
-        return StepProbs(p, p_c, p_d, p_copy, attn_c, attn_d, p_gen, lam), new
-
-    @torch.no_grad()
-    def decode_step(self, state: DecodeState, prev_tokens: torch.Tensor,
-                    seg_rows: OutRows | None = None, doc_rows: OutRows | None = None
-                    ) -> tuple[torch.Tensor, DecodeState]:
-        """prev_tokens [B*] (BOS_ID first) -> log p(w_t) [B*, V] and the next state (V' words
-        with seg_rows and doc_rows, as in step_probs)."""
-        probs, new = self.step_probs(state, prev_tokens, seg_rows, doc_rows)
-        return torch.log(probs.p + EPS), new
+                p_copy = copy_distribution(parts.doc.attn[:, 0], state.doc.row_ids(), v)  # [B*, V]
+                p_gen = parts.doc.p_gen[:, 0:1]  # [B*, 1]
+            p_d = generate_or_copy(p_vocab, p_copy, p_gen)
+        return torch.log(mix(p_c, p_d, lam) + EPS), new
 
     # ---- training ---------------------------------------------------------------------------
 
     def _target_prob(self, parts: DecodeParts, state: DecodeState,
                      target: torch.Tensor) -> torch.Tensor:
         """p(w_t) at the target words only, target [B, S] -> [B, S]: the same formula as
-        step_probs, gathered instead of materialising a mixed [B, S, V] distribution."""
+        decode_step, gathered instead of materialising a mixed [B, S, V] distribution."""
 
         def vocab_prob(o: DecoderOut) -> torch.Tensor:  # softmax(logits)[target], [B, S]
             log_p = torch.log_softmax(o.logits, -1)  # [B, S, V]
@@ -560,7 +534,7 @@ class DenoiseSum(nn.Module):
         p_d = None
         if parts.doc is not None:
             copy = copy_mass_at(parts.doc.attn, state.doc.ids, target)  # [B, S]
-            p_d = self._doc_prob(vocab_prob(parts.doc), copy, parts.doc.p_gen)
+            p_d = generate_or_copy(vocab_prob(parts.doc), copy, parts.doc.p_gen)
         return mix(p_c, p_d, parts.lam)
 
     def forward(self, batch: SummaryBatch) -> dict:
