@@ -844,6 +844,11 @@ def summarize_command(
                              "model cannot read: no words, or most words unknown to it "
                              "(another language). Without it such summaries are written with "
                              "a 'warnings' field and a warning on standard error.")] = False,
+        dask: Annotated[str | None, typer.Option(
+            "--dask", metavar="N|ADDRESS",
+            help="Decode on a Dask cluster: N worker processes on this machine, or a running "
+                 "scheduler's address (tcp://host:8786; every worker needs denoisesum and the "
+                 "model). The output is the same as without it.")] = None,
         entity_field: EntityField = "entity_id", text_field: TextField = "text") -> None:
     """Summarize every entity's reviews with a trained DenoiseSum model; writes predictions
     (JSONL: entity_id, summary; reviews_read and reviews_total when the model chose which
@@ -857,6 +862,10 @@ def summarize_command(
     if output != "-":
         check_output(output, [source])
     bulk.output_format(output, as_text)  # an unknown extension: before the model loads
+    if dask is not None:
+        from denoisesum.inference.cluster import parse_target
+
+        parse_target(dask)
     if slice_ not in SLICES:
         raise DenoiseSumError(f"--slice {slice_!r}: must be one of {', '.join(SLICES)}")
     summarizer = Summarizer.from_pretrained(model)
@@ -880,11 +889,12 @@ def summarize_command(
     if shortlist is not None:
         summarizer.config.shortlist = shortlist
     try:
-        with writing(output):  # a full disk, > /dev/full: one line naming the output
+        with writing(output), _dask_cluster(dask) as cluster:  # writing: a full disk, /dev/full
             written, before = bulk.run(
                 summarizer, source, output, batch_size=batch_size, slice_=slice_, raw=raw,
                 explain=explain, as_text=as_text, strict=strict, overwrite=overwrite,
-                entity_field=entity_field, text_field=text_field, by_length=by_length)
+                entity_field=entity_field, text_field=text_field, by_length=by_length,
+                cluster=cluster)
             sys.stdout.flush()
     except bulk.Interrupted as stop:
         typer.echo(f"\ninterrupted: {stop}", err=True)
@@ -892,6 +902,18 @@ def summarize_command(
     if output != "-":
         kept = f" ({before} from before kept)" if before else ""
         typer.echo(f"{written} summaries -> {output}{kept}", err=True)
+
+
+@contextlib.contextmanager
+def _dask_cluster(target: str | None):
+    """--dask's cluster for the run (None without it), closed at the end."""
+    if target is None:
+        yield None
+        return
+    from denoisesum.inference.cluster import Cluster
+
+    with Cluster.start(target) as cluster:
+        yield cluster
 
 
 @app.command("serve")

@@ -202,6 +202,15 @@ def unreadable_lines(summarizer, sets: Iterable[Any]) -> Iterator[tuple[str, lis
             yield review_set.entity_id, found
 
 
+def _readable(summarizer, todo: Iterable[list[Any]]) -> Iterator[list[Any]]:
+    """The batches, each checked (--strict on standard input: no reading ahead)."""
+    for batch in todo:
+        found = list(unreadable_lines(summarizer, batch))
+        if found:
+            raise strict_error(found[:5], len(found))
+        yield batch
+
+
 def strict_error(flagged: list[tuple[str, list[str]]], count: int) -> DenoiseSumError:
     lines = [f"entity {entity}: {w}" for entity, found in flagged for w in found]
     more = f"; and {count - len(flagged)} more set(s)" if count > len(flagged) else ""
@@ -213,10 +222,13 @@ def strict_error(flagged: list[tuple[str, list[str]]], count: int) -> DenoiseSum
 
 
 def summarize_batch(summarizer, batch: list[Any], slice_: str, raw: bool, explain: bool,
-                    as_text: bool) -> tuple[list[dict], list[str]]:
+                    as_text: bool, say: Callable[[str], None] | None = None
+                    ) -> tuple[list[dict], list[str]]:
     """The records of one batch of ReviewSets (entity_id, summary, reviews_read and
     reviews_total, warnings, support with --explain), and with `as_text` their text blocks;
-    the warnings of unreadable sets are said on standard error."""
+    the warnings of unreadable sets are said on standard error (or passed to `say`: a Dask
+    worker hands them back to the command)."""
+    say = say or (lambda line: print(line, file=sys.stderr))
     from denoisesum.data.tokenizer import detokenize
     from denoisesum.inference.support import format_explanation
 
@@ -230,7 +242,7 @@ def summarize_batch(summarizer, batch: list[Any], slice_: str, raw: bool, explai
         if found := summarizer.input_warnings(review_set.reviews):
             record["warnings"] = found
             for w in found:
-                print(f"warning: entity {review_set.entity_id}: {w}", file=sys.stderr)
+                say(f"warning: entity {review_set.entity_id}: {w}")
         explanation = None
         if explain:
             explanation = summarizer.explain(review_set.reviews, text)
@@ -700,9 +712,11 @@ def count_sets(sets: Iterable[Any], summarizer, strict: bool,
 def run(summarizer, source: str, output: str, *, batch_size: int = 8, slice_: str = "all",
         raw: bool = False, explain: bool = False, as_text: bool = False, strict: bool = False,
         overwrite: bool = False, entity_field: str = "entity_id", text_field: str = "text",
-        by_length: bool = False) -> tuple[int, int]:
+        by_length: bool = False, cluster: Any = None) -> tuple[int, int]:
     """Summarize every review set of `source` into `output` (see the module's docstring).
-    Returns (summaries written by this run, summaries that were there before)."""
+    cluster: a `denoisesum.inference.cluster.Cluster` that decodes the batches on Dask workers
+    (None: in this process); the output is the same. Returns (summaries written by this run,
+    summaries that were there before)."""
     from denoisesum import __version__
     from denoisesum.io import atomic_write
 
@@ -733,12 +747,16 @@ def run(summarizer, source: str, output: str, *, batch_size: int = 8, slice_: st
             sink = StreamSink(handle, fmt)
         started = False
         stack.enter_context(_interrupts(lambda: written, output, resumable, overwrite))
-        for batch in batches(sets(), batch_size, done, cost(summarizer) if by_length else None):
-            if strict and source == "-":  # no reading ahead on standard input
-                found = list(unreadable_lines(summarizer, batch))
-                if found:
-                    raise strict_error(found[:5], len(found))
-            records, texts = summarize_batch(summarizer, batch, slice_, raw, explain, as_text)
+        todo = batches(sets(), batch_size, done, cost(summarizer) if by_length else None)
+        if strict and source == "-":  # no reading ahead on standard input
+            todo = _readable(summarizer, todo)
+        if cluster is None:
+            decoded: Iterator[tuple[list[dict], list[str]]] = (
+                summarize_batch(summarizer, batch, slice_, raw, explain, as_text)
+                for batch in todo)
+        else:
+            decoded = cluster.summarize(todo, summarizer, slice_, raw, explain, as_text)
+        for records, texts in decoded:
             if resumable and not started:
                 if overwrite:
                     for stale in (path, spool(path)):
