@@ -726,10 +726,17 @@ def fit_command(
                  "larger one than the summarizer's sizes allow to start from (default: the LM "
                  "of --lm, or the one fit trains).")] = None,
         config: Annotated[Path | None, typer.Option(
-            help="TOML file: [lm], [synthesize], [topics], [train], [decode] sections.")] = None,
+            help="TOML file of settings, one table per stage: lm, synthesize, topics, train, "
+                 "decode, evaluate.")] = None,
         overrides: Annotated[list[str] | None, typer.Option(
             "--set", help="Override a setting, e.g. --set train.train.lr=0.002 or --set "
                           "synthesize.pairs=5000.")] = None,
+        base: Annotated[str | None, typer.Option(
+            "--from", metavar="DIR|NAME",
+            help="Adapt a trained summarizer (an installed model's name, e.g. denoisesum-yelp, "
+                 "or a directory) to this corpus: it starts from that model, with its "
+                 "vocabulary, sizes, topic count and decoding, and no LM is trained to start "
+                 "from (--noise-lm DIR: none at all).")] = None,
         entity_field: EntityField = "entity_id", text_field: TextField = "text",
         rating_field: RatingField = "rating", category_field: CategoryField = "category",
         skip_bad: SkipBad = False) -> None:
@@ -745,11 +752,11 @@ def fit_command(
             require_file(path, field=option)  # a directory is named as one, not a traceback
     request = FitRequest(
         list(corpus), output, preset=preset, dev=dev, budget_hours=budget, lm=lm,
-        noise_lm=noise_lm, config=config,
+        noise_lm=noise_lm, config=config, base=base,
         overrides=list(overrides or []), skip_bad=skip_bad,
         fields=FieldNames(entity_field, text_field, rating_field, category_field))
     try:
-        report = run_fit(request, log=_log, progress=sys.stderr.isatty())
+        report = run_fit(request, log=_log)  # progress: bars on a terminal, else lines
     except KeyboardInterrupt:
         typer.echo("\ninterrupted; finished stages and checkpoints are kept. Run the same "
                    "command again to finish.", err=True)

@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from denoisesum.data.corpus import CorpusReader, Review
 from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.data.vocab import Vocab
 from denoisesum.io import read_json, write_json
+from denoisesum.progress import progress_bar
 
 # 2: ratings.npy added (the opinion of candidate summaries); a format-1 cache is rebuilt
 FORMAT = "denoisesum-encoded/2"
@@ -183,7 +183,7 @@ def _encode_to(out: Path, reviews: CorpusReader, tokenizer: Tokenizer, workers: 
     type_id: dict[str, int] = {}
     entity_id: dict[str, int] = {}
     offsets, entity, ratings = array("q", [0]), array("i"), array("f")
-    bar = tqdm(total=total, unit=" reviews", desc="tokenizing", smoothing=0.05)
+    bar = progress_bar(total=total, unit=" reviews", desc="tokenizing", smoothing=0.05)
     with open(out / "raw.i32", "wb") as raw:
         pool = None
         if workers > 1:

@@ -7,6 +7,7 @@ dataclass that stage's own command reads (so any setting of `train-lm`, `synthes
     [topics]      TopicsStageConfig    (denoisesum topics: kind, source and the LDA settings)
     [train]       SummarizerRunConfig  (denoisesum train: [train.model], [train.train], ...)
     [decode]      DecodeChoiceConfig   (how the decoding min_length is chosen)
+    [evaluate]    HeldOutConfig        (the businesses held out and scored at the end)
     workers, budget_lm_share           (top level)
 
 Built from the preset, then a TOML file (--config), then `key=value` overrides (--set
@@ -26,6 +27,7 @@ from typing import Any, ClassVar
 
 from denoisesum.config import Range, above, at_least, build, load_config
 from denoisesum.errors import ConfigError
+from denoisesum.evaluation.heldout import HeldOutConfig
 from denoisesum.fit.presets import preset_settings
 from denoisesum.inference.beam import DecodeConfig
 from denoisesum.noising.pipeline import SynthesisConfig
@@ -99,6 +101,8 @@ class FitConfig:
                                        metadata={"command": "train"})
     decode: DecodeChoiceConfig = field(default_factory=DecodeChoiceConfig,
                                        metadata={"command": "fit"})
+    # the businesses held out of training and scored at the end (evaluation/heldout.py)
+    evaluate: HeldOutConfig = field(default_factory=HeldOutConfig, metadata={"command": "fit"})
     workers: int = 0  # tokenizer and synthesis processes; 0: one per core; 1: in this process
     budget_lm_share: float = 0.2  # with --budget: the LM's share of the training time
     # set by fit itself (the links between stages, the dev set) or by another key

@@ -12,6 +12,12 @@ loop that runs them in order, skipping, resuming or refusing each (ledger.py).
                 (--dev), else the candidate summaries' median
                 length; with --dev, the decoding levers kept
     export      model.safetensors, config.json, vocab.json at MODEL_DIR's root
+    evaluate    the exported model on businesses held out of   evaluation.heldout
+                training: work/heldout, fit-report.json
+
+With --from MODEL (adapt.py) the summarizer starts from that trained summarizer, with its
+vocabulary, sizes, topic count and decoding; the lm stage then trains an LM for noising alone, or
+none with --noise-lm.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from denoisesum.config import build
 from denoisesum.data.corpus import CorpusReader, FieldNames, estimate_records
 from denoisesum.data.encoded import EncodedCorpus, content_fingerprint
 from denoisesum.data.reviewsets import read_review_sets
@@ -35,15 +43,15 @@ from denoisesum.data.synthetic import find_shards, iter_pairs
 from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.errors import ConfigError, DenoiseSumError, InputError
 from denoisesum.evaluation.decoded import choose_variant
-from denoisesum.fit import ledger
+from denoisesum.evaluation.heldout import held_out_entities
+from denoisesum.fit import adapt, ledger
 from denoisesum.fit.config import (
     FitConfig,
     apply_budget,
     flatten,
     load_fit_config,
-    preset_config,
 )
-from denoisesum.fit.presets import DEFAULT_PRESET
+from denoisesum.fit.presets import DEFAULT_PRESET, preset_settings
 from denoisesum.fit.report import FitReport, seconds_text
 from denoisesum.io import read_json, write_json
 from denoisesum.models.store import (
@@ -82,6 +90,13 @@ class FitRequest:
     overrides: list[str] = field(default_factory=list)
     fields: FieldNames = field(default_factory=FieldNames)
     skip_bad: bool = False
+    base: str | None = None  # --from: a trained summarizer to adapt (a directory or a name)
+
+    @property
+    def trains_lm(self) -> bool:
+        """An LM is trained unless one is given: --lm, or --noise-lm when --from starts the
+        summarizer (then nothing else would read an LM)."""
+        return self.lm is None and not (self.base is not None and self.noise_lm is not None)
 
 
 @dataclass
@@ -117,9 +132,15 @@ def without_limits(settings: dict[str, Any], prefix: str) -> tuple[dict, dict]:
 
 
 def fit_config(request: FitRequest) -> FitConfig:
-    """The preset, what --dev implies (N from the dev sets, selection on dev ROUGE), --config,
-    --set, then --budget."""
-    base = preset_config(request.preset)
+    """The preset, what --from takes from its model, what --dev implies (N from the dev sets,
+    selection on dev ROUGE), --config, --set, then --budget."""
+    settings = preset_settings(request.preset)
+    if request.base is not None:
+        if request.lm is not None:
+            raise ConfigError("--lm starts the summarizer from an LM and --from from a trained "
+                              "summarizer: give one (--noise-lm DIR noises the pairs with an LM)")
+        settings = adapt.merge(settings, adapt.base_settings(adapt.resolve_base(request.base)))
+    base = build(FitConfig, settings)
     if request.dev is not None:
         base.synthesize.n_mean, base.synthesize.n_std = review_set_sizes(request.dev)
         base.train.train.select_on = "dev-rouge"
@@ -131,7 +152,7 @@ def fit_config(request: FitRequest) -> FitConfig:
         raise ConfigError("train.train.select_on = 'dev-rouge' needs --dev (review sets with "
                           "reference summaries)")
     if request.budget_hours is not None:
-        apply_budget(cfg, request.budget_hours, train_lm=request.lm is None)
+        apply_budget(cfg, request.budget_hours, train_lm=request.trains_lm)
     return cfg
 
 
@@ -151,6 +172,7 @@ class Recipe:
         self.root = Path(request.output)
         self.work = self.root / "work"
         self.reader = CorpusReader(request.corpus, request.fields, skip_bad=request.skip_bad)
+        self.base_dir = adapt.resolve_base(request.base) if request.base is not None else None
         self.cfg = fit_config(request)
         self.dev_sets = _dev_sets(request.dev) if request.dev is not None else None
         for given in (request.lm, request.noise_lm):
@@ -163,7 +185,7 @@ class Recipe:
         self.noise_lm_dir = Path(request.noise_lm) if request.noise_lm is not None else self.lm_dir
         self.dirs = {"tokenize": self.work / "encoded", "lm": self.lm_dir,
                      "synthesize": self.work / "pairs", "topics": self.work / "topics",
-                     "train": self.work / "train"}
+                     "train": self.work / "train", "evaluate": self.work / "heldout"}
         self._corpus: EncodedCorpus | None = None
 
     # ---- what the stages read ---------------------------------------------------------------
@@ -180,7 +202,8 @@ class Recipe:
                  "noise_lm": [self.noise_lm_dir / WEIGHTS],
                  "synthesize": [self.dirs["synthesize"] / "manifest.json"],
                  "topics": sorted(self.dirs["topics"].glob("topics.*")),
-                 "train": [self.dirs["train"] / WEIGHTS, self.dirs["train"] / CONFIG]}
+                 "train": [self.dirs["train"] / WEIGHTS, self.dirs["train"] / CONFIG],
+                 "export": [self.root / WEIGHTS, self.root / CONFIG]}
         out = {name: ledger.digest(files[name]) for name in names if name in files}
         if "decode" in names:
             out["decode"] = ledger.digest_value(self._decoding())
@@ -207,7 +230,7 @@ class Recipe:
             "skip_bad": self.request.skip_bad}), dict,
             lambda: (d["tokenize"] / "meta.json").is_file(), self.tokenize,
             f"tokenizing {len(self.reader.paths)} file(s)", made=lambda: files(d["tokenize"]))]
-        if self.request.lm is None:
+        if self.request.trains_lm:
             t = c.lm.train
             settings, limits = without_limits(flatten(c.lm, "lm"), "lm")
             out.append(Stage("lm", d["lm"], settings, lambda: self._digests("tokenize"),
@@ -215,7 +238,8 @@ class Recipe:
                              f"training the cloze LM ({c.lm.model.hidden_dim}-unit LSTMs, up to "
                              f"{t.max_steps:,} steps{self._minutes(t.max_minutes)})",
                              limits=limits, made=lambda: files(d["lm"], nested=False)))
-        out.append(Stage("synthesize", d["synthesize"], flatten(c.synthesize, "synthesize"),
+        out.append(Stage("synthesize", d["synthesize"], {**flatten(c.synthesize, "synthesize"),
+                                                         **self._held_out_settings()},
                          self._synthesis_inputs,
                          lambda: (d["synthesize"] / "manifest.json").is_file(), self.synthesize,
                          f"making {c.synthesize.pairs:,} synthetic pairs",
@@ -229,8 +253,9 @@ class Recipe:
                              remake=True, made=lambda: files(d["topics"])))
         t = c.train.train
         settings, limits = without_limits(flatten(c.train, "train"), "train")
+        starts = () if c.train.train.init_model else ("lm",)  # else it does not read the LM
         out.append(Stage("train", d["train"], settings,
-                         lambda: self._digests("synthesize", "lm", "dev", *(
+                         lambda: self._digests("synthesize", *starts, "dev", *(
                              ("topics",) if c.train.model.discriminator else ())),
                          lambda: (d["train"] / "results.json").is_file(), self.train,
                          f"training the summarizer (up to {t.max_steps:,} steps"
@@ -246,7 +271,22 @@ class Recipe:
                          lambda: all((self.root / f).is_file() for f in (WEIGHTS, CONFIG, VOCAB)),
                          self.export, "exporting the model", remake=True,
                          made=lambda: [self.root / f for f in (WEIGHTS, CONFIG, VOCAB)]))
+        out.append(Stage("evaluate", d["evaluate"], flatten(c.evaluate, "evaluate"),
+                         lambda: self._digests("export"),
+                         lambda: (d["evaluate"] / "scores.json").is_file(), self.evaluate,
+                         "scoring the model on the businesses held out of training",
+                         remake=True, made=lambda: files(d["evaluate"])))
         return out
+
+    def _held_out_settings(self) -> dict[str, Any]:
+        """The settings that choose the held-out businesses (synthesis leaves them out)."""
+        e = self.cfg.evaluate
+        return flatten({"entities": e.entities, "min_reviews": e.min_reviews, "share": e.share,
+                        "seed": e.seed}, "evaluate")
+
+    def held_out(self) -> list[str]:
+        """The ids of the businesses held out of training for the evaluate stage."""
+        return held_out_entities(self.corpus.entity, self.corpus.entities, self.cfg.evaluate)
 
     def _synthesis_inputs(self) -> dict[str, str]:
         """The corpus and the LM the pairs were noised with (its key stays "lm": the one LM of
@@ -293,7 +333,8 @@ class Recipe:
     def synthesize(self) -> tuple[str, dict[str, Any]]:
         s = self.cfg.synthesize
         manifest = synthesize(self.corpus, self.dirs["synthesize"], self.noise_lm_dir,
-                              copy.deepcopy(s), workers=0 if self.workers == 1 else self.workers,
+                              copy.deepcopy(s), excluded=self.held_out(),
+                              workers=0 if self.workers == 1 else self.workers,
                               progress=self.progress)
         found = manifest["candidate_filter"]
         constraints = "custom" if s.candidates is not None else f"'{s.preset}'"
@@ -395,12 +436,71 @@ class Recipe:
             config["summarize"]["shortlist"] = choice["shortlist"]
         config["fit"] = {"preset": self.request.preset, "min_length": choice["how"],
                          "select_on": config["train"]["select_on"]}
+        if self.base_dir is not None:
+            config["fit"]["from"] = self.request.base
+            adapt.export_rating(self.base_dir, self.root)
         export_model_dir(source, self.root, config)
         model, vocab, _ = load_model(self.root)  # what `summarize --model` will load
         params = sum(p.numel() for p in model.parameters())
         return (f"{params:,} parameters, vocabulary {len(vocab):,}, min_length "
                 f"{decode['min_length']}: denoisesum summarize REVIEW_SETS --model {self.root}"
                 ), {"parameters": params}
+
+    def evaluate(self) -> tuple[str, dict[str, Any]]:
+        """Summarize the held-out businesses with the exported model and score the summaries
+        (evaluation/heldout.py); a warning when the model is not usable yet."""
+        from denoisesum.evaluation import heldout
+
+        out, e = self.dirs["evaluate"], self.cfg.evaluate
+        ids = self.held_out()
+        if not ids:
+            return (f"no business held out (evaluate.entities {e.entities}; businesses with at "
+                    f"least {e.min_reviews} reviews: too few)"), {"scores": None}
+        sets = held_out_sets(self.corpus, ids, e)
+        summaries, rating = self._held_out_summaries(sets)
+        if rating is None:
+            return "no rating model to read the summaries' opinion", {"scores": None}
+        base_tokens = None
+        if self.base_dir is not None:
+            base_tokens = read_json(self.base_dir / VOCAB).get("tokens")
+        terms = heldout.domain_terms(self.corpus.types, self.corpus.counts, base_tokens)
+        tokenize = self.corpus.tokenizer.tokenize
+        scores = heldout.score(summaries, sets, rating, terms, tokenize)
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / "summaries.json", [{**s, "summary": summary}
+                                            for s, summary in zip(sets, summaries, strict=True)])
+        write_json(out / "scores.json", {**scores, "domain_terms": terms})
+        failed = heldout.failures(scores)
+        result = {"scores": scores, "held_out": ids, "usable": not failed,
+                  "warning": self._not_usable(failed, len(ids)) if failed else None}
+        return f"{len(ids)} held-out businesses: {heldout.scores_line(scores)}", result
+
+    def _held_out_summaries(self, sets: list[dict]) -> tuple[list[str], Any]:
+        """The exported model's summaries of `sets` (their stars given) and the rating model
+        that reads them: the model's own, else the installed default model's."""
+        from denoisesum.inference.summarizer import DEFAULT_MODEL_DIR, Summarizer
+        from denoisesum.models.rating import find_rating_model
+
+        summarizer = Summarizer.from_pretrained(self.root)
+        if summarizer.rating is None and DEFAULT_MODEL_DIR.is_dir():
+            summarizer.rating = find_rating_model(DEFAULT_MODEL_DIR)
+        ratings = [s["ratings"] if any(r is not None for r in s["ratings"]) else None
+                   for s in sets]
+        summaries = summarizer.summarize_batch([s["reviews"] for s in sets], warn=False,
+                                               ratings=ratings)
+        return summaries, summarizer.rating
+
+    def _not_usable(self, failed: list[str], businesses: int) -> str:
+        """The plain warning, with what to change (the trainer's steps, the pairs made)."""
+        train = (ledger.read_record(self.work, "train") or {}).get("result", {})
+        pairs = (ledger.read_record(self.work, "synthesize") or {}).get("result", {})
+        budget = (f"a larger --budget (rerunning with it continues from the checkpoint; this "
+                  f"run trained {train.get('steps', 0):,} steps)")
+        more = (f"more pairs (--set synthesize.pairs={2 * pairs.get('pairs', 0):,}; this run "
+                f"made {pairs.get('pairs', 0):,})")
+        return (f"the model is not usable yet: on {businesses} businesses held out of training "
+                f"{'; '.join(failed)}. Train longer with {budget}, or make {more}; a corpus "
+                "with more reviews per business helps both")
 
     # ---- the loop ---------------------------------------------------------------------------
 
@@ -420,8 +520,9 @@ class Recipe:
         stages = self.stages()
         records = {s.name: ledger.read_record(self.work, s.name) for s in stages}
         self._upgrade_corpus_record(records["tokenize"], stages[0].settings["corpus"])
-        for s in stages:  # every settings check before any work
-            if records[s.name] is not None and not s.settings_remake:
+        for s in stages:  # every settings check before any work (a failed stage starts over)
+            if records[s.name] is not None and not s.settings_remake \
+                    and not records[s.name].get("failed"):
                 recorded, _ = without_limits(records[s.name]["settings"], s.name)
                 ledger.check_settings(s.name, self._relative(s.output), recorded, s.settings,
                                       DEFAULT_SETTINGS)
@@ -435,8 +536,9 @@ class Recipe:
                            dev=str(self.request.dev) if self.request.dev else None,
                            budget_hours=self.request.budget_hours)
         for number, stage in enumerate(stages, 1):
-            if stage.name == "synthesize" and self.request.lm is not None:
-                report.add("lm", "given", str(self.lm_dir), summary=f"the BiLM in {self.lm_dir}")
+            if stage.name == "synthesize" and not self.request.trains_lm:
+                given = self.lm_dir if self.request.lm is not None else self.noise_lm_dir
+                report.add("lm", "given", str(given), summary=f"the BiLM in {given}")
             if stage.name == "train" and not self.cfg.train.model.discriminator:
                 report.add("topics", "not needed", "", summary="train.model.discriminator = false")
             label = f"[{number}/{len(stages)}] {stage.name}"
@@ -444,18 +546,49 @@ class Recipe:
                 self._run_stage(stage, records[stage.name], label, report)
             except BaseException as exc:
                 cut = isinstance(exc, KeyboardInterrupt)
+                if not cut:
+                    self._mark_failed(stage.name, exc)
                 report.add(stage.name, "interrupted" if cut else "failed",
                            self._relative(stage.output), summary=str(exc)[:500])
                 report.write(interrupted_in=stage.name if cut else None)
                 raise
             report.write()
+        record = ledger.read_record(self.work, "evaluate") or {}
+        report.data["quality"] = record.get("result")
         report.write(finished=True)
         return report
+
+    def _mark_failed(self, name: str, exc: BaseException) -> None:
+        """Note in a stage's record that it failed (not cut off): a rerun with other settings
+        or inputs then starts it over instead of refusing them."""
+        record = ledger.read_record(self.work, name)
+        if record is not None and not record["done"]:
+            ledger.write_record(self.work, name, {**record, "failed": str(exc)[:300] or
+                                                  type(exc).__name__})
+
+    def _after_failure(self, stage: Stage, record: dict[str, Any], inputs: dict[str, str],
+                       label: str) -> dict[str, Any] | None:
+        """A stage that failed in an earlier run: resumed as it was when its settings and inputs
+        are the same, else started over (its output under work/ removed), so that fixing what
+        made it fail needs no directory deleted by hand."""
+        recorded, _ = without_limits(record["settings"], stage.name)
+        changed = (ledger.changed_settings(recorded, stage.settings, DEFAULT_SETTINGS)
+                   + ledger.changed_inputs(record["inputs"], inputs))
+        if not changed:
+            return record
+        self.log(f"{label}: it failed earlier ({record['failed']}); {', '.join(changed[:3])} "
+                 "changed since: starting it over")
+        output = stage.output.resolve()
+        if output.is_dir() and self.work.resolve() in output.parents:
+            shutil.rmtree(output)
+        return None
 
     def _run_stage(self, stage: Stage, record: dict[str, Any] | None, label: str,
                    report: FitReport) -> None:
         where = self._relative(stage.output)
         inputs = stage.inputs()
+        if record is not None and record.get("failed"):
+            record = self._after_failure(stage, record, inputs, label)
         changed = ledger.changed_inputs(record["inputs"], inputs) if record is not None else []
         if record is not None and stage.settings_remake:
             changed += ledger.changed_settings(record["settings"], stage.settings,
@@ -517,6 +650,26 @@ class Recipe:
     def _limits_text(limits: dict[str, Any]) -> str:
         return ", ".join(f"{key.split('.')[-1]} {value:g}" for key, value in sorted(
             limits.items()))
+
+
+def held_out_sets(corpus: EncodedCorpus, ids: list[str], cfg) -> list[dict]:
+    """A review set per held-out business: up to cfg.reviews of its reviews (drawn with
+    cfg.seed), as text (tokens joined by spaces) with their stars (None where unknown)."""
+    from denoisesum.noising.pipeline import review_ids
+
+    index = {entity: i for i, entity in enumerate(corpus.entities)}
+    rng = np.random.default_rng([cfg.seed, 1])
+    sets = []
+    for entity in ids:
+        reviews = np.flatnonzero(corpus.entity == index[entity])
+        if len(reviews) > cfg.reviews:
+            reviews = np.sort(rng.choice(reviews, size=cfg.reviews, replace=False))
+        stars = [float(corpus.ratings[r]) for r in reviews]
+        sets.append({"entity_id": entity,
+                     "reviews": [" ".join(corpus.types[t] for t in review_ids(corpus, int(r)))
+                                 for r in reviews],
+                     "ratings": [None if np.isnan(x) else x for x in stars]})
+    return sets
 
 
 def candidate_lengths(pairs_dir: Path, limit: int) -> np.ndarray:

@@ -6,7 +6,12 @@ printed at the end.
      "finished": true, "interrupted_in": null, "seconds": 4211.5,
      "stages": [{"stage": "lm", "status": "skipped", "output": "work/lm", "seconds": 0.0,
                  "seconds_when_done": 2891.4, "summary": "4,500 steps, ..."}, ...],
-     "warnings": ["..."]}
+     "warnings": ["..."],
+     "quality": {"scores": {"opinion_agrees": 0.9, "supported": 0.52, ...}, "usable": true,
+                 "held_out": ["business id", ...], "warning": null}}
+
+quality: the evaluate stage's scores of the exported model on businesses held out of training
+(evaluation/heldout.py); usable false comes with a warning saying what to change.
 
 status: "ran", "resumed" (cut off in an earlier run and finished now), "continued" (a trainer
 finished earlier, given new limits: more steps or minutes), "skipped" (done in an
@@ -74,4 +79,15 @@ class FitReport:
         head = (f"fit: {done} in {seconds_text(self.data['seconds'])}; model in "
                 f"{self.data['model']} (report: {self.path})")
         tail = [f"warning: {w}" for w in self.data["warnings"]]
-        return "\n".join([head, *lines, *tail])
+        return "\n".join([head, *lines, *self._quality(), *tail])
+
+    def _quality(self) -> list[str]:
+        """The held-out scores (the evaluate stage), when there are any."""
+        quality = self.data.get("quality") or {}
+        if not quality.get("scores"):
+            return []
+        from denoisesum.evaluation.heldout import scores_line
+
+        verdict = "usable" if quality.get("usable") else "NOT USABLE YET (see the warning)"
+        return [f"held out of training ({len(quality['held_out'])} businesses of this corpus): "
+                f"{scores_line(quality['scores'])}; {verdict}"]

@@ -29,7 +29,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from denoisesum.config import Range, at_least, between, check, config_from_dict
 from denoisesum.data.encoded import EncodedCorpus
@@ -50,6 +49,7 @@ from denoisesum.noising.plan import (
     star_classes,
 )
 from denoisesum.noising.token_noise import lm_nucleus_sample, token_noise
+from denoisesum.progress import progress_bar
 from denoisesum.text import idf_weights
 
 
@@ -342,8 +342,8 @@ def _build_inventory(corpus: EncodedCorpus, eligible: np.ndarray, cfg: Synthesis
 def run_shards(job: Job, shards: list[int], total_pairs: int, done_pairs: int,
                scheduler: str | None, workers: int, progress: bool) -> tuple[list, dict]:
     """Run shards on Dask (or inline when workers == 0 and no scheduler); returns results."""
-    bar = tqdm(total=total_pairs, initial=done_pairs, unit=" pairs", desc="synthesize",
-               disable=not progress, smoothing=0.1)
+    bar = progress_bar(total=total_pairs, initial=done_pairs, unit=" pairs", desc="synthesize",
+                       enabled=progress, smoothing=0.1)
     results, worker_rss = [], {}
     try:
         if scheduler is None and workers == 0:

@@ -22,14 +22,15 @@ import json
 import math
 import signal
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
-from tqdm import tqdm
 
 from denoisesum.io import atomic_write, write_json
+from denoisesum.progress import progress_bar
 from denoisesum.training.checkpoint import save_checkpoint
 from denoisesum.training.distributed import SINGLE, Distributed
 
@@ -118,8 +119,10 @@ class ResumableTrainer:
         if main:
             self.out.mkdir(parents=True, exist_ok=True)
             write_json(self.out / "run-config.json", self.config_dict())
-        bar = tqdm(total=t.max_steps, initial=self.state["step"], unit="step", desc=self.desc,
-                   disable=not (self.progress and main), dynamic_ncols=True)
+        # a bar on a terminal, plain lines in a log; its ETA honours max_minutes
+        bar = progress_bar(total=t.max_steps, initial=self.state["step"], unit="step",
+                           desc=self.desc, enabled=self.progress and main,
+                           time_left=self._time_left())
         self.model.train()
         batches = self._batches()
         try:
@@ -152,6 +155,22 @@ class ResumableTrainer:
         bar.close()
         self.checkpoint()
         return self._finish()
+
+    def _time_left(self) -> Callable[[], float] | None:
+        """Wall seconds until train.max_minutes stops training (None: no time limit): the
+        step time left, times this session's wall seconds per step second (evaluations and
+        checkpoints take wall time the budget does not count)."""
+        t = self.cfg.train
+        if not t.max_minutes:
+            return None
+        wall_start, step_start = time.monotonic(), self.state["train_seconds"]
+
+        def left() -> float:
+            spent = self.state["train_seconds"] - step_start
+            scale = (time.monotonic() - wall_start) / spent if spent > 0 else 1.0
+            return max(0.0, t.max_minutes * 60 - self.state["train_seconds"]) * scale
+
+        return left
 
     @contextlib.contextmanager
     def _graceful_interrupt(self):
