@@ -246,14 +246,18 @@ def restating(history: torch.Tensor, masks: WordMasks, share: float) -> torch.Te
     sentence = ends.cumsum(1) - ends  # [N, t] sentence index; an end belongs to its sentence
     current = sentence == ends.sum(1, keepdim=True)  # [N, t] the unfinished sentence
     content = masks.content[history]
-    same = history.unsqueeze(2) == history.unsqueeze(1)  # [N, t(i), t(j)] same word at i and j
-    before = torch.ones(t, t, dtype=torch.bool, device=history.device).tril(-1)  # j < i
+    # the current sentence lies within the last w positions: only they are compared (as i)
+    # with every position (as j), [N, w, t] rather than [N, t, t]
+    w = max(1, int(current.sum(1).max()))
+    tail = slice(t - w, t)
+    same = history[:, tail].unsqueeze(2) == history.unsqueeze(1)  # [N, w(i), t(j)] same word
+    before = torch.ones(t, t, dtype=torch.bool, device=history.device).tril(-1)[tail]  # j < i
     again = (same & before & current.unsqueeze(1)).any(2)  # word i already said in this sentence
-    words = content & current & ~again  # [N, t] distinct content words of the current sentence
+    words = (content & current)[:, tail] & ~again  # [N, w] distinct content words of it
     size = words.sum(1)  # [N]
     earlier = (same & (content & ~current).unsqueeze(1)).long()  # [N, i, j] word i said at j
-    found = torch.zeros(n, t, n_sentences, dtype=torch.long, device=history.device)
-    found.scatter_add_(2, sentence.unsqueeze(1).expand(n, t, t), earlier)  # [N, i, sentence]
+    found = torch.zeros(n, w, n_sentences, dtype=torch.long, device=history.device)
+    found.scatter_add_(2, sentence.unsqueeze(1).expand(n, w, t), earlier)  # [N, i, sentence]
     overlap = ((found > 0) & words.unsqueeze(2)).sum(1)  # [N, sentence] words shared with each
     return (size >= 2) & (overlap >= share * size.unsqueeze(1)).any(1)
 
