@@ -17,11 +17,13 @@ model: `denoisesum fit`'s decode stage chooses and saves a model's decoding.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
-from benchmarks.common import emit, parse_variants
+from benchmarks.common import configured, emit, parse_variants
 from denoisesum.data.reviewsets import read_review_sets
+from denoisesum.errors import DenoiseSumError
 from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import write_json
 from studies._harness import dev_parser, measure_rows, paired_tests, run_variant, table
@@ -53,9 +55,20 @@ def main() -> None:
     sets = list(read_review_sets(args.dev))[: args.limit or None]
     summarizer = Summarizer.from_pretrained(args.model)
     base = summarizer.config
+    variants = parse_variants(args.variants)
+    known = {f.name for f in dataclasses.fields(base.decode)} | {"shortlist", "bf16"}
+    for name, changes in variants.items():  # every variant refused before any is decoded
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise SystemExit(f"--variants: {name}: unknown setting(s) {', '.join(unknown)} "
+                             "(DecodeConfig's fields, shortlist, bf16)")
+        try:
+            configured(base, changes)
+        except DenoiseSumError as err:
+            raise SystemExit(f"--variants: {name}: {err}") from None
     rows = {} if args.force or not args.json.exists() else json.loads(args.json.read_text())
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    measure_rows(rows, parse_variants(args.variants), args.json,
+    measure_rows(rows, variants, args.json,
                  lambda changes: run_variant(summarizer, base, sets, changes))
     paired_tests(rows)
     write_json(args.json, rows)
