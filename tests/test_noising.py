@@ -289,8 +289,9 @@ def test_pairs_and_document_noise(workspace, tmp_path):
 
 def test_random_document_noise_draws_other_reviews_of_the_entity(workspace, tmp_path):
     corpus = workspace["corpus"]
-    with pytest.raises(ConfigError, match="document_noise must be one of similar, random"):
-        synth_config(document_noise="nearest")
+    with pytest.raises(ConfigError, match="'document_noise': must be one of similar, random, "
+                                          "got 'nearest'"):
+        check(synth_config(document_noise="nearest"))
     similar, rand = tmp_path / "similar", tmp_path / "random"
     for out, kind in ((similar, "similar"), (rand, "random")):
         pipeline.synthesize(corpus, out, workspace["lm"], synth_config(document_noise=kind),
@@ -448,7 +449,9 @@ def test_synthesize_command(workspace, tmp_path):
     assert len(pairs) == 6 and all(p["n"] == 3 for p in pairs)  # N from the dev file: 3 +- 0
     assert not {p["entity_id"] for p in pairs} & {"e0", "e1"}
     result = CliRunner().invoke(app, [*args[:9], "nope", *args[10:]])
-    assert result.exit_code != 0 and "unknown candidate preset 'nope'" in str(result.exception)
+    assert result.exit_code != 0
+    assert str(result.exception) == ("config key 'preset': must be one of yelp, rt, generic, got "
+                                     "'nope'")
 
 
 def test_workers_keep_freed_memory_on_glibc():

@@ -119,6 +119,8 @@ CASES = [
     (("summarize", "{sets}", "--model", "{model}", "--unsaid-penalty", "inf"),
      "'decode.unsaid_penalty': inf must be between 0 and 100 (0: off)"),
     (("summarize", "{sets}", "--model", "{model}", "--beam", 100000),
+     "--beam 100000 must be between 1 and 1000 (1: greedy)"),
+    (("summarize", "{sets}", "--model", "{model}", "--set", "decode.beam_size=100000"),
      "'decode.beam_size': 100000 must be between 1 and 1000"),
     ((*FIT, "--budget", "nan"), "--budget nan must be more than 0 hours"),
     ((*FIT, "--set", "synthesize.pairs=0"), "'synthesize.pairs': 0 must be at least 1"),
@@ -167,18 +169,67 @@ def numeric(hint) -> bool:
     return hint in (int, float) or any(numeric(a) for a in typing.get_args(hint))
 
 
-def test_every_numeric_setting_has_its_bounds():
+def every_settings_class() -> set[type]:
     from denoisesum.fit.config import FitConfig
     from denoisesum.inference.summarizer import SummarizerConfig
+    from denoisesum.inference.support import SupportConfig
     from denoisesum.models.bilm import BiLMConfig
+    from denoisesum.serving.limits import ServiceLimits
 
+    return settings_classes(FitConfig, set()) | {SummarizerConfig, BiLMConfig, SupportConfig,
+                                                 ServiceLimits}
+
+
+def test_every_numeric_setting_has_its_bounds():
     missing = []
-    for cls in settings_classes(FitConfig, set()) | {SummarizerConfig, BiLMConfig}:
+    for cls in every_settings_class():
         bounds = getattr(cls, "BOUNDS", {})
         for f in dataclasses.fields(cls):
             if numeric(typing.get_type_hints(cls)[f.name]) and f.name not in bounds:
                 missing.append(f"{cls.__name__}.{f.name}")
     assert not missing
+
+
+def test_settings_are_checked_in_one_form():
+    """config.check (bounds, then the class's validate()), never on construction: a setting
+    made in Python or changed later is checked the same way, its error naming the key."""
+    assert [cls.__name__ for cls in every_settings_class() if "__post_init__" in vars(cls)] == []
+
+
+def bad_settings(case: str):
+    """A settings object made in Python with one bad setting, and the error it gives."""
+    from denoisesum.inference.support import SupportConfig
+    from denoisesum.noising.pipeline import SynthesisConfig
+    from denoisesum.serving.limits import ServiceLimits
+    from denoisesum.training.pairs import PairVocabConfig
+    from denoisesum.training.summarizer import SummarizerRunConfig, SummarizerTrainConfig
+
+    return {
+        "preset": (SynthesisConfig(preset="nope"),
+                   "config key 'preset': must be one of yelp, rt, generic, got 'nope'"),
+        "document_noise": (SynthesisConfig(document_noise="near"), "config key "
+                           "'document_noise': must be one of similar, random, got 'near'"),
+        "device": (SummarizerRunConfig(train=SummarizerTrainConfig(device="tpu")),
+                   "config key 'train.device': must be one of auto, cpu, cuda, got 'tpu'"),
+        "source": (SummarizerRunConfig(vocab=PairVocabConfig(source="lms")),
+                   "config key 'vocab.source': must be one of pairs, lm, got 'lms'"),
+        "top_k": (SupportConfig(top_k=-1), "config key 'top_k': -1 must be at least 0"),
+        "pending": (ServiceLimits(max_sets=4, max_pending_sets=2),
+                    "config key 'max_pending_sets': 2 must be at least max_sets (4): a full "
+                    "batch request must fit"),
+    }[case]
+
+
+@pytest.mark.parametrize("case", ["preset", "document_noise", "device", "source", "top_k",
+                                  "pending"])
+def test_a_setting_made_in_python_is_checked_naming_its_key(case):
+    from denoisesum.config import check
+    from denoisesum.errors import ConfigError
+
+    settings, message = bad_settings(case)
+    with pytest.raises(ConfigError) as caught:
+        check(settings)
+    assert str(caught.value) == message
 
 
 def test_a_float_setting_is_never_nan_or_infinite():

@@ -80,7 +80,7 @@ def test_thresholds_and_listing():
     none = explain(REVIEWS, summary, config=SupportConfig(min_score=0.9))
     assert none.sentences[0].reviews == [] and none.sentences[0].score == 0.5
     assert explain(REVIEWS, "").sentences == [] and explain(REVIEWS, "").supported_share == 0.0
-    with pytest.raises(DenoiseSumError, match="threshold must be between 0 and 1"):
+    with pytest.raises(DenoiseSumError, match="'threshold': 2 must be between 0 and 1"):
         explain(REVIEWS, summary, config=SupportConfig(threshold=2))
     with pytest.raises(DenoiseSumError, match="list of review texts"):
         explain("one review", summary)

@@ -296,7 +296,6 @@ def synthesize(corpus: CorpusArg,
         if value is not None:
             extra.append(f"{key}={value}")
     cfg = _load_config(SynthesisConfig, config, extra)
-    cfg.candidate_config()  # an unknown preset fails here, before any work
     if workers is not None and workers < 0:  # a pool of -2 processes waits forever
         raise DenoiseSumError(f"--workers {workers} must be at least 0 (0: in this process)")
     excluded = (read_entity_list(require_file(exclude_entities, field="--exclude-entities"))

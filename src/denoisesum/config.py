@@ -3,8 +3,10 @@
     cfg = load_config(LMRunConfig, "configs/bilm-yelp.toml", ["train.lr=0.002"])
 
 Unknown keys and wrongly typed values are errors that name the key, never silently ignored.
-Every numeric setting has its valid range in its class's `BOUNDS` (a key -> Range table), checked
-here with the class's own `validate()`; a float setting is never NaN or infinite.
+Every numeric setting has its valid range in its class's `BOUNDS` (a key -> Range table); a float
+setting is never NaN or infinite. `check` is the one validation of every settings dataclass: the
+bounds, then the class's own `validate()` for the rest (choices, one setting against another),
+each a one-line ConfigError naming the key. A class checks nothing in `__post_init__`.
 """
 
 from __future__ import annotations
@@ -107,9 +109,19 @@ def check_bounds(obj: Any) -> None:
                 raise ConfigError(f"{f.name}={item!r} must be {rule}", key=f.name, reason=why)
 
 
+def check_choice(key: str, value: Any, choices: Iterable[Any]) -> None:
+    """For a `validate()`: ConfigError naming `key` unless `value` is one of `choices`."""
+    choices = list(choices)
+    if value not in choices:
+        why = f"must be one of {', '.join(map(str, choices))}, got {value!r}"
+        raise ConfigError(f"{key} {why}", key=key, reason=why)
+
+
 def check(obj: Any, prefix: str = "") -> None:
-    """A built config's bounds and each (nested) config's own `validate()`, for the checks a
-    type cannot say (one setting against another); its ConfigError.key is made absolute."""
+    """The one validation of a settings dataclass (`build` runs it; code that makes one in
+    Python calls it): each (nested) config's bounds, then its own `validate()`, for what a type
+    and a range cannot say (a choice, one setting against another); its ConfigError.key is
+    made absolute."""
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
         if dataclasses.is_dataclass(value):

@@ -49,9 +49,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import ClassVar
 
 import regex
 
+from denoisesum.config import Range, at_least, between, check
 from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.errors import DenoiseSumError
 from denoisesum.inference.opinion import NEGATIVE_CLAUSE, POSITIVE_CLAUSE
@@ -72,14 +74,12 @@ class SupportConfig:
     threshold: float = 0.5  # a sentence is supported when its best review scores at least this
     min_score: float = 0.2  # reviews listed as support score at least this ...
     top_k: int = 5  # ... and at most this many of them, best first
-
-    def validate(self) -> None:
-        for name in ("threshold", "min_score"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise DenoiseSumError(f"support {name} must be between 0 and 1, got {value}")
-        if self.top_k < 0:
-            raise DenoiseSumError(f"support top_k must be at least 0, got {self.top_k}")
+    # each setting's valid values (config.py checks them)
+    BOUNDS: ClassVar[dict[str, Range]] = {
+        "threshold": between(0, 1),
+        "min_score": between(0, 1),
+        "top_k": at_least(0),
+    }
 
 
 @dataclass
@@ -145,7 +145,7 @@ def explain(
             raise DenoiseSumError(f"review {i} is a {type(text).__name__}, not text")
     tokenizer = tokenizer or Tokenizer()
     config = config or SupportConfig()
-    config.validate()
+    check(config)
 
     review_words = [{key for key, _ in keyed_content_words(tokenizer.tokenize(t))}
                     for t in reviews]

@@ -30,12 +30,12 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from denoisesum.config import Range, at_least, between, check, config_from_dict
+from denoisesum.config import Range, at_least, between, check, check_choice, config_from_dict
 from denoisesum.data.encoded import EncodedCorpus
 from denoisesum.data.synthetic import pair_record, shard_path
 from denoisesum.errors import ConfigError, DenoiseSumError
 from denoisesum.io import atomic_write, read_json, write_json
-from denoisesum.noising.candidates import CandidateConfig, preset
+from denoisesum.noising.candidates import PRESETS, CandidateConfig, preset
 from denoisesum.noising.chunks import Chunker, ChunkInventory, chunk_noise
 from denoisesum.noising.document_noise import most_similar
 from denoisesum.noising.plan import (
@@ -104,10 +104,11 @@ class SynthesisConfig:
         "central_fraction": Range(0, 1, low_open=True),
     }
 
-    def __post_init__(self) -> None:
-        if self.document_noise not in DOCUMENT_NOISE:
-            why = f"must be one of {', '.join(DOCUMENT_NOISE)}, got {self.document_noise!r}"
-            raise ConfigError(f"document_noise {why}", key="document_noise", reason=why)
+    def validate(self) -> None:
+        """The choices (each number's range: BOUNDS); the candidate preset is checked even when
+        `candidates` overrides it (its name is reported)."""
+        check_choice("document_noise", self.document_noise, DOCUMENT_NOISE)
+        check_choice("preset", self.preset, PRESETS)
 
     def candidate_config(self) -> CandidateConfig:
         return self.candidates or preset(self.preset)

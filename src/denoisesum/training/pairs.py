@@ -43,7 +43,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from denoisesum.config import Range, at_least
+from denoisesum.config import Range, at_least, check_choice
 from denoisesum.data.batch import SummaryBatch, make_batch
 from denoisesum.data.encoded import (
     RankedTokens,
@@ -60,6 +60,7 @@ from denoisesum.training.lm_data import heldout_entities
 
 # 2: ratings.npy added (opinion conditioning); a format-1 cache is rebuilt
 FORMAT = "denoisesum-pairs/2"
+VOCAB_SOURCES = ("pairs", "lm")  # PairVocabConfig.source
 
 
 @dataclass
@@ -74,6 +75,9 @@ class PairVocabConfig:
         "max_size": at_least(5, "the 4 special tokens and a word"),
         "min_count": at_least(1),
     }
+
+    def validate(self) -> None:
+        check_choice("source", self.source, VOCAB_SOURCES)
 
 
 @dataclass
@@ -211,8 +215,6 @@ def topic_matrix(corpus: PairCorpus, topics_dir: str | Path) -> np.ndarray:
 def split_pairs(corpus: PairCorpus, cfg: PairDataConfig, usable: np.ndarray,
                 seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(training pairs, held-out pairs), as sorted pair indices among the `usable` ones."""
-    if not 0 < cfg.fraction <= 1:
-        raise DenoiseSumError(f"data.fraction must be in (0, 1], got {cfg.fraction}")
     held = heldout_entities(corpus.entities, cfg.heldout_percent)[corpus.entity]
     train = np.flatnonzero(usable & ~held)
     if cfg.fraction < 1:

@@ -50,7 +50,15 @@ import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
-from denoisesum.config import Range, above, at_least, between, check, config_from_dict
+from denoisesum.config import (
+    Range,
+    above,
+    at_least,
+    between,
+    check,
+    check_choice,
+    config_from_dict,
+)
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.vocab import Vocab
 from denoisesum.errors import ConfigError, DenoiseSumError, InputError
@@ -67,6 +75,8 @@ from denoisesum.training.loop import ResumableTrainer, StepLogger
 from denoisesum.training.pairs import PairCorpus, PairDataConfig, PairVocabConfig
 
 SELECT_ON = ("synthetic-loss", "dev-rouge")
+DEVICES = ("auto", "cpu", "cuda")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 
 @dataclass
@@ -126,6 +136,16 @@ class SummarizerTrainConfig:
         "opinion_lr": at_least(0, "0: train.lr"),
     }
 
+    def validate(self) -> None:
+        """The choices (each number's range: BOUNDS), and the two starting points."""
+        check_choice("select_on", self.select_on, SELECT_ON)
+        check_choice("device", self.device, DEVICES)
+        check_choice("precision", self.precision, PRECISIONS)
+        if self.init_lm and self.init_model:
+            why = ("must be empty when init_lm is set: the two exclude each other (start from an "
+                   "LM, the first phase, or from a trained summarizer, the second)")
+            raise ConfigError(f"init_model {why}", key="init_model", reason=why)
+
 
 @dataclass
 class SummarizerRunConfig:
@@ -140,27 +160,18 @@ class SummarizerRunConfig:
     DERIVED: ClassVar[dict[str, str]] = {"summarize.max_review_tokens": "data.max_review_tokens"}
 
 
-def check_config(cfg: SummarizerRunConfig) -> None:
-    check(cfg)  # each setting's bounds: a config made in Python has not been through build
+def _require_inputs(cfg: SummarizerRunConfig) -> None:
+    """What a run reads, named: checked when it starts, not by `check` (fit builds its config
+    first and fills train.init_lm and train.dev_set in later)."""
     t = cfg.train
-    if t.init_lm and t.init_model:
-        raise ConfigError("train.init_lm and train.init_model exclude each other: start from an "
-                          "LM (first phase) or from a trained summarizer (second phase)")
-    if cfg.vocab.source not in ("pairs", "lm"):
-        raise ConfigError(f"vocab.source must be 'pairs' or 'lm', got {cfg.vocab.source!r}")
     # train.init_model brings its own vocabulary, whatever vocab.source says
     if cfg.vocab.source == "lm" and not (t.init_lm or t.init_model):
-        raise ConfigError("vocab.source = 'lm' takes the vocabulary of train.init_lm: set it too")
-    if t.select_on not in SELECT_ON:
-        raise ConfigError(f"train.select_on must be one of {', '.join(SELECT_ON)}, "
-                          f"got {t.select_on!r}")
+        why = "'lm' takes the vocabulary of train.init_lm: set it too"
+        raise ConfigError(f"config key 'vocab.source': {why}", key="vocab.source", reason=why)
     if t.select_on == "dev-rouge" and not t.dev_set:
-        raise ConfigError("train.select_on='dev-rouge' needs train.dev_set: a review-set file "
-                          "whose entities have reference summaries")
-    if t.device not in ("auto", "cpu", "cuda"):
-        raise ConfigError(f"train.device must be auto, cpu or cuda, got {t.device!r}")
-    if t.precision not in ("auto", "fp32", "bf16", "fp16"):
-        raise ConfigError(f"train.precision must be auto, fp32, bf16 or fp16, got {t.precision!r}")
+        why = ("missing: train.select_on = 'dev-rouge' needs train.dev_set, a review-set file "
+               "whose entities have reference summaries")
+        raise ConfigError(f"config key 'train.dev_set': {why}", key="train.dev_set", reason=why)
 
 
 def pick_device(name: str) -> torch.device:
@@ -203,7 +214,8 @@ class SummarizerTrainer(ResumableTrainer):
             run = config_from_dict(SummarizerRunConfig, saved["run_config"])
             cfg = dataclasses.replace(run, train=dataclasses.replace(
                 cfg.train, seed=run.train.seed, batch_size=run.train.batch_size))
-        check_config(cfg)
+        check(cfg)  # a config made in Python has not been through config.build
+        _require_inputs(cfg)
         self.cfg, t = cfg, cfg.train
         if t.threads:
             torch.set_num_threads(t.threads)
