@@ -10,11 +10,11 @@ from pathlib import Path
 import denoisesum
 
 PACKAGE = Path(denoisesum.__file__).parent
-# lowest first; errors/io/config/text/progress are the shared base every stage may use
-LAYERS = ["errors", "io", "config", "text", "progress", "data", "models", "noising", "topics",
-          "training", "inference", "evaluation", "baselines", "fit", "serving", "cli", "__init__",
-          "__main__"]
-BASE = {"config", "io", "errors", "text", "progress"}
+# lowest first; errors/extras/io/config/text/progress are the shared base every stage may use
+LAYERS = ["errors", "extras", "io", "config", "text", "progress", "data", "models", "noising",
+          "topics", "training", "inference", "evaluation", "baselines", "fit", "serving", "cli",
+          "__init__", "__main__"]
+BASE = {"config", "io", "errors", "extras", "text", "progress"}
 ALLOWED_UP = {("training", "denoisesum.inference.summarizer"),
               ("training", "denoisesum.evaluation.decoded"),
               ("training", "denoisesum.evaluation.rouge")}

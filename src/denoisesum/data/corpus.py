@@ -272,14 +272,14 @@ class CorpusReader:
 
 def estimate_records(paths: Iterable[Path]) -> int:
     """Upper bound on the number of records (lines, minus CSV headers; Parquet row counts)."""
-    import pyarrow.parquet as pq
-
     from denoisesum.io import count_lines
 
     total = 0
     for path in paths:
         suffix = split_suffixes(path)[0]
         if suffix == ".parquet":
+            import pyarrow.parquet as pq  # the parquet extra: only for Parquet files
+
             total += pq.ParquetFile(path).metadata.num_rows
         else:
             total += count_lines(path) - (suffix in {".csv", ".tsv"})

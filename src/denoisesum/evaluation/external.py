@@ -7,6 +7,7 @@ import shutil
 from types import ModuleType
 
 from denoisesum.errors import DenoiseSumError
+from denoisesum.extras import install_hint as extra_hint
 
 
 def missing(metric: str, program: str, install_hint: str, module: str, package: str
@@ -18,7 +19,7 @@ def missing(metric: str, program: str, install_hint: str, module: str, package: 
     try:
         importlib.import_module(module)
     except ImportError:
-        return f"{metric} needs the {package} package: pip install {package}"
+        return extra_hint(f"{metric} (the {package} package)", "eval")
     return None
 
 

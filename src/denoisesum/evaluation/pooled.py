@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from denoisesum.errors import DenoiseSumError
+from denoisesum.extras import install_hint
 
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
 # NLTK's word tokenizer turns "cannot" into "can not"; py-rouge (like ROUGE-1.5.5) keeps one word.
@@ -53,8 +54,8 @@ def _wordnet_table() -> dict[str, str]:
     try:
         dist = importlib.metadata.distribution("py-rouge")
     except importlib.metadata.PackageNotFoundError:
-        raise DenoiseSumError("the pooled (py-rouge style) scorer needs the data files of the "
-                              "py-rouge package: pip install py-rouge") from None
+        raise DenoiseSumError(install_hint("the pooled (py-rouge style) scorer (py-rouge's "
+                                           "data files)", "eval")) from None
     table: dict[str, str] = {}
     for name in _WORDNET_FILES:
         path = dist.locate_file(name)

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from denoisesum.errors import DenoiseSumError, InputError
+from denoisesum.extras import require
 
 OUTPUT_FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".parquet": "parquet", ".txt": "text"}
 SPILL_REVIEWS = 200_000  # a corpus's reviews held in memory at once while grouping
@@ -65,6 +66,8 @@ def output_format(output: str, as_text: bool) -> str:
         raise InputError("--text writes readable text: give -o a .txt file (or leave -o out for "
                          "standard output), or leave --text out for a data file", path=output,
                          field="--output")
+    if suffix == ".parquet":
+        require("pyarrow", "a .parquet output")  # said before any work, not after it
     return OUTPUT_FORMATS[suffix]
 
 
