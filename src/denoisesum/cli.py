@@ -19,6 +19,7 @@ from denoisesum.baselines.options import (
     LeaderboardOptions,
 )
 from denoisesum.errors import DenoiseSumError
+from denoisesum.extras import check_command, install_hint, missing_extra
 
 app = typer.Typer(
     help="Unsupervised opinion summarization by noising and denoising (DenoiseSum).",
@@ -948,12 +949,9 @@ def serve_command(
     """Serve summaries over HTTP: a JSON API (/v1/summarize, /docs) and a web page (/)."""
     from denoisesum.inference.summarizer import DEFAULT_MODEL_DIR, Summarizer
 
-    try:
-        from denoisesum.serving import ServiceLimits, create_app
-        from denoisesum.serving.server import serve  # uvicorn, with read timeouts
-    except ImportError as exc:
-        raise DenoiseSumError(f"serving needs the 'serve' extra ({exc.name} is not installed): "
-                              "pip install -e '.[serve]'") from None
+    # without the serve extra: main() says "denoisesum serve needs the serve extra: ..."
+    from denoisesum.serving import ServiceLimits, create_app
+    from denoisesum.serving.server import serve  # uvicorn, with read timeouts
     limits = ServiceLimits(max_reviews=max_reviews, max_review_chars=max_review_chars,
                            max_sets=max_sets, timeout_s=timeout, max_batch_sets=max_batch,
                            max_pending_sets=max(max_pending, max_sets))
@@ -990,6 +988,8 @@ def main() -> None:
     warnings.formatwarning = _warning_line
     try:
         try:
+            if "--help" not in sys.argv:  # a command's help needs no extra
+                check_command(_command())
             # not standalone: typer's boxed usage errors come here, to be said in one line
             code = app(standalone_mode=False)
         except NoArgsIsHelpError as exc:  # `denoisesum` alone: the help, as typer shows it
@@ -1002,10 +1002,26 @@ def main() -> None:
                 sys.stdout.flush()  # a full disk or a closed pipe: reported here, not at exit
     except DenoiseSumError as exc:
         _fail(str(exc))
+    except ModuleNotFoundError as exc:  # a package of an extra that is not installed
+        _fail(_missing_extra(exc))
     except OSError as exc:  # the system refused: no permission, a full disk, a closed pipe
         _fail(_system_error(exc))
     if isinstance(code, int) and code:  # typer.Exit(n), Ctrl-C (130)
         sys.exit(code)
+
+
+def _command() -> str:
+    """The command named on the command line ('summarize'; '' for none)."""
+    return next((arg for arg in sys.argv[1:] if not arg.startswith("-")), "")
+
+
+def _missing_extra(exc: ModuleNotFoundError) -> str:
+    """'denoisesum baseline needs the train extra: pip install ...'; a module no extra brings
+    is a real error, raised as it is."""
+    extra = missing_extra(exc)
+    if extra is None:
+        raise exc
+    return install_hint(f"denoisesum {_command()}".strip(), extra)
 
 
 def _usage_line(exc) -> str:
