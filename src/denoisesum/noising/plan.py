@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
-from tqdm import tqdm
 
 from denoisesum.data.encoded import EncodedCorpus
 from denoisesum.noising.candidates import (
@@ -20,6 +19,7 @@ from denoisesum.noising.candidates import (
     is_symbol,
 )
 from denoisesum.noising.document_noise import support
+from denoisesum.progress import progress_bar
 
 
 def _per_review_counts(corpus: EncodedCorpus, flags: np.ndarray, reviews: np.ndarray,
@@ -96,8 +96,8 @@ def best_supported(corpus: EncodedCorpus, eligible: np.ndarray, allowed: np.ndar
     is_eligible = np.zeros(len(corpus), dtype=bool)
     is_eligible[eligible] = True
     scores = np.zeros(len(corpus), dtype=np.float32)
-    for group in tqdm(entity_groups(corpus, np.flatnonzero(allowed)), desc="support",
-                      unit="entity", mininterval=5):
+    for group in progress_bar(entity_groups(corpus, np.flatnonzero(allowed)), desc="support",
+                              unit="entity", mininterval=5):
         rows = np.flatnonzero(is_eligible[group])
         if len(rows):
             counts = count_matrix(corpus, group)

@@ -41,7 +41,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from denoisesum.config import Range, at_least, check_choice
 from denoisesum.data.batch import SummaryBatch, make_batch
@@ -56,6 +55,7 @@ from denoisesum.data.encoded import (
 from denoisesum.data.synthetic import find_shards, iter_pairs
 from denoisesum.errors import DenoiseSumError
 from denoisesum.io import read_json, write_json
+from denoisesum.progress import progress_bar
 from denoisesum.training.lm_data import heldout_entities
 
 # 2: ratings.npy added (opinion conditioning); a format-1 cache is rebuilt
@@ -162,7 +162,7 @@ def _encode_pairs(shards: list[Path], out: Path, max_review_tokens: int,
     n_segment, pair_ids, entity, ratings = array("i"), array("q"), array("i"), array("f")
     empty_reviews = empty_pairs = 0
     with open(out / "raw.i32", "wb") as raw:
-        for path in tqdm(shards, unit="shard", desc="reading pairs", disable=not progress):
+        for path in progress_bar(shards, unit="shard", desc="reading pairs", enabled=progress):
             buf = array("i")
             for pair in iter_pairs([path]):
                 seg = [r[:max_review_tokens] for r in pair.segment if r]
