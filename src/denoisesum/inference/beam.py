@@ -291,7 +291,10 @@ def constraint_mask(
         ban.fill_(True)
         ban[:, EOS_ID] = False
         return ban
-    ban[:, EOS_ID] |= torch.as_tensor(t < low, device=ban.device)
+    if isinstance(low, torch.Tensor):  # per row
+        ban[:, EOS_ID] |= t < low
+    elif t < low:
+        ban[:, EOS_ID] = True
     if config.end_at_sentence and t > 0:
         ban[:, EOS_ID] |= ~masks.ends[history[:, -1]]
     if config.no_immediate_repeat and t > 0:
@@ -309,9 +312,9 @@ def constraint_mask(
         ban |= rows & masks.ends
         ban[:, EOS_ID : EOS_ID + 1] |= rows
     if bounds is not None:  # rows at their max_length: only </s> is left
-        full = t >= high  # [N]
-        ban[full] = True
-        ban[full, EOS_ID] = False
+        full = (t >= high).unsqueeze(1)  # [N, 1] (no boolean indexing: no device sync)
+        ban |= full
+        ban[:, EOS_ID : EOS_ID + 1] &= ~full
     return ban
 
 
@@ -442,6 +445,8 @@ class _Search:
         self.scores[:, 0] = 0.0
         self.prev = torch.full((n * k,), BOS_ID, dtype=torch.long, device=device)  # [A*K]
         self.finished: list[list[Hypothesis]] = [[] for _ in range(n)]
+        # [n] len(finished[e]), kept on the device: no host-to-device copy each step
+        self.n_finished = torch.zeros(n, dtype=torch.long, device=device)
         self.masks: WordMasks | None = None  # built at the first step
         self.words = words
         self.batch, self.reviews = batch, reviews
@@ -480,7 +485,9 @@ class _Search:
         top, idx = cand.topk(min(2 * k, k * v), dim=1)  # [A, 2K], best first
         beam, word = idx // v, idx % v  # [A, 2K]
         is_eos = word == EOS_ID
-        self._collect(top[:, :k], beam[:, :k], is_eos[:, :k] & top[:, :k].isfinite(), t)
+        ended = is_eos[:, :k] & top[:, :k].isfinite()  # [A, K]
+        self._collect(top[:, :k], beam[:, :k], ended, t)
+        self.n_finished.index_add_(0, self.entity, ended.sum(1))
         # the best K continuations that do not end: non-</s> first, each group in score order
         order = is_eos.long() * 2 * k + torch.arange(top.shape[1], device=self.device)
         keep = order.argsort(1)[:, :k]  # [A, K]
@@ -489,11 +496,7 @@ class _Search:
         tokens = torch.cat(
             [old_tokens.gather(1, beam.unsqueeze(-1).expand(-1, -1, t)), word.unsqueeze(-1)], -1
         )  # [A, K, t+1]
-        enough = torch.tensor(
-            [len(self.finished[e]) >= k for e in self.entity.tolist()],
-            dtype=torch.bool,
-            device=self.device,
-        )
+        enough = self.n_finished[self.entity] >= k  # [A]
         stuck = ~scores.isfinite().any(1)  # every word banned: no hypothesis can go on
         high = self.config.max_length if self.bounds is None else self.bounds[1][self.entity]
         done = enough | stuck | (t >= high)  # [A]
