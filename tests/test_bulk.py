@@ -262,12 +262,12 @@ class CountingSummarizer:
 
     path = None
 
-    def summarize_tokens_batch(self, sets, batch_size, ratings, slice_):
-        assert len(sets) <= batch_size
-        return [["long", str(len(reviews[0]))] for reviews in sets]
+    def summarize_results(self, sets, ratings, slice_, batch_size, explain=False, raw=False):
+        from denoisesum.inference.summarizer import SummaryResult
 
-    def reading_fields(self, total):
-        return {}
+        assert len(sets) <= batch_size
+        return [SummaryResult(f"Long {len(reviews[0])}", ["long", str(len(reviews[0]))])
+                for reviews in sets]
 
     def input_warnings(self, reviews):
         return []

@@ -12,8 +12,9 @@ from conftest import refused, run_cli
 @pytest.mark.parametrize(("args", "message"), [
     (["--beam", "abc"], "--beam: must be a whole number of at least 1 (got 'abc')"),
     (["--beam", "0"], "--beam: must be a whole number of at least 1 (got '0')"),
-    (["--restate-overlap", "2"], "--restate-overlap: must be a number between 0 and 1 (got '2')"),
-    (["--opinion-weight", "nan"], "--opinion-weight: must be a number between 0 and 100"),
+    # the flags older than --set are the settings they stand for, checked by the settings' bounds
+    (["--restate-overlap", "2"], "'decode.restate_overlap': 2.0 must be between 0 and 1"),
+    (["--opinion-weight", "nan"], "'decode.opinion_weight': nan must be between 0 and 100"),
     (["--bogus", "1"], "no such option: --bogus"),
 ])
 def test_a_bad_option_is_one_plain_line(tmp_path, args, message):

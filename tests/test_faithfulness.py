@@ -292,10 +292,12 @@ def test_per_call_options(summarizer):
     assert (
         summarizer.summarize(texts[0], beam=1) == summarizer.summarize_batch([texts[0]], beam=1)[0]
     )
+    # DecodeConfig's own names are options too (a length cap by either name)
+    assert summarizer.summarize(texts[0], max_length=6) == short
     with pytest.raises(
-        DenoiseSumError, match="unknown option 'max_length'; valid options: max_words"
+        DenoiseSumError, match="unknown option 'max_len'; valid options: max_words"
     ):
-        summarizer.summarize(texts[0], max_length=5)
+        summarizer.summarize(texts[0], max_len=5)
     with pytest.raises(DenoiseSumError, match="option beam"):
         summarizer.summarize(texts[0], beam=0)
     assert summarizer.config.decode == before

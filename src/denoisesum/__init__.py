@@ -5,16 +5,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["Summarizer", "__version__"]
+__all__ = ["Summarizer", "SummaryResult", "__version__"]
 
 if TYPE_CHECKING:
-    from denoisesum.inference.summarizer import Summarizer
+    from denoisesum.inference.summarizer import Summarizer, SummaryResult
 
 
 def __getattr__(name: str) -> Any:
     # `Summarizer` imports torch: load it on first use so `import denoisesum` stays light
-    if name == "Summarizer":
-        from denoisesum.inference.summarizer import Summarizer
+    if name in ("Summarizer", "SummaryResult"):
+        from denoisesum.inference import summarizer
 
-        return Summarizer
+        return getattr(summarizer, name)
     raise AttributeError(f"module 'denoisesum' has no attribute {name!r}")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer.core import TyperCommand
 
 from denoisesum import __version__
 from denoisesum.baselines.options import (
@@ -39,9 +40,84 @@ SkipBad = Annotated[bool, typer.Option(
     "--skip-bad", help="Skip bad records (counted and reported) instead of stopping.")]
 
 
-def _decoding(help: str, *flags: str, **limits):
-    """A DecodeConfig option of `summarize`, None (unset) unless given: the model's own setting."""
-    return typer.Option(*flags, help=f"{help} Default: the model's setting.", **limits)
+DeviceOption = Annotated[str, typer.Option(
+    help="Where to compute: auto (the GPU when PyTorch sees one, else the CPU), cpu, or cuda "
+         "(an error where there is none). On a GPU summaries are decoded in float16.")]
+SetOption = Annotated[list[str] | None, typer.Option(
+    "--set", metavar="KEY=VALUE",
+    help="Change a summarizing setting of the model for this run, e.g. --set "
+         "decode.beam_size=3, --set decode.rerank=true, --set shortlist=0: any key of its "
+         "config.json 'summarize' section (decode.KEY: every decoding setting); an unknown key "
+         "lists the valid ones.")]
+
+# decoding settings that had a flag of their own before --set (kept so that older commands
+# still run; not in --help): flag -> (the DecodeConfig key it sets, the value an on/off flag
+# sets or None when the flag takes a value)
+OLD_DECODE_FLAGS: dict[str, tuple[str, str | None]] = {
+    "--length-penalty": ("length_penalty", None),
+    "--rerank": ("rerank", "true"), "--no-rerank": ("rerank", "false"),
+    "--subsets": ("subsets", None),
+    "--no-repeat-in-sentence": ("no_repeat_in_sentence", "true"),
+    "--allow-repeat-in-sentence": ("no_repeat_in_sentence", "false"),
+    "--max-word-repeats": ("max_word_repeats", None),
+    "--restate-overlap": ("restate_overlap", None),
+    "--input-bonus": ("input_bonus", None),
+    "--input-words-only": ("input_words_only", "true"),
+    "--any-words": ("input_words_only", "false"),
+    "--unsaid-penalty": ("unsaid_penalty", None),
+    "--opinion-weight": ("opinion_weight", None),
+}
+
+
+class _OldDecodeFlags(TyperCommand):
+    """A command that reads OLD_DECODE_FLAGS as the --set decode.KEY=VALUE each stands for."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, _as_sets(args))
+
+
+def _as_sets(args: list[str]) -> list[str]:
+    from typer._click.exceptions import BadOptionUsage
+
+    out, rest = [], iter(args)
+    for arg in rest:
+        flag, eq, given = arg.partition("=")
+        if arg == "--" or flag not in OLD_DECODE_FLAGS:
+            out.append(arg)
+            if arg == "--":  # what follows is arguments
+                out.extend(rest)
+            continue
+        key, fixed = OLD_DECODE_FLAGS[flag]
+        value = fixed if fixed is not None else given if eq else next(rest, None)
+        if value is None:
+            raise BadOptionUsage(flag, f"Option '{flag}' requires an argument.")
+        out += ["--set", f"decode.{key}={value}"]
+    return out
+
+
+def _device(name: str, option: str = "--device"):
+    """--device as a torch device; CUDA asked for where there is none: one line, before any
+    work."""
+    from denoisesum.models.precision import resolve_device
+
+    return resolve_device(name, option)
+
+
+def _summarize_settings(config, overrides: list[str], flags: dict[str, tuple[str, object]]):
+    """The model's summarizing settings with --set KEY=VALUE (SummarizerConfig keys) and then
+    the flags that stand for per-call options (flag -> (option, value or None)), all checked
+    by the settings' one validation; an error names the key or the flag as typed."""
+    from denoisesum.config import load_config
+    from denoisesum.errors import ConfigError
+    from denoisesum.inference.summarizer import SummarizerConfig, decode_options
+
+    config = load_config(SummarizerConfig, None, overrides, base=config)
+    try:
+        config.decode = decode_options(config.decode, {o: v for o, v in flags.values()})
+    except ConfigError as exc:
+        flag = next(f for f, (o, _) in flags.items() if o == exc.key)
+        raise ConfigError(f"{flag} {exc.reason}") from None
+    return config
 
 
 def _reader(paths: list[str], entity_field: str, text_field: str, rating_field: str,
@@ -739,10 +815,17 @@ def fit_command(
                  "from (--noise-lm DIR: none at all).")] = None,
         entity_field: EntityField = "entity_id", text_field: TextField = "text",
         rating_field: RatingField = "rating", category_field: CategoryField = "category",
-        skip_bad: SkipBad = False) -> None:
+        skip_bad: SkipBad = False,
+        device: Annotated[str | None, typer.Option(
+            help="Where the summarizer trains: auto (the GPU when PyTorch sees one), cpu or "
+                 "cuda (train.train.device; default: the preset's). The LM trains on the "
+                 "CPU.")] = None) -> None:
     """Train a summarizer on a review corpus: LM, synthetic pairs, topics, summarizer, decoding
     and export in one command; a stage done is skipped, one cut off is resumed."""
     _check_output_dir(output)
+    if device is not None:  # CUDA where there is none: said before any stage runs
+        _device(device)
+        overrides = [*(overrides or []), f"train.train.device={json.dumps(device.strip().lower())}"]
     from denoisesum.data.corpus import FieldNames
     from denoisesum.fit import FitRequest, run_fit
     from denoisesum.io import require_file
@@ -764,7 +847,7 @@ def fit_command(
     typer.echo(report.table())
 
 
-@app.command("summarize")
+@app.command("summarize", cls=_OldDecodeFlags)
 def summarize_command(
         source: Annotated[str, typer.Argument(
             metavar="INPUT", help="Review-set file (JSONL: entity_id, reviews), a review corpus "
@@ -781,46 +864,19 @@ def summarize_command(
             "--overwrite", help="Start the output over instead of continuing it (it is "
                                 "replaced when the first batch is written).")] = False,
         beam: Annotated[int | None, typer.Option(
-            min=1, help="Beam size; 1 is greedy (default: the model's setting, else 5).")] = None,
+            min=1, help="Beam size; 1 is greedy (decode.beam_size; default: the model's).")
+        ] = None,
         min_length: Annotated[int | None, typer.Option(
-            min=0, help="No end of summary before this many words (default: the model's, "
-                        "else 10).")] = None,
+            min=0, help="No end of summary before this many words (decode.min_length).")] = None,
         max_length: Annotated[int | None, typer.Option(
             "--max-length", "--max-words", min=1,
             help="Words at most; the summary then ends at its last sentence end within them "
-                 "(default: the model's, else 100).")] = None,
-        length_penalty: Annotated[float | None, typer.Option(
-            min=0.0, help="alpha: scores are log p / length**alpha (default: the model's, "
-                          "else 1).")] = None,
+                 "(decode.max_length).")] = None,
         block_first_person: Annotated[bool | None, typer.Option(
             "--block-first-person/--allow-first-person",
-            help="Ban i/me/my/mine/myself (default: the model's setting, else allowed).")] = None,
-        rerank: Annotated[bool | None, _decoding(
-            "Keep, among the beam's hypotheses (and --subsets'), the one whose words are closest "
-            "to the input reviews.", "--rerank/--no-rerank")] = None,
-        subsets: Annotated[int | None, typer.Option(
-            min=0, help="With --rerank: also decode from N subsets of the reviews, each "
-                        "leaving some out (N more decodes per entity).")] = None,
-        sentence_repeats: Annotated[bool | None, _decoding(
-            "Ban a content word already used in the current sentence.",
-            "--no-repeat-in-sentence/--allow-repeat-in-sentence")] = None,
-        max_word_repeats: Annotated[int | None, _decoding(
-            "A content word at most N times per summary (0: no limit).", min=0)] = None,
-        restate_overlap: Annotated[float | None, _decoding(
-            "No sentence may end while this share of its content words (at least 2) were all in "
-            "one earlier sentence (0: off).", min=0.0, max=1.0)] = None,
-        input_bonus: Annotated[float | None, _decoding(
-            "A content word's first use in a summary adds B x the share of the reviews that use "
-            "it to the summary's score (0: off).", min=0.0)] = None,
-        input_words_only: Annotated[bool | None, _decoding(
-            "Use no content word that none of the reviews uses.",
-            "--input-words-only/--any-words")] = None,
-        unsaid_penalty: Annotated[float | None, _decoding(
-            "Subtract U from the log-probability of a content word none of the reviews uses: the "
-            "soft --input-words-only (0: off).", min=0.0)] = None,
-        opinion_weight: Annotated[float | None, _decoding(
-            "Steer each word toward the reviews' opinion (their 'ratings', else the rating "
-            "model's reading) with this weight (0: off).", min=0.0, max=100.0)] = None,
+            help="Ban i/me/my/mine/myself, or allow them (decode.block_first_person).")] = None,
+        overrides: SetOption = None,
+        device: DeviceOption = "auto",
         slice_: Annotated[str, typer.Option(
             "--slice", help="Summarize all reviews, or only the complaints (reviews of at most "
                             "3 stars) or the praise (at least 4): all, complaints, praise.")
@@ -860,8 +916,6 @@ def summarize_command(
     """Summarize every entity's reviews with a trained DenoiseSum model; writes predictions
     (JSONL: entity_id, summary; reviews_read and reviews_total when the model chose which
     reviews to read: at most its read_reviews setting, by default the most central)."""
-    import dataclasses
-
     from denoisesum.inference import bulk
     from denoisesum.inference.summarizer import SLICES, Summarizer
     from denoisesum.io import check_output, writing
@@ -875,26 +929,13 @@ def summarize_command(
         parse_target(dask)
     if slice_ not in SLICES:
         raise DenoiseSumError(f"--slice {slice_!r}: must be one of {', '.join(SLICES)}")
-    summarizer = Summarizer.from_pretrained(model)
-    changes = {key: value for key, value in (
-        ("beam_size", beam), ("min_length", min_length), ("max_length", max_length),
-        ("length_penalty", length_penalty), ("block_first_person", block_first_person),
-        ("rerank", rerank), ("subsets", subsets), ("no_repeat_in_sentence", sentence_repeats),
-        ("max_word_repeats", max_word_repeats), ("restate_overlap", restate_overlap),
-        ("input_bonus", input_bonus), ("input_words_only", input_words_only),
-        ("unsaid_penalty", unsaid_penalty), ("opinion_weight", opinion_weight))
-        if value is not None}
-    if max_length is not None:  # a length cap ends at a sentence boundary, never mid-sentence
-        changes["end_at_sentence"] = True
-        changes.setdefault("min_length", min(summarizer.config.decode.min_length, max_length))
-    from denoisesum.config import check
-
-    decode = dataclasses.replace(summarizer.config.decode, **changes)
-    check(decode, "decode.")  # e.g. --beam 100000, --input-bonus inf: fail before reading
-    summarizer.config.decode = decode
+    summarizer = Summarizer.from_pretrained(model, device=_device(device))
+    sets = [*(overrides or []), *([f"shortlist={shortlist}"] if shortlist is not None else [])]
+    summarizer.config = _summarize_settings(summarizer.config, sets, {
+        "--beam": ("beam", beam), "--min-length": ("min_words", min_length),
+        "--max-length": ("max_words", max_length),
+        "--block-first-person": ("block_first_person", block_first_person)})
     summarizer.config.bf16 = summarizer.config.bf16 or bf16
-    if shortlist is not None:
-        summarizer.config.shortlist = shortlist
     try:
         with writing(output), _dask_cluster(dask) as cluster:  # writing: a full disk, /dev/full
             written, before = bulk.run(
@@ -945,6 +986,7 @@ def serve_command(
                             "more get 503.")] = 64,
         threads: Annotated[int | None, typer.Option(
             min=1, help="torch threads (default: torch's, one per core).")] = None,
+        device: DeviceOption = "auto",
         log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info") -> None:
     """Serve summaries over HTTP: a JSON API (/v1/summarize, /docs) and a web page (/)."""
     from denoisesum.inference.summarizer import DEFAULT_MODEL_DIR, Summarizer
@@ -969,7 +1011,7 @@ def serve_command(
         import torch
 
         torch.set_num_threads(threads)
-    summarizer = Summarizer.from_pretrained(model)
+    summarizer = Summarizer.from_pretrained(model, device=_device(device))
     service = create_app(summarizer, limits)
     typer.echo(f"model {summarizer.path}; serving on http://{host}:{port}/ (API: /docs); "
                "Ctrl-C stops", err=True)

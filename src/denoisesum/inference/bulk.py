@@ -227,41 +227,35 @@ def strict_error(flagged: list[tuple[str, list[str]]], count: int) -> DenoiseSum
 def summarize_batch(summarizer, batch: list[Any], slice_: str, raw: bool, explain: bool,
                     as_text: bool, say: Callable[[str], None] | None = None
                     ) -> tuple[list[dict], list[str]]:
-    """The records of one batch of ReviewSets (entity_id, summary, reviews_read and
-    reviews_total, warnings, support with --explain), and with `as_text` their text blocks;
-    the warnings of unreadable sets are said on standard error (or passed to `say`: a Dask
-    worker hands them back to the command)."""
+    """The records of one batch of ReviewSets (entity_id, then the Summarizer's SummaryResult
+    as JSON: summary, reviews_read and reviews_total, warnings, support with --explain), and
+    with `as_text` their text blocks; each warning is said on standard error naming its entity
+    (or passed to `say`: a Dask worker hands them back to the command)."""
     say = say or (lambda line: print(line, file=sys.stderr))
-    from denoisesum.data.tokenizer import detokenize
+    results = summarizer.summarize_results(
+        [s.reviews for s in batch], [s.ratings or None for s in batch], slice_, len(batch),
+        explain=explain, raw=raw)
+    records, texts = [], []
+    for review_set, result in zip(batch, results, strict=True):
+        records.append({"entity_id": review_set.entity_id, **result.to_dict()})
+        for w in result.warnings:
+            say(f"warning: entity {review_set.entity_id}: {w}")
+        if as_text:
+            texts.append(text_block(review_set.entity_id, result))
+    return records, texts
+
+
+def text_block(entity_id: str, result) -> str:
+    """The --text format of one summary: its entity, the summary, its warnings and reading,
+    and with --explain each sentence's support."""
     from denoisesum.inference.support import format_explanation
 
-    summaries = summarizer.summarize_tokens_batch(
-        [s.reviews for s in batch], len(batch), [s.ratings or None for s in batch], slice_)
-    records, texts = [], []
-    for review_set, tokens in zip(batch, summaries, strict=True):
-        text = " ".join(tokens) if raw else detokenize(tokens)
-        record: dict = {"entity_id": review_set.entity_id, "summary": text}
-        record.update(summarizer.reading_fields(len(review_set.reviews)))
-        if found := summarizer.input_warnings(review_set.reviews):
-            record["warnings"] = found
-            for w in found:
-                say(f"warning: entity {review_set.entity_id}: {w}")
-        explanation = None
-        if explain:
-            explanation = summarizer.explain(review_set.reviews, text)
-            record["support"] = {k: v for k, v in explanation.to_dict().items()
-                                 if k != "summary"}
-            if explanation.warnings:
-                record["warnings"] = record.get("warnings", []) + explanation.warnings
-        records.append(record)
-        if as_text:
-            flagged = "".join(f"  warning: {w}\n" for w in record.get("warnings", []))
-            if "reviews_read" in record:
-                flagged += (f"  read {record['reviews_read']} of "
-                            f"{record['reviews_total']} reviews\n")
-            texts.append(f"{review_set.entity_id}\n  {text}\n{flagged}" + (
-                format_explanation(explanation, "    ") + "\n" if explanation else ""))
-    return records, texts
+    flagged = "".join(f"  warning: {w}\n" for w in result.warnings)
+    if result.reviews_read is not None:
+        flagged += f"  read {result.reviews_read} of {result.reviews_total} reviews\n"
+    support = result.explanation
+    return (f"{entity_id}\n  {result.summary}\n{flagged}"
+            + (format_explanation(support, "    ") + "\n" if support else ""))
 
 
 # ---- settings sidecar ------------------------------------------------------------------------

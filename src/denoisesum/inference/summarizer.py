@@ -6,6 +6,16 @@
     summarizer = Summarizer.from_pretrained()   # the default model, installed with the package
     summarizer.summarize(["The ramen was rich...", "Great broth, slow service...", ...])
     summarizer.explain(reviews)      # the summary and the reviews supporting each sentence
+    summarizer.summarize_result(reviews, explain=True)   # SummaryResult: the whole record
+    summarizer.summarize_frame(df, entity="business_id", text="text")  # pandas in and out
+
+One record per summary: `summarize_results` returns a `SummaryResult` per review set (the
+summary, its warnings, the reading fields, the support when asked); the summarize command
+(inference/bulk.py) and the service (serving/) only format it. `summarize` and
+`summarize_batch` return the summary text alone, as they always have.
+
+Device: `from_pretrained(..., device="auto")` decodes on the GPU when PyTorch sees one (CUDA),
+in float16 autocast there (`half`), else on the CPU in fp32 (bf16 with `config.bf16`).
 
 A model directory (format and checks: models/store.py) of kind "denoisesum" may carry, beside
 "kind" and "model", the settings to summarize with:
@@ -27,9 +37,10 @@ what the summarize command and the service report (reviews_read, reviews_total).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -56,7 +67,7 @@ from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
 from denoisesum.inference.support import Explanation, SupportConfig
 from denoisesum.inference.support import explain as explain_support
 from denoisesum.models.denoisesum import DenoiseSum
-from denoisesum.models.precision import use_bf16
+from denoisesum.models.precision import resolve_device, use_bf16
 from denoisesum.models.rating import POSITIVE, RatingModel, find_rating_model
 from denoisesum.models.store import CONFIG, load_denoisesum, parse_section
 from denoisesum.text import is_content_word
@@ -125,7 +136,9 @@ SLICES = ("all", "complaints", "praise")
 COMPLAINT_STARS, PRAISE_STARS = 3.0, 4.0
 
 
-# per-call options of summarize / summarize_batch -> the DecodeConfig field each sets
+# per-call options of summarize / summarize_batch / summarize_results: every DecodeConfig field
+# by its own name, and these short names -> the field each sets (first_person says what is
+# allowed: it sets block_first_person to its opposite)
 CALL_OPTIONS = {
     "max_words": "max_length",
     "min_words": "min_length",
@@ -135,8 +148,109 @@ CALL_OPTIONS = {
 }
 
 
+def option_names() -> list[str]:
+    """Every per-call option: the short names, then the DecodeConfig fields."""
+    fields = [f.name for f in dataclasses.fields(DecodeConfig)]
+    return list(CALL_OPTIONS) + [f for f in fields if f not in CALL_OPTIONS]
+
+
+def decode_options(decode: DecodeConfig, options: dict[str, Any]) -> DecodeConfig:
+    """`decode` with per-call options applied (option_names(); a None value changes nothing),
+    checked by DecodeConfig's one validation (config.build: its BOUNDS and validate()). A length
+    cap (max_words, max_length) ends the summary at its last sentence end within it, and brings
+    min_length down to it unless that is given too. A ConfigError names the option as given."""
+    valid = option_names()
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ConfigError(
+            f"unknown option {', '.join(map(repr, unknown))}; valid options: {', '.join(valid)}",
+            key=unknown[0],
+            reason="unknown option",
+        )
+    changes, named = {}, {}
+    for name, value in options.items():
+        if value is not None:
+            key = CALL_OPTIONS.get(name, name)
+            flip = name == "first_person" and isinstance(value, bool)
+            changes[key], named[key] = (not value if flip else value), name
+    cap = changes.get("max_length")
+    if isinstance(cap, int) and not isinstance(cap, bool):  # a length cap, never mid-sentence
+        changes.setdefault("end_at_sentence", True)
+        changes.setdefault("min_length", min(decode.min_length, cap))
+    try:
+        return build(DecodeConfig, {**asdict(decode), **changes})
+    except ConfigError as exc:
+        name = named.get(exc.key or "", exc.key)
+        raise ConfigError(f"option {name}: {exc.reason}", key=name, reason=exc.reason) from None
+
+
+def review_list(reviews: Iterable[str], where: str = "") -> list[str]:
+    """Review texts from any iterable (a list, a tuple, a generator, a pandas Series) as a
+    list; a lone string, or anything that is not iterable, is an error."""
+    if isinstance(reviews, str | bytes) or not isinstance(reviews, Iterable):
+        raise DenoiseSumError(
+            f"{where}reviews must be a list of review texts, got {type(reviews).__name__} "
+            "(a list, a tuple or any iterable of strings)"
+        )
+    return list(reviews)
+
+
+def review_set_list(review_sets: Iterable[Iterable[str]]) -> list[list[str]]:
+    """Review sets from any iterable of iterables of texts, as lists."""
+    if isinstance(review_sets, str | bytes) or not isinstance(review_sets, Iterable):
+        raise DenoiseSumError(
+            "review_sets must be a list of lists of review texts, got "
+            f"{type(review_sets).__name__} (any iterable of iterables of strings)"
+        )
+    return [review_list(s, f"review set {i}: ") for i, s in enumerate(review_sets)]
+
+
 class EmptySliceWarning(UserWarning):
     """No review of a set belongs to the asked slice (no complaint, no praise): no summary."""
+
+
+def empty_slice_message(slice: str) -> str:
+    bound = "at most" if slice == "complaints" else "at least"
+    stars = COMPLAINT_STARS if slice == "complaints" else PRAISE_STARS
+    return f"no review belongs to the {slice} (reviews of {bound} {stars:g} stars): no summary"
+
+
+@dataclass
+class SummaryResult:
+    """One review set's summary and what its reader should know: the record that the
+    summarize command writes (one line, one row) and the service answers, both only formatting
+    it (`to_dict`)."""
+
+    summary: str  # readable text ("" when no review belongs to the slice); tokens with raw=True
+    tokens: list[str]  # the tokenized form (lower-cased, PTB clitics: what ROUGE scripts read)
+    # why the summary may not come from the reviews: unreadable input (input_warnings), no
+    # review of the slice, most sentences unsupported (with explain)
+    warnings: list[str] = field(default_factory=list)
+    # how many reviews the model read of how many it was given, when it chose which (more
+    # than its read_reviews); None when it read them all
+    reviews_read: int | None = None
+    reviews_total: int | None = None
+    explanation: Explanation | None = None  # each sentence's supporting reviews (explain=True)
+
+    @property
+    def support(self) -> dict[str, Any] | None:
+        """The explanation as JSON, without the summary it explains; None unless explained."""
+        if self.explanation is None:
+            return None
+        return {k: v for k, v in self.explanation.to_dict().items() if k != "summary"}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON record: summary; reviews_read and reviews_total when the model chose which
+        reviews to read; warnings when there are any; support when explained."""
+        record: dict[str, Any] = {"summary": self.summary}
+        if self.reviews_read is not None:
+            record["reviews_read"] = self.reviews_read
+            record["reviews_total"] = self.reviews_total
+        if self.warnings:
+            record["warnings"] = list(self.warnings)
+        if self.explanation is not None:
+            record["support"] = self.support
+        return record
 
 
 @dataclass
@@ -188,7 +302,9 @@ def load_model(directory: str | Path) -> tuple[DenoiseSum, Vocab, SummarizerConf
 
 class Summarizer:
     """A DenoiseSum model, its vocabulary, and the settings to summarize with (`config`, which
-    may be changed between calls)."""
+    may be changed between calls). device: "cpu" (the default here; from_pretrained's is
+    "auto"), "auto" (the GPU when PyTorch sees one, else the CPU), "cuda" or "cuda:N"; on a GPU
+    decoding runs in float16 autocast unless `half` is set to False."""
 
     def __init__(
         self,
@@ -197,7 +313,10 @@ class Summarizer:
         config: SummarizerConfig | None = None,
         device: str | torch.device = "cpu",
     ) -> None:
-        self.device = torch.device(device)
+        self.device = resolve_device(device)
+        # float16 autocast on a GPU: about half the memory traffic of the output layers; a
+        # close beam may go another way than in fp32 (tests/test_device.py measures how often)
+        self.half = self.device.type == "cuda"
         self.model = model.eval().to(self.device)
         self.vocab = vocab
         self.config = config or SummarizerConfig()
@@ -214,10 +333,12 @@ class Summarizer:
         cls,
         path: str | Path | None = None,
         config: SummarizerConfig | None = None,
-        device: str | torch.device = "cpu",
+        device: str | torch.device = "auto",
     ) -> Summarizer:
         """Load a model directory, or an installed model by name (e.g. "denoisesum-yelp"; None:
-        the default model). `config` replaces the settings saved with the model."""
+        the default model). `config` replaces the settings saved with the model. device: "auto"
+        (CUDA when present, else the CPU), "cpu", "cuda" (an error where there is none)."""
+        device = resolve_device(device)  # before the model loads: a bad device fails fast
         path = resolve_model(path)
         model, vocab, saved = load_model(path)
         summarizer = cls(model, vocab, config or saved, device)
@@ -258,10 +379,7 @@ class Summarizer:
 
     def _encode_all(self, reviews: Sequence[str], where: str = "") -> list[list[int]]:
         """Review texts -> word ids, cut to max_reviews reviews of max_review_tokens words."""
-        if isinstance(reviews, str) or not isinstance(reviews, Sequence):
-            raise DenoiseSumError(
-                f"{where}reviews must be a list of review texts, got {type(reviews).__name__}"
-            )
+        reviews = review_list(reviews, where)
         if not reviews:
             raise DenoiseSumError(f"{where}no reviews to summarize")
         out = []
@@ -315,17 +433,30 @@ class Summarizer:
 
     def summarize_tokens_batch(
         self,
-        review_sets: Sequence[Sequence[str]],
+        review_sets: Iterable[Iterable[str]],
         batch_size: int = 8,
-        ratings: Sequence[Sequence[float | None] | None] | None = None,
+        ratings: Iterable[Iterable[float | None] | None] | None = None,
         slice: str = "all",
     ) -> list[list[str]]:
         """Tokenized summaries (lower-cased, PTB clitics: what ROUGE scripts expect), one per
         review set, decoded `batch_size` entities at a time. ratings: per set, each review's
         stars (None where unknown), the opinion the summary follows; slice: "all",
         "complaints" or "praise" (SLICES), the reviews the summary speaks for."""
-        if isinstance(review_sets, str) or not isinstance(review_sets, Sequence):
-            raise DenoiseSumError("review_sets must be a list of lists of review texts")
+        return self._summarize_tokens(review_sets, batch_size, ratings, slice)[0]
+
+    def _summarize_tokens(
+        self,
+        review_sets: Iterable[Iterable[str]],
+        batch_size: int,
+        ratings: Iterable[Iterable[float | None] | None] | None,
+        slice: str,
+        warn: bool = True,
+    ) -> tuple[list[list[str]], list[bool]]:
+        """summarize_tokens_batch's summaries, and per set whether no review of it belonged to
+        the slice (no summary; an EmptySliceWarning unless `warn` is False)."""
+        review_sets = review_set_list(review_sets)
+        if ratings is not None:
+            ratings = [None if r is None else list(r) for r in ratings]
         if batch_size < 1:
             raise DenoiseSumError(f"batch_size must be at least 1, got {batch_size}")
         if ratings is not None and len(ratings) != len(review_sets):
@@ -336,7 +467,7 @@ class Summarizer:
         sets, stars = [], []
         for i, reviews in enumerate(review_sets):
             kept, kept_stars = self.slice_reviews(
-                reviews, ratings[i] if ratings else None, slice, f"review set {i}: "
+                reviews, ratings[i] if ratings else None, slice, f"review set {i}: ", warn
             )
             sets.append(kept)
             stars.append(kept_stars)
@@ -353,7 +484,7 @@ class Summarizer:
         out: list[list[str]] = [[] for _ in review_sets]
         for i, tokens in zip(todo, self._decode(encoded, batch_size, targets), strict=True):
             out[i] = tokens
-        return out
+        return out, [not kept and slice != "all" for kept in sets]
 
     def summarize_tokens(
         self,
@@ -372,15 +503,13 @@ class Summarizer:
         stars: Sequence[float | None] | None,
         slice: str,
         where: str = "",
+        warn: bool = True,
     ) -> tuple[list[str], list[float | None]]:
-        """The reviews (and their stars) a summary of `slice` speaks for; an
-        EmptySliceWarning and no reviews when none belongs to it."""
+        """The reviews (and their stars) a summary of `slice` speaks for; no reviews when none
+        belongs to it (and an EmptySliceWarning, unless `warn` is False)."""
         if slice not in SLICES:
             raise DenoiseSumError(f"slice={slice!r}: must be one of {', '.join(SLICES)}")
-        if isinstance(reviews, str) or not isinstance(reviews, Sequence):
-            raise DenoiseSumError(
-                f"{where}reviews must be a list of review texts, got {type(reviews).__name__}"
-            )
+        reviews = review_list(reviews, where)
         stars = list(stars) if stars is not None else [None] * len(reviews)
         if len(stars) != len(reviews):
             raise DenoiseSumError(
@@ -402,15 +531,8 @@ class Summarizer:
             for i, s in enumerate(read)
             if (s <= COMPLAINT_STARS if slice == "complaints" else s >= PRAISE_STARS)
         ]
-        if not keep:
-            warnings.warn(
-                f"{where}no review belongs to the {slice} (reviews of "
-                f"{'at most' if slice == 'complaints' else 'at least'} "
-                f"{COMPLAINT_STARS if slice == 'complaints' else PRAISE_STARS:g} "
-                "stars): no summary",
-                EmptySliceWarning,
-                stacklevel=3,
-            )
+        if not keep and warn:
+            warnings.warn(where + empty_slice_message(slice), EmptySliceWarning, stacklevel=3)
         return [reviews[i] for i in keep], [read[i] for i in keep]
 
     def target_stars(self, reviews: Sequence[str], stars: Sequence[float | None]) -> float | None:
@@ -523,6 +645,14 @@ class Summarizer:
             self._bf16_ok = use_bf16(self.device, "bf16 decoding")
         return self.config.bf16 and bool(self._bf16_ok)
 
+    def _autocast(self) -> torch.autocast:
+        """The precision of decoding: bfloat16 with config.bf16 (where the device has it),
+        else float16 on a GPU (`half`), else fp32."""
+        if self._bf16():
+            return torch.autocast(self.device.type, torch.bfloat16)
+        half = self.half and self.device.type == "cuda"
+        return torch.autocast(self.device.type, torch.float16, enabled=half)
+
     def _search(
         self,
         sources: list[list[list[int]]],
@@ -551,7 +681,7 @@ class Summarizer:
                 )
                 ids, reviews = model.vocab_ids, model.position[batch.reviews]
             bias = self._bias(wanted, model)
-            with torch.autocast(self.device.type, torch.bfloat16, enabled=self._bf16()):
+            with self._autocast():
                 found = beam_search(
                     model,
                     batch,
@@ -582,17 +712,18 @@ class Summarizer:
 
     def summarize_batch(
         self,
-        review_sets: Sequence[Sequence[str]],
+        review_sets: Iterable[Iterable[str]],
         batch_size: int = 8,
         warn: bool = True,
-        ratings: Sequence[Sequence[float | None] | None] | None = None,
+        ratings: Iterable[Iterable[float | None] | None] | None = None,
         slice: str = "all",
         **options: Any,
     ) -> list[str]:
-        """Readable summaries (detokenized, sentence case), one per review set. Review sets the
-        model cannot read (`input_warnings`) raise an UnreadableInputWarning unless `warn` is
-        False (for callers that report `input_warnings` themselves). ratings, slice and options:
-        as in summarize."""
+        """Readable summaries (detokenized, sentence case), one per review set (any iterable of
+        any iterables of texts). Review sets the model cannot read (`input_warnings`) raise an
+        UnreadableInputWarning unless `warn` is False (for callers that report
+        `input_warnings` themselves). ratings, slice and options: as in summarize."""
+        review_sets = review_set_list(review_sets)
         with self.options(**options):
             tokens = self.summarize_tokens_batch(review_sets, batch_size, ratings, slice)
         summaries = [detokenize(t) for t in tokens]
@@ -602,49 +733,102 @@ class Summarizer:
 
     def summarize(
         self,
-        reviews: Sequence[str],
-        ratings: Sequence[float | None] | None = None,
+        reviews: Iterable[str],
+        ratings: Iterable[float | None] | None = None,
         slice: str = "all",
         **options: Any,
     ) -> str:
-        """The readable summary of one entity's reviews (an UnreadableInputWarning when the
-        model cannot read them: `input_warnings`). ratings: each review's stars (None where
-        unknown), the opinion to convey (else the rating model reads it); slice: "all", or
-        "complaints" / "praise" to summarize only what people complain about / praise.
-        options, for this call only (CALL_OPTIONS): max_words (the summary ends at the last
-        sentence end within them), min_words, beam, first_person (allow I/my/me), and
-        opinion_weight."""
+        """The readable summary of one entity's reviews (any iterable of texts; an
+        UnreadableInputWarning when the model cannot read them: `input_warnings`). ratings:
+        each review's stars (None where unknown), the opinion to convey (else the rating model
+        reads it); slice: "all", or "complaints" / "praise" to summarize only what people
+        complain about / praise. options, for this call only (option_names()): max_words (the
+        summary ends at the last sentence end within them), min_words, beam, first_person
+        (allow I/my/me), opinion_weight, or any DecodeConfig field by its name. The whole
+        record (warnings, reading fields, support): summarize_result."""
+        reviews = review_list(reviews)
         with self.options(**options):
             summary = detokenize(self.summarize_tokens(reviews, ratings, slice))
         self._warn_unreadable([reviews])
         return summary
 
+    def summarize_results(
+        self,
+        review_sets: Iterable[Iterable[str]],
+        ratings: Iterable[Iterable[float | None] | None] | None = None,
+        slice: str = "all",
+        batch_size: int = 8,
+        explain: bool = False,
+        support: SupportConfig | None = None,
+        raw: bool = False,
+        **options: Any,
+    ) -> list[SummaryResult]:
+        """One SummaryResult per review set: the summary, its warnings (said in the result, not
+        as Python warnings), reviews_read/reviews_total, and with `explain` each sentence's
+        supporting reviews (`support`: the thresholds). raw: the summary as its tokens joined
+        by spaces, not readable text. ratings, slice and options as in summarize."""
+        sets = review_set_list(review_sets)
+        with self.options(**options):  # an empty slice is said in the result, not warned
+            tokens, empty = self._summarize_tokens(sets, batch_size, ratings, slice, warn=False)
+        results = []
+        for reviews, words, no_slice in zip(sets, tokens, empty, strict=True):
+            said = self.input_warnings(reviews) + ([empty_slice_message(slice)] if no_slice else [])
+            text = " ".join(words) if raw else detokenize(words)
+            result = SummaryResult(text, words, said, **self.reading_fields(len(reviews)))
+            results.append(self.explain_result(result, reviews, support) if explain else result)
+        return results
+
+    def summarize_result(
+        self,
+        reviews: Iterable[str],
+        ratings: Iterable[float | None] | None = None,
+        slice: str = "all",
+        explain: bool = False,
+        **options: Any,
+    ) -> SummaryResult:
+        """summarize_results of one entity's reviews."""
+        return self.summarize_results([reviews], [ratings], slice, 1, explain, **options)[0]
+
+    def explain_result(
+        self, result: SummaryResult, reviews: Iterable[str], config: SupportConfig | None = None
+    ) -> SummaryResult:
+        """`result` with its explanation (which reviews support each sentence), whose warnings
+        join the result's."""
+        found = self.explain(review_list(reviews), result.summary, config)
+        return dataclasses.replace(
+            result, explanation=found, warnings=result.warnings + found.warnings
+        )
+
+    def summarize_frame(
+        self,
+        frame: Any,
+        entity: str = "entity_id",
+        text: str = "text",
+        rating: str | None = None,
+        slice: str = "all",
+        batch_size: int = 8,
+        explain: bool = False,
+        **options: Any,
+    ) -> Any:
+        """A pandas DataFrame of reviews (one row each: its entity, its text, optionally its
+        stars) -> a DataFrame of summaries, one row per entity in order of its first review:
+        the entity column, summary, reviews_read, reviews_total (empty when every review was
+        read), warnings (a list), and support (a dict) with `explain`. Needs pandas."""
+        from denoisesum.inference.frames import frame_review_sets, results_frame
+
+        ids, sets, stars = frame_review_sets(frame, entity, text, rating)
+        results = self.summarize_results(sets, stars, slice, batch_size, explain, **options)
+        return results_frame(entity, ids, results, explain)
+
     @contextlib.contextmanager
     def options(self, **options: Any) -> Iterator[None]:
-        """Decode with per-call options (CALL_OPTIONS) inside the block; an unknown option or
-        a value out of its range is a DenoiseSumError naming it."""
+        """Decode with per-call options (option_names()) inside the block; an unknown option or
+        a value out of its range is a DenoiseSumError naming it (decode_options)."""
         if not options:
             yield
             return
-        unknown = sorted(set(options) - set(CALL_OPTIONS))
-        if unknown:
-            raise DenoiseSumError(
-                f"unknown option {', '.join(map(repr, unknown))}; valid "
-                f"options: {', '.join(CALL_OPTIONS)}"
-            )
         old = self.config.decode
-        changes = {CALL_OPTIONS[k]: v for k, v in options.items() if v is not None}
-        if "block_first_person" in changes:  # the option says what is allowed
-            changes["block_first_person"] = not changes["block_first_person"]
-        if "max_length" in changes:  # a length cap ends at a sentence boundary
-            changes["end_at_sentence"] = True
-            changes.setdefault("min_length", min(old.min_length, changes["max_length"]))
-        try:
-            new = build(DecodeConfig, {**asdict(old), **changes})
-        except ConfigError as exc:
-            name = {v: k for k, v in CALL_OPTIONS.items()}.get(exc.key or "", exc.key)
-            raise DenoiseSumError(f"option {name}: {exc.reason}") from None
-        self.config.decode = new
+        self.config.decode = decode_options(old, options)
         try:
             yield
         finally:
@@ -652,12 +836,13 @@ class Summarizer:
 
     def explain(
         self,
-        reviews: Sequence[str],
+        reviews: Iterable[str],
         summary: str | None = None,
         config: SupportConfig | None = None,
     ) -> Explanation:
         """Which of the reviews support each sentence of `summary` (None: summarize them first),
         with scores; method and thresholds in `denoisesum.inference.support`."""
+        reviews = review_list(reviews)
         if summary is None:
             summary = self.summarize(reviews)
         return explain_support(reviews, summary, self.vocab.tokenizer, config, self.rating)

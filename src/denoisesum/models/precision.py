@@ -14,6 +14,8 @@ import warnings
 
 import torch
 
+from denoisesum.errors import DenoiseSumError
+
 
 class PrecisionWarning(UserWarning):
     """bf16 was asked for where it cannot run: fp32 is used instead."""
@@ -41,3 +43,34 @@ def use_bf16(device: torch.device, setting: str) -> bool:
              else f"this {device.type} device has no bfloat16")
     warnings.warn(f"{setting}: {lacks}; computing in fp32", PrecisionWarning, stacklevel=2)
     return False
+
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def resolve_device(device: str | torch.device = "auto", setting: str = "device") -> torch.device:
+    """Where to compute: "auto" is the GPU when PyTorch sees one (CUDA), else the CPU; "cpu",
+    "cuda" or "cuda:N" as given. Asking for CUDA where there is none, or for anything else, is
+    a one-line DenoiseSumError naming `setting` (the option or argument that asked)."""
+    if isinstance(device, torch.device):
+        name = str(device)
+    elif isinstance(device, str):
+        name = device.strip().lower()
+    else:
+        name = repr(device)
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name != "cpu" and not (name == "cuda" or name.startswith("cuda:")):
+        raise DenoiseSumError(f"{setting} {device!r} must be one of {', '.join(DEVICES)} "
+                              "(or cuda:N)")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise DenoiseSumError(f"{setting} {name!r}: no CUDA GPU is available here (PyTorch "
+                              f"{torch.__version__} sees none); use cpu or auto")
+    try:
+        out = torch.device(name)
+    except RuntimeError as exc:  # "cuda:x"
+        raise DenoiseSumError(f"{setting} {device!r}: {exc}") from None
+    if out.type == "cuda" and out.index is not None and out.index >= torch.cuda.device_count():
+        raise DenoiseSumError(f"{setting} {name!r}: there are {torch.cuda.device_count()} CUDA "
+                              "GPU(s), numbered from 0")
+    return out

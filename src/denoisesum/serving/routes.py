@@ -15,7 +15,7 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from denoisesum.errors import DenoiseSumError
-from denoisesum.inference.summarizer import Summarizer
+from denoisesum.inference.summarizer import Summarizer, SummaryResult
 from denoisesum.serving.guard import BodyBudget
 from denoisesum.serving.limits import ServiceLimits
 from denoisesum.serving.schemas import (
@@ -40,11 +40,9 @@ def add_summarize_routes(app: FastAPI, queue: InferenceQueue, limits: ServiceLim
     @app.post("/v1/summarize", response_model=SummarizeResponse, tags=["summarize"],
               summary="Summarize one entity's reviews", responses=ERROR_RESPONSES)
     async def summarize(body: SummarizeRequest) -> dict:  # type: ignore[valid-type]
-        [(summary, support_, warnings)] = await run(queue, [body.reviews], limits.timeout_s,
-                                                    [body.ratings], body.slice,
-                                                    options(body))
-        return {"summary": summary, "support": support_, "warnings": warnings,
-                **queue.summarizer.reading_fields(len(body.reviews)), "model": model_id}
+        [result] = await run(queue, [body.reviews], limits.timeout_s, [body.ratings],
+                             body.slice, options(body))
+        return {**result.to_dict(), "model": model_id}
 
     @app.post("/v1/summarize/batch", response_model=BatchResponse, tags=["summarize"],
               summary="Summarize several review sets in one request",
@@ -52,11 +50,8 @@ def add_summarize_routes(app: FastAPI, queue: InferenceQueue, limits: ServiceLim
     async def summarize_batch(body: BatchRequest) -> dict:  # type: ignore[valid-type]
         results = await run(queue, [s.reviews for s in body.sets], limits.timeout_s,
                             [s.ratings for s in body.sets], body.slice, options(body))
-        return {"results": [{"id": s.id, "summary": summary, "support": support_,
-                             "warnings": warnings,
-                             **queue.summarizer.reading_fields(len(s.reviews))}
-                            for s, (summary, support_, warnings) in zip(body.sets, results,
-                                                                          strict=True)],
+        return {"results": [{"id": s.id, **result.to_dict()}
+                            for s, result in zip(body.sets, results, strict=True)],
                 "model": model_id}
 
 
@@ -67,9 +62,9 @@ def options(body) -> dict:
 
 async def run(queue: InferenceQueue, sets: list[list[str]], timeout_s: float,
               ratings: list | None = None, slice: str = "all",
-              options: dict | None = None) -> list[tuple[str, dict, list[str]]]:
-    """(summary, support, input warnings) per set, from the worker; a full queue, a timeout or
-    a shutdown as 503/504, and a set the model cannot read as 422."""
+              options: dict | None = None) -> list[SummaryResult]:
+    """A SummaryResult per set (explained), from the worker; a full queue, a timeout or a
+    shutdown as 503/504, and a set the model cannot read as 422."""
     try:
         future = queue.submit(sets, ratings, slice, timeout_s, options)
     except QueueFull as exc:

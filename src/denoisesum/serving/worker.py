@@ -2,7 +2,7 @@
 
 The model is loaded once and one thread runs it (torch on CPU gains nothing from two decodes at
 once: they would share the same cores). Requests queue for it, and whatever is waiting when it
-is free is decoded together in one `summarize_batch` call, up to `max_batch_sets` review sets,
+is free is decoded together in one `summarize_results` call, up to `max_batch_sets` review sets,
 so concurrent clients share forward passes. Batching does not change a summary (every entity's
 beam is its own).
 
@@ -19,12 +19,10 @@ import collections
 import concurrent.futures
 import threading
 import time
-import warnings
 from dataclasses import dataclass
 
-from denoisesum.inference.summarizer import EmptySliceWarning, Summarizer
+from denoisesum.inference.summarizer import Summarizer
 from denoisesum.inference.support import SupportConfig
-from denoisesum.inference.support import explain as explain_support
 
 
 class QueueFull(Exception):
@@ -38,7 +36,7 @@ class DeadlinePassed(Exception):
 @dataclass
 class Job:
     sets: list[list[str]]
-    future: concurrent.futures.Future  # -> (summary, support dict, input warnings) per set
+    future: concurrent.futures.Future  # -> a SummaryResult per set, explained
     ratings: list[list[float | None] | None] | None = None  # per set, each review's stars
     slice: str = "all"  # jobs of one slice and the same options are decoded together
     deadline: float | None = None  # time.monotonic() past which its request no longer waits
@@ -61,7 +59,7 @@ class InferenceQueue:
         self.max_pending_sets = max_pending_sets
         self.support = support or SupportConfig()
         self.pending_sets = 0
-        self.batches = 0  # summarize_batch calls made (what batching saved shows here)
+        self.batches = 0  # summarize_results calls made (what batching saved shows here)
         self._jobs: collections.deque[Job] = collections.deque()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -106,7 +104,7 @@ class InferenceQueue:
 
     def _take(self) -> list[Job] | None:
         """The next jobs: the first waiting one, and those behind it while they fit in
-        max_batch_sets (a bigger job goes alone; summarize_batch splits it)."""
+        max_batch_sets (a bigger job goes alone; summarize_results splits it)."""
         with self._cond:
             while not self._jobs and not self._closed:
                 self._cond.wait()
@@ -141,11 +139,8 @@ class InferenceQueue:
         sets = [reviews for job in jobs for reviews in job.sets]
         ratings = [r for job in jobs for r in (job.ratings or [None] * len(job.sets))]
         try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", EmptySliceWarning)
-                summaries = self.summarizer.summarize_batch(
-                    sets, batch_size=self.max_batch_sets, warn=False, ratings=ratings,
-                    slice=jobs[0].slice, **dict(jobs[0].options))
+            decoded = self.summarizer.summarize_results(
+                sets, ratings, jobs[0].slice, self.max_batch_sets, **dict(jobs[0].options))
             self.batches += 1
         except Exception as exc:
             if len(jobs) == 1:
@@ -160,17 +155,9 @@ class InferenceQueue:
             if job.late():  # its request has had its 504: the support is not worth its time
                 job.future.set_exception(DeadlinePassed("the time limit passed"))
                 continue
-            results = []
-            for reviews, summary in zip(job.sets, summaries[start - len(job.sets): start],
-                                        strict=True):
-                support = explain_support(reviews, summary, self.summarizer.vocab.tokenizer,
-                                          self.support, self.summarizer.rating).to_dict()
-                del support["summary"]
-                said = self.summarizer.input_warnings(reviews) + support["warnings"]
-                if not summary and caught:
-                    said.append(f"no review belongs to the {job.slice}: no summary")
-                results.append((summary, support, said))
-            job.future.set_result(results)
+            mine = decoded[start - len(job.sets): start]
+            job.future.set_result([self.summarizer.explain_result(result, reviews, self.support)
+                                   for reviews, result in zip(job.sets, mine, strict=True)])
 
     def _process_in_parts(self, job: Job) -> None:
         """A job of more sets than one batch, a batch at a time, stopping at its deadline."""

@@ -1,0 +1,191 @@
+"""One record per summary (issue 32 item 6) and the formats users have (issue 35 item 4): the
+Summarizer's SummaryResult is what the command writes; options come from DecodeConfig (per
+call by name, `--set decode.KEY=VALUE` in the command); any iterable of reviews; pandas
+DataFrames in and out."""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from dataclasses import replace
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import refused, run_cli, save_tiny_summarizer, synthetic_sets
+from denoisesum.cli import app
+from denoisesum.errors import DenoiseSumError
+from denoisesum.inference.beam import DecodeConfig
+from denoisesum.inference.summarizer import (
+    EmptySliceWarning,
+    Summarizer,
+    SummarizerConfig,
+    SummaryResult,
+    decode_options,
+)
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+SETTINGS = SummarizerConfig(read_reviews=3, decode=DecodeConfig(beam_size=2, max_length=12))
+
+
+@pytest.fixture(scope="module")
+def summarizer(tmp_path_factory) -> Summarizer:
+    path = save_tiny_summarizer(tmp_path_factory.mktemp("results") / "tiny", SETTINGS)
+    return Summarizer.from_pretrained(path, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def sets_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("sets") / "sets.jsonl"
+    path.write_text("".join(json.dumps({"entity_id": f"e{i}", "reviews": r}) + "\n"
+                            for i, r in enumerate(synthetic_sets(3))))
+    return path
+
+
+def summarize_cli(summarizer, sets_file, *args) -> list[dict]:
+    done = CliRunner().invoke(app, ["summarize", str(sets_file), "--model",
+                                    str(summarizer.path), *map(str, args)])
+    assert done.exit_code == 0, done.output
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+# ---- the record ------------------------------------------------------------------------------
+
+
+def test_the_command_writes_the_summarizers_records(summarizer, sets_file):
+    sets = synthetic_sets(3)
+    results = summarizer.summarize_results(sets, explain=True)
+    assert all(isinstance(r, SummaryResult) for r in results)
+    assert [r.summary for r in results] == summarizer.summarize_batch(sets)
+    assert results[0].reviews_read == 3 and results[0].reviews_total == 4  # it chose 3 of 4
+    written = summarize_cli(summarizer, sets_file, "--explain")
+    assert written == [{"entity_id": f"e{i}", **r.to_dict()} for i, r in enumerate(results)]
+    assert set(written[0]) >= {"summary", "reviews_read", "reviews_total", "support"}
+    raw = summarizer.summarize_result(sets[0], raw=True)
+    assert raw.summary == " ".join(raw.tokens) and raw.explanation is None
+
+
+def test_a_record_says_why_it_has_no_summary(summarizer):
+    reviews = synthetic_sets(1)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EmptySliceWarning)  # said in the record instead
+        result = summarizer.summarize_result(reviews, ratings=[5.0] * 4, slice="complaints")
+    assert result.summary == "" and result.to_dict() == {
+        "summary": "", "reviews_read": 3, "reviews_total": 4,
+        "warnings": ["no review belongs to the complaints (reviews of at most 3 stars): no "
+                     "summary"]}
+    unreadable = summarizer.summarize_result(["!!! ???", "... ---"])
+    assert unreadable.warnings and "no words" in unreadable.warnings[0]
+
+
+# ---- options from the settings dataclass -----------------------------------------------------
+
+
+def test_every_decoding_setting_is_a_per_call_option(summarizer):
+    reviews = synthetic_sets(1)[0]
+    before = summarizer.config.decode
+    assert summarizer.summarize(reviews, max_length=5) == summarizer.summarize(reviews,
+                                                                                max_words=5)
+    assert summarizer.summarize(reviews, beam_size=1) == summarizer.summarize(reviews, beam=1)
+    # first_person says what is allowed; block_first_person what is banned
+    assert decode_options(before, {"first_person": True}).block_first_person is False
+    assert decode_options(before, {"first_person": False}).block_first_person is True
+    capped = decode_options(replace(before, min_length=10), {"max_words": 6})
+    assert (capped.max_length, capped.min_length, capped.end_at_sentence) == (6, 6, True)
+    with pytest.raises(DenoiseSumError, match=r"unknown option 'max_lenght'; valid options: "
+                                              r"max_words, .*, input_bonus"):
+        summarizer.summarize(reviews, max_lenght=5)
+    with pytest.raises(DenoiseSumError, match=r"option input_bonus: inf must be between 0 and "
+                                              r"100 \(0: off\)"):
+        summarizer.summarize(reviews, input_bonus=float("inf"))
+    with pytest.raises(DenoiseSumError, match="option subsets: 2 needs rerank"):
+        summarizer.summarize(reviews, subsets=2)
+    assert summarizer.config.decode == before  # options last one call
+
+
+def test_the_command_takes_any_setting_with_set(summarizer, sets_file):
+    by_flag = summarize_cli(summarizer, sets_file, "--beam", "1", "--max-words", "6")
+    by_set = summarize_cli(summarizer, sets_file, "--set", "decode.beam_size=1", "--set",
+                           "decode.max_length=6", "--set", "decode.end_at_sentence=true",
+                           "--set", "decode.min_length=6")
+    assert by_flag == by_set
+    old = summarize_cli(summarizer, sets_file, "--rerank", "--subsets", "1", "--input-bonus=0.5")
+    new = summarize_cli(summarizer, sets_file, "--set", "decode.rerank=true", "--set",
+                        "decode.subsets=1", "--set", "decode.input_bonus=0.5")
+    assert old == new
+
+
+def test_a_bad_setting_is_one_line_naming_it(summarizer, sets_file):
+    common = ("summarize", sets_file, "--model", summarizer.path)
+    assert refused(run_cli(*common, "--set", "decode.beem=2"),
+                   "unknown config key 'decode.beem' (known: beam_size, min_length")
+    assert refused(run_cli(*common, "--set", "read_reviews=0"),
+                   "config key 'read_reviews': 0 must be at least 1")
+    assert refused(run_cli(*common, "--beam", "2000"), "--beam 2000 must be between 1 and 1000")
+    assert refused(run_cli(*common, "--subsets"), "option '--subsets' requires an argument")
+
+
+def test_help_shows_set_and_the_common_flags_only():
+    done = CliRunner().invoke(app, ["summarize", "--help"], env={"COLUMNS": "200"})
+    assert "--set" in done.stdout and "--max-length" in done.stdout
+    assert "--beam" in done.stdout and "--device" in done.stdout
+    assert "--input-bonus" not in done.stdout and "--rerank" not in done.stdout
+
+
+# ---- any iterable ----------------------------------------------------------------------------
+
+
+def test_any_iterable_of_reviews_or_review_sets(summarizer):
+    sets = synthetic_sets(2)
+    expected = summarizer.summarize_batch(sets)
+    assert summarizer.summarize(iter(sets[0])) == expected[0]
+    assert summarizer.summarize(tuple(sets[0])) == expected[0]
+    assert summarizer.summarize_batch(iter(s) for s in sets) == expected
+    assert [r.summary for r in summarizer.summarize_results(map(tuple, sets))] == expected
+    assert summarizer.explain(iter(sets[0]), expected[0]).summary == expected[0]
+    with pytest.raises(DenoiseSumError, match="must be a list of review texts, got str"):
+        summarizer.summarize("one review, not a list")
+    with pytest.raises(DenoiseSumError, match="review_sets must be a list of lists of review "
+                                              "texts, got int"):
+        summarizer.summarize_batch(3)
+
+
+# ---- pandas ----------------------------------------------------------------------------------
+
+
+def reviews_frame():
+    pd = pytest.importorskip("pandas")
+    rows = [{"business": f"b{i}", "body": text, "stars": 4.0 if j else None}
+            for i, reviews in enumerate(synthetic_sets(3)) for j, text in enumerate(reviews)]
+    return pd.DataFrame(rows[4:] + rows[:4])  # b1, b2, then b0: order of first review
+
+
+def test_a_frame_in_a_frame_out(summarizer):
+    frame = reviews_frame()
+    out = summarizer.summarize_frame(frame, entity="business", text="body", rating="stars",
+                                     explain=True)
+    assert list(out.columns) == ["business", "summary", "reviews_read", "reviews_total",
+                                 "warnings", "support"]
+    assert list(out["business"]) == ["b1", "b2", "b0"]
+    sets = [list(frame[frame.business == b].body) for b in ("b1", "b2", "b0")]
+    stars = [[None if s != s else s for s in frame[frame.business == b].stars]
+             for b in ("b1", "b2", "b0")]
+    expected = summarizer.summarize_results(sets, stars, explain=True)
+    assert list(out["summary"]) == [r.summary for r in expected]
+    assert list(out["reviews_read"]) == [3, 3, 3] and str(out["reviews_read"].dtype) == "Int64"
+    assert out["support"][0] == expected[0].support and list(out["warnings"][0]) == []
+
+
+def test_a_bad_frame_is_one_line(summarizer, monkeypatch):
+    frame = reviews_frame()
+    with pytest.raises(DenoiseSumError, match=r"text='text': the frame has no such column "
+                                              r"\(columns: business, body, stars\)"):
+        summarizer.summarize_frame(frame, entity="business")
+    frame.loc[5, "body"] = None
+    with pytest.raises(DenoiseSumError, match="row 5, column 'body': a review must be text"):
+        summarizer.summarize_frame(frame, entity="business", text="body")
+    monkeypatch.setitem(sys.modules, "pandas", None)  # as if not installed
+    with pytest.raises(DenoiseSumError, match=r"pip install 'denoisesum\[pandas\]'"):
+        summarizer.summarize_frame(frame, entity="business", text="body")
