@@ -271,11 +271,12 @@ class Recipe:
                          lambda: all((self.root / f).is_file() for f in (WEIGHTS, CONFIG, VOCAB)),
                          self.export, "exporting the model", remake=True,
                          made=lambda: [self.root / f for f in (WEIGHTS, CONFIG, VOCAB)]))
-        out.append(Stage("evaluate", d["evaluate"], flatten(c.evaluate, "evaluate"),
-                         lambda: self._digests("export"),
-                         lambda: (d["evaluate"] / "scores.json").is_file(), self.evaluate,
-                         "scoring the model on the businesses held out of training",
-                         remake=True, made=lambda: files(d["evaluate"])))
+        if c.evaluate.entities:
+            out.append(Stage("evaluate", d["evaluate"], flatten(c.evaluate, "evaluate"),
+                             lambda: self._digests("export"),
+                             lambda: (d["evaluate"] / "scores.json").is_file(), self.evaluate,
+                             "scoring the model on the businesses held out of training",
+                             remake=True, made=lambda: files(d["evaluate"])))
         return out
 
     def _held_out_settings(self) -> dict[str, Any]:
@@ -546,8 +547,6 @@ class Recipe:
                 self._run_stage(stage, records[stage.name], label, report)
             except BaseException as exc:
                 cut = isinstance(exc, KeyboardInterrupt)
-                if not cut:
-                    self._mark_failed(stage.name, exc)
                 report.add(stage.name, "interrupted" if cut else "failed",
                            self._relative(stage.output), summary=str(exc)[:500])
                 report.write(interrupted_in=stage.name if cut else None)
@@ -622,7 +621,11 @@ class Recipe:
                  "inputs": inputs}
         ledger.write_record(self.work, stage.name, {**entry, "done": False})
         start = time.perf_counter()
-        summary, result = stage.run()
+        try:
+            summary, result = stage.run()
+        except Exception as exc:  # failed, not cut off (KeyboardInterrupt is no Exception)
+            self._mark_failed(stage.name, exc)
+            raise
         seconds = time.perf_counter() - start
         ledger.write_record(self.work, stage.name, {**entry, "done": True, "seconds": seconds,
                                                     "made": ledger.made(self.root, stage.made()),
