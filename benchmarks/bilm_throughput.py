@@ -20,6 +20,7 @@ from common import processor
 from denoisesum.data.encoded import EncodedCorpus
 from denoisesum.data.vocab import Vocab
 from denoisesum.models.bilm import BiLM, BiLMConfig
+from denoisesum.models.store import VOCAB
 from denoisesum.training import lm_data
 from denoisesum.training.lm import LMRunConfig
 
@@ -45,7 +46,7 @@ def main() -> None:
     run = LMRunConfig(model=BiLMConfig(**cfg["model"]))
     train_cfg = cfg["train"]
     corpus = EncodedCorpus(args.run / "encoded")
-    vocab = Vocab.load(args.run / "vocab.json")
+    vocab = Vocab.load(args.run / VOCAB)
     table = corpus.vocab_table(vocab)
     train_reviews, _ = lm_data.split_reviews(corpus, train_cfg["heldout_percent"])
     segments = lm_data.make_segments(corpus, train_reviews[:200_000], train_cfg["max_len"])

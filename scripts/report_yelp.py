@@ -33,6 +33,7 @@ from denoisesum.data.reviewsets import read_predictions, read_review_sets
 from denoisesum.evaluation.report import EvaluationReport, compare, evaluate
 from denoisesum.evaluation.style import style_report
 from denoisesum.io import iter_jsonl, read_json
+from denoisesum.models.store import read_settings
 
 SHARED = Path(os.environ.get("DENOISESUM_DATA", "../shared/data")) / "yelp"
 # issue 14: the pooled (py-rouge style) test scores the shipped model must reach, above
@@ -348,7 +349,7 @@ def report(root: Path, examples_shown: int = 5, notes: Path | None = None,
     run = Run(root)
     model = run.train
     results = read_json(model / "results.json")
-    config = read_json(root / "config.json")
+    config = read_settings(root)
     decoding = run.decode()
     selected = config["train"]["dev_entities"]
     dev = DevScores.of(run.out)
