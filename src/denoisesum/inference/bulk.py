@@ -22,6 +22,7 @@ written to a temporary and renamed at the end; not resumable).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import csv
 import hashlib
@@ -706,6 +707,50 @@ def count_sets(sets: Iterable[Any], summarizer, strict: bool,
     return count, already
 
 
+@contextlib.contextmanager
+def side_by_side(summarizer, source: str) -> Iterator[int]:
+    """How many batches this process decodes at once: 2 on a CPU where torch has at least 2
+    threads, each batch then with half of them (restored at the end), else 1 (on a GPU; and
+    from standard input, which is never read ahead). A batch's matrix products are small (40
+    beam rows): a second torch thread speeds one up by far less than a second batch on the
+    other core does (measured: docs/results/decoding-speed.md)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    device = getattr(summarizer, "device", None)
+    if device is None or device.type != "cpu" or source == "-" or threads < 2:
+        yield 1
+        return
+    torch.set_num_threads(threads // 2)
+    try:
+        yield 2
+    finally:
+        torch.set_num_threads(threads)
+
+
+def in_threads(decode: Callable[[Any], Any], todo: Iterable[Any], workers: int) -> Iterator[Any]:
+    """decode(batch) of every batch, in order, up to `workers` at once on threads (torch
+    releases the GIL inside its kernels, so they run on as many cores). Each batch is decoded
+    alone, as one at a time would: the same results. Reads at most `workers` batches ahead;
+    stopping early (an error, Ctrl-C) cancels those not started and waits for the others."""
+    if workers <= 1:
+        yield from map(decode, todo)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="decode")
+    pending: collections.deque = collections.deque()
+    try:
+        for batch in todo:
+            pending.append(pool.submit(decode, batch))
+            if len(pending) >= workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def run(summarizer, source: str, output: str, *, batch_size: int = 8, slice_: str = "all",
         raw: bool = False, explain: bool = False, as_text: bool = False, strict: bool = False,
         overwrite: bool = False, entity_field: str = "entity_id", text_field: str = "text",
@@ -748,9 +793,10 @@ def run(summarizer, source: str, output: str, *, batch_size: int = 8, slice_: st
         if strict and source == "-":  # no reading ahead on standard input
             todo = _readable(summarizer, todo)
         if cluster is None:
-            decoded: Iterator[tuple[list[dict], list[str]]] = (
-                summarize_batch(summarizer, batch, slice_, raw, explain, as_text)
-                for batch in todo)
+            workers = stack.enter_context(side_by_side(summarizer, source))
+            decoded: Iterator[tuple[list[dict], list[str]]] = in_threads(
+                lambda batch: summarize_batch(summarizer, batch, slice_, raw, explain, as_text),
+                todo, workers)
         else:
             decoded = cluster.summarize(todo, summarizer, slice_, raw, explain, as_text)
         for records, texts in decoded:
