@@ -12,7 +12,7 @@ with this checkout's, in turn (the order alternates between rounds, so that a ma
 something else slows both alike), each with OMP_NUM_THREADS=--threads. Reported per code: the
 businesses per second of the whole command (start to exit: imports and model load included) and
 of its run alone (`bulk.run`: reading, decoding, writing), the best round of each; and whether
-both codes wrote the same summaries (byte for byte, every line).
+both codes wrote the same summaries (each entity's summary text, character for character).
 
 FLOPs per business are counted from the shapes the decoding actually ran (a separate pass of
 this checkout over the first batches, with its modules wrapped): multiply-adds x 2 of every
@@ -173,6 +173,7 @@ def run_code(src: Path, sets: Path, output: Path, threads: int, extra: list[str]
            "MKL_NUM_THREADS": str(threads)}
     command = [sys.executable, str(Path(__file__).resolve()), "--child", str(timing), "--",
                "summarize", str(sets), "-o", str(output), "--overwrite", *extra]
+    load = os.getloadavg()[0]
     began = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=ROOT)
     wall = time.perf_counter() - began
@@ -180,13 +181,18 @@ def run_code(src: Path, sets: Path, output: Path, threads: int, extra: list[str]
     timing.unlink()
     if done.returncode or result.get("exit"):
         raise SystemExit(f"{src}: summarize failed:\n{done.stderr[-2000:]}")
-    return {**result, "wall_s": wall}
+    # the 1-minute load average before and after: other jobs on the machine slow a run
+    return {**result, "wall_s": wall, "load_before": load, "load_after": os.getloadavg()[0]}
 
 
 def same_summaries(a: Path, b: Path) -> tuple[int, int]:
-    """(lines byte-identical, lines) of two outputs."""
-    left, right = a.read_bytes().splitlines(), b.read_bytes().splitlines()
-    return sum(x == y for x, y in zip(left, right, strict=False)), max(len(left), len(right))
+    """(records with the same summary, records) of two outputs, entity by entity (the other
+    fields, as JSON values, are compared by the caller's tests: their order may change)."""
+    left = [json.loads(line) for line in a.read_text(encoding="utf-8").splitlines()]
+    right = [json.loads(line) for line in b.read_text(encoding="utf-8").splitlines()]
+    same = sum(x["entity_id"] == y["entity_id"] and x["summary"] == y["summary"]
+               for x, y in zip(left, right, strict=False))
+    return same, max(len(left), len(right))
 
 
 def first_sets(source: Path, n: int, into: Path) -> Path:
@@ -218,9 +224,11 @@ def measure(args) -> dict:
                                           ".jsonl") for name in codes}
     flops = count_flops(args.review_sets, min(args.entities, args.flop_entities), 8)
     best_matmul = max(max(m.values()) for m in matmul)
+    loads = [x[k] for done in runs.values() for x in done for k in ("load_before", "load_after")]
     n = args.entities
     out = {"entities": n, "threads": args.threads, "rounds": args.rounds, "codes": {},
            "matmul_gflops": matmul, "matmul_gflops_best": best_matmul, "flops": flops,
+           "load": statistics.mean(loads),
            "machine": machine()}
     for name, done in runs.items():
         total = min(x["total_s"] for x in done)
@@ -256,7 +264,9 @@ def markdown(result: dict, command: str) -> str:
         f"{result['threads']}; {result['machine']}. Both codes ran in the same run, in turn, "
         f"{result['rounds']} rounds (best round reported): a machine shared with other jobs "
         "slows both alike. *Whole command*: start to exit, imports and model load included; "
-        "*run*: reading, decoding and writing (`bulk.run`).", "",
+        "*run*: reading, decoding and writing (`bulk.run`). The machine's 1-minute load "
+        f"average during the runs: {result['load']:.1f} (other jobs shared its "
+        f"{os.cpu_count()} cores).", "",
         "| code | businesses/s, whole command | ratio | businesses/s, run | ratio | "
         "summaries identical to the release's | GFLOP/s reached | share of matmul |",
         "|---|--:|--:|--:|--:|--:|--:|--:|"]
