@@ -18,6 +18,8 @@ import dataclasses
 import platform
 from pathlib import Path
 
+from denoisesum.config import check
+
 
 def percentile(values: list[float], q: float) -> float:
     """The `q` quantile (0-1) of `values`: the nearest of the sorted values, no interpolation."""
@@ -61,12 +63,14 @@ def parse_variants(text: str) -> dict[str, dict]:
 
 def configured(base, changes: dict):
     """A copy of `base` (a SummarizerConfig) with a variant's changes (parse_variants):
-    shortlist/bf16 on the summarizer config, everything else on its decode config."""
+    shortlist/bf16 on the summarizer config, everything else on its decode config; checked as
+    every settings object (config.check: bounds, then validate())."""
     top = {k: v for k, v in changes.items() if k in ("shortlist", "bf16")}
     decode = dataclasses.replace(base.decode, **{k: v for k, v in changes.items()
                                                  if k not in top})
-    decode.validate()
-    return dataclasses.replace(base, decode=decode, **top)
+    out = dataclasses.replace(base, decode=decode, **top)
+    check(out)
+    return out
 
 
 def emit(text: str, markdown: Path | None = None) -> None:

@@ -37,7 +37,8 @@ def test_variants_are_paired_with_base_and_kept(tmp_path):
     assert again.returncode == 0, again.stderr
     assert json.loads(out.read_text())["b2"]["seconds"] == -1.0
     for variants, message in (("x:no_such_setting=1", "x: unknown setting(s) no_such_setting"),
-                              ("y:max_length=3", "y: decode.min_length=10 must be between")):
+                              ("y:max_length=3",
+                               "y: config key 'decode.min_length': 10 must be between")):
         bad = study(model, dev, "--variants", variants, "--json", tmp_path / "x.json")
         assert bad.returncode != 0 and message in bad.stderr, bad.stderr
         assert "Traceback" not in bad.stderr
