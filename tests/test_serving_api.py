@@ -264,7 +264,8 @@ def test_limits_are_checked():
 
 
 class GatedSummarizer(Summarizer):
-    """The tiny model, whose summarize_batch waits for `gate` and records the sets it got."""
+    """The tiny model, whose summarize_results (the worker's one call) waits for `gate` and
+    records the sets it got."""
 
     def __init__(self, base: Summarizer) -> None:
         super().__init__(base.model, base.vocab, base.config)
@@ -273,11 +274,11 @@ class GatedSummarizer(Summarizer):
         self.started = threading.Event()
         self.calls: list[int] = []
 
-    def summarize_batch(self, review_sets, batch_size=8, warn=True, **options):
+    def summarize_results(self, review_sets, *args, **options):
         self.calls.append(len(review_sets))
         self.started.set()
         assert self.gate.wait(20), "the test never opened the gate"
-        return super().summarize_batch(review_sets, batch_size, warn, **options)
+        return super().summarize_results(review_sets, *args, **options)
 
 
 async def until(condition, seconds: float = 10.0) -> None:
@@ -359,10 +360,10 @@ class SlowSummarizer(Summarizer):
         self.path = base.path
         self.calls: list[int] = []
 
-    def summarize_batch(self, review_sets, batch_size=8, warn=True, **options):
+    def summarize_results(self, review_sets, *args, **options):
         self.calls.append(len(review_sets))
         time.sleep(self.PER_SET * len(review_sets))
-        return super().summarize_batch(review_sets, batch_size, warn, **options)
+        return super().summarize_results(review_sets, *args, **options)
 
 
 def test_one_request_holds_the_worker_no_longer_than_its_time_limit(summarizer):
@@ -402,8 +403,8 @@ def test_a_failing_set_fails_only_its_own_request(summarizer):
         good = queue.submit([OTHER])
         bad = queue.submit([["fine", "   "]])  # the summarizer refuses a blank review
         gated.gate.set()
-        assert warm.result(10)[0][0] == summarizer.summarize(REVIEWS)
-        assert good.result(10)[0][0] == summarizer.summarize(OTHER)
+        assert warm.result(10)[0].summary == summarizer.summarize(REVIEWS)
+        assert good.result(10)[0].summary == summarizer.summarize(OTHER)
         with pytest.raises(Exception, match="review 1 is empty"):
             bad.result(10)
         assert gated.calls == [1, 2, 1, 1]  # the failed batch was retried job by job
