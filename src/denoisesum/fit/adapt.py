@@ -31,7 +31,7 @@ from typing import Any
 
 from denoisesum.errors import ConfigError, DenoiseSumError, InputError
 from denoisesum.io import read_json
-from denoisesum.models.store import CONFIG, VOCAB, WEIGHTS
+from denoisesum.models.store import CONFIG, RATING, RATING_REPORT, VOCAB, WEIGHTS
 
 # what the adapted model takes from MODEL's config.json "model" section (vocab_size comes with
 # the vocabulary itself)
@@ -41,7 +41,7 @@ MODEL_KEYS = ("embed_dim", "hidden_dim", "encoder_dim", "dropout", "n_topics", "
 # fine-tuning settings of MODEL's own last training, kept when it recorded them
 TRAIN_KEYS = ("lr", "ema_decay", "coverage_weight", "kl_weight", "grad_clip")
 # files exported beside the adapted weights when MODEL has them (opinion steering reads them)
-RATING_FILES = ("rating.npz", "rating-report.json")
+RATING_FILES = (RATING, RATING_REPORT)
 
 
 def resolve_base(name_or_dir: str) -> Path:
