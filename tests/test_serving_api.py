@@ -21,6 +21,7 @@ import httpx
 from fastapi.testclient import TestClient
 
 from conftest import save_tiny_summarizer
+from denoisesum.data.vocab import EOS_ID
 from denoisesum.inference.beam import DecodeConfig
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.serving import InferenceQueue, ServiceLimits, create_app
@@ -263,22 +264,37 @@ def test_limits_are_checked():
 # ---- queueing, batching and timeouts ----------------------------------------------------
 
 
-class GatedSummarizer(Summarizer):
-    """The tiny model, whose summarize_results (the worker's one call) waits for `gate` and
-    records the sets it got."""
+class ModelGate:
+    """A fresh summarizer of the tiny model whose decode_step (the worker thread's one model call
+    per step) waits for `gate`, then sleeps `pause` (plus `per_row` a beam row), and records its
+    rows; with `no_end`, </s> is never chosen, so every search runs to its max_length."""
 
-    def __init__(self, base: Summarizer) -> None:
-        super().__init__(base.model, base.vocab, base.config)
-        self.path = base.path
+    def __init__(self, base: Summarizer, pause: float = 0.0, per_row: float = 0.0,
+                 no_end: bool = False) -> None:
+        self.summarizer = Summarizer.from_pretrained(base.path)
         self.gate = threading.Event()
+        self.gate.set()
         self.started = threading.Event()
-        self.calls: list[int] = []
+        self.rows: list[int] = []  # per decode_step call
+        self.encoded: list[int] = []  # review sets per search (encode call)
+        model = self.summarizer.model
+        inner_step, inner_encode = model.decode_step, model.encode
 
-    def summarize_results(self, review_sets, *args, **options):
-        self.calls.append(len(review_sets))
-        self.started.set()
-        assert self.gate.wait(20), "the test never opened the gate"
-        return super().summarize_results(review_sets, *args, **options)
+        def decode_step(state, prev, *out_rows):
+            self.rows.append(len(prev))
+            self.started.set()
+            assert self.gate.wait(20), "the test never opened the gate"
+            time.sleep(pause + per_row * len(prev))
+            log_probs, new = inner_step(state, prev, *out_rows)
+            if no_end:
+                log_probs[:, EOS_ID] = -float("inf")
+            return log_probs, new
+
+        def encode(batch):
+            self.encoded.append(batch.n_pairs)
+            return inner_encode(batch)
+
+        model.decode_step, model.encode = decode_step, encode
 
 
 async def until(condition, seconds: float = 10.0) -> None:
@@ -293,15 +309,18 @@ def async_client(app) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test")
 
 
-def test_concurrent_requests_share_one_batch(summarizer):
-    gated = GatedSummarizer(summarizer)
-    app = create_app(gated, LIMITS)
+def test_requests_join_the_running_decode(summarizer):
+    """Continuous batching (issue 34): requests that arrive while one decodes join it between
+    steps, in the same model calls, and get the summaries they would get alone."""
+    gated = ModelGate(summarizer, pause=0.02)
+    gated.gate.clear()
+    app = create_app(gated.summarizer, LIMITS)
     sets = [REVIEWS, OTHER, REVIEWS[:1], OTHER[:1]]
 
     async def scenario():
         async with async_client(app) as client:
             first = asyncio.create_task(client.post("/v1/summarize", json={"reviews": sets[0]}))
-            await until(gated.started.is_set)  # the worker is busy with the first request
+            await until(gated.started.is_set)  # the worker is in the first request's step
             rest = [asyncio.create_task(client.post("/v1/summarize", json={"reviews": s}))
                     for s in sets[1:3]]
             batch = asyncio.create_task(client.post("/v1/summarize/batch",
@@ -317,15 +336,18 @@ def test_concurrent_requests_share_one_batch(summarizer):
     assert all(r.status_code == 200 for r in responses), [r.text for r in responses]
     summaries = [r.json()["summary"] for r in responses[:3]]
     summaries.append(responses[3].json()["results"][0]["summary"])
-    assert summaries == [summarizer.summarize(s) for s in sets]  # batching changes nothing
-    assert gated.calls == [1, 3]  # the three waiting requests were decoded together
+    assert summaries == [summarizer.summarize(s) for s in sets]  # joining changes nothing
+    beam = SETTINGS.decode.beam_size
+    assert gated.rows[0] == beam and max(gated.rows) > beam  # later ones joined its steps
+    assert gated.encoded == [1, 2, 1]  # the three that waited together: groups of 2 sets at most
 
 
 def test_timeouts_and_a_full_queue(summarizer):
-    gated = GatedSummarizer(summarizer)
+    gated = ModelGate(summarizer)
+    gated.gate.clear()
     limits = ServiceLimits(max_reviews=5, max_review_chars=300, max_sets=1, max_pending_sets=1,
                            timeout_s=1.0)
-    app = create_app(gated, limits)
+    app = create_app(gated.summarizer, limits)
 
     async def scenario():
         async with async_client(app) as client:
@@ -347,39 +369,23 @@ def test_timeouts_and_a_full_queue(summarizer):
     assert running.json()["error"]["message"] == "summarizing took longer than 1 s"
     assert queued.status_code == 503 and queued.headers["retry-after"] == "1"
     assert "busy: the request waited 1 s" in queued.json()["error"]["message"]
-    assert gated.calls == [1]  # the timed-out queued request never reached the model
-
-
-class SlowSummarizer(Summarizer):
-    """The tiny model, taking PER_SET seconds per review set, as a slow decode would."""
-
-    PER_SET = 0.2
-
-    def __init__(self, base: Summarizer) -> None:
-        super().__init__(base.model, base.vocab, base.config)
-        self.path = base.path
-        self.calls: list[int] = []
-
-    def summarize_results(self, review_sets, *args, **options):
-        self.calls.append(len(review_sets))
-        time.sleep(self.PER_SET * len(review_sets))
-        return super().summarize_results(review_sets, *args, **options)
+    assert gated.encoded == [1]  # the timed-out queued request never reached the model
 
 
 def test_one_request_holds_the_worker_no_longer_than_its_time_limit(summarizer):
-    """Issue 33: a batch request decoding for 3.2 s under a 2 s limit gets its 504 and is dropped
-    at the next batch after its limit; a request that came 1 s behind it is served (it waited
-    3.2 s before: a 503 past its own limit)."""
-    slow = SlowSummarizer(summarizer)
+    """Issue 33: a batch request of 16 sets decoding 2 at a time (0.05 s a step) under a 2 s
+    limit gets its 504 and is dropped at the step after its limit; a request that came 1 s
+    behind it is served within its own limit (it got 503 before)."""
+    slow = ModelGate(summarizer, pause=0.05)
     limits = ServiceLimits(max_reviews=5, max_review_chars=300, max_sets=16, max_batch_sets=2,
                            max_pending_sets=32, timeout_s=2.0)
-    app = create_app(slow, limits)
+    app = create_app(slow.summarizer, limits)
 
     async def scenario():
         async with async_client(app) as client:
             big = asyncio.create_task(client.post(
                 "/v1/summarize/batch", json={"sets": [{"reviews": REVIEWS}] * 16}))
-            await until(lambda: bool(slow.calls))
+            await until(lambda: bool(slow.rows))
             await asyncio.sleep(1.0)
             small = await client.post("/v1/summarize", json={"reviews": OTHER})
             return await big, small
@@ -391,25 +397,32 @@ def test_one_request_holds_the_worker_no_longer_than_its_time_limit(summarizer):
     assert big.status_code == 504, big.text
     assert small.status_code == 200, small.text
     assert small.json()["summary"] == summarizer.summarize(OTHER)
-    assert sum(slow.calls[:-1]) < 16  # the rest of the big request was never decoded
+    assert sum(slow.encoded[:-1]) < 16  # the rest of the big request was never decoded
 
 
 def test_a_failing_set_fails_only_its_own_request(summarizer):
-    gated = GatedSummarizer(summarizer)
-    queue = InferenceQueue(gated, max_batch_sets=8, max_pending_sets=8)
+    gated = ModelGate(summarizer)
+    gated.gate.clear()
+    queue = InferenceQueue(gated.summarizer, max_batch_sets=8, max_pending_sets=8)
     try:
         warm = queue.submit([REVIEWS])
         assert gated.started.wait(10)
         good = queue.submit([OTHER])
         bad = queue.submit([["fine", "   "]])  # the summarizer refuses a blank review
         gated.gate.set()
-        assert warm.result(10)[0].summary == summarizer.summarize(REVIEWS)
-        assert good.result(10)[0].summary == summarizer.summarize(OTHER)
+        assert first_summary(warm.result(10)) == summarizer.summarize(REVIEWS)
+        assert first_summary(good.result(10)) == summarizer.summarize(OTHER)
         with pytest.raises(Exception, match="review 1 is empty"):
             bad.result(10)
-        assert gated.calls == [1, 2, 1, 1]  # the failed batch was retried job by job
     finally:
         queue.close()
+
+
+def first_summary(results: list) -> str:
+    """The first set's summary, from the worker's result (a SummaryResult, or a (summary,
+    support, warnings) tuple)."""
+    first = results[0]
+    return first.summary if hasattr(first, "summary") else first[0]
 
 
 # ---- the page ---------------------------------------------------------------------------

@@ -5,6 +5,7 @@ the model shown by name, and error messages in plain words.
 
 Every socket has a timeout; the read timeouts are 1 s here, so the file runs in seconds."""
 
+import concurrent.futures
 import json
 import logging
 import socket
@@ -24,7 +25,7 @@ import uvicorn
 from denoisesum.serving import ServiceLimits, create_app
 from denoisesum.serving.schemas import MAX_ID_CHARS, plain
 from denoisesum.serving.server import server_config
-from test_serving_api import REVIEWS, tiny_summarizer
+from test_serving_api import REVIEWS, SETTINGS, ModelGate, tiny_summarizer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TIMEOUT_S = 1.0  # the server's header and body timeouts here
@@ -423,3 +424,29 @@ def test_the_new_limits_are_checked():
                                           r"largest body limit"):
         check(ServiceLimits(max_buffered_bytes=1_000_000))
     assert ServiceLimits(max_body_bytes=4096, max_buffered_bytes=4096).buffer_limit() == 4096
+
+
+# ---- one request cannot hold the service past its own time limit ---------------------------
+
+
+def test_a_request_past_its_limit_is_cut_between_steps_and_the_others_go_on(summarizer):
+    """Issue 33: a request of 3 sets that would decode 1,000 steps (0.03 s each here) gets its
+    504 at its 1 s limit and its search ends at the next step; a request sent 0.3 s after it
+    joins the running steps and is answered within its own limit (before step-wise decoding the
+    first one held the model for its whole 30 s batch and the second got 503)."""
+    slow = ModelGate(summarizer, per_row=0.003, no_end=True)
+    limits = ServiceLimits(max_reviews=5, max_review_chars=300, max_sets=3, timeout_s=1.0)
+    app = create_app(slow.summarizer, limits)
+    hog_body = {"sets": [{"reviews": REVIEWS}] * 3, "max_words": 1000}
+    with running(app) as (port, _), concurrent.futures.ThreadPoolExecutor(1) as pool:
+        hog = pool.submit(post, port, "/v1/summarize/batch", hog_body)
+        assert until(lambda: bool(slow.rows))
+        time.sleep(0.3)
+        normal = post(port, "/v1/summarize", {"reviews": REVIEWS})
+        assert normal.status_code == 200, normal.text
+        assert hog.result().status_code == 504
+        assert until(lambda: not app.state.queue.stepper.busy(), 2.0)  # the hog's search ended
+        app.state.queue.close()
+    beam = SETTINGS.decode.beam_size
+    assert max(slow.rows) == 4 * beam  # the second request's beams joined the hog's steps
+    assert len(slow.rows) < 200  # the hog never ran its 1,000 steps

@@ -49,8 +49,10 @@ one: such a word costs u more log-probability each time.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
@@ -341,7 +343,25 @@ def beam_search(
     words = dataclasses.replace(words, banned=[*words.banned, *banned_ids])
     search = _Search(model, batch, config, words, batch.reviews if reviews is None else reviews)
     search.bias = bias if config.opinion_weight else None
-    return search.run()
+    run = getattr(_STEPPER, "run", None)
+    return search.run() if run is None else run(search)
+
+
+# A thread's stepper (`stepped_by`): where its searches run instead of alone, one step at a time
+# with other threads' searches (serving/continuous.py: a request's search joins the running ones
+# between steps).
+_STEPPER = threading.local()
+
+
+@contextlib.contextmanager
+def stepped_by(run: Callable[[_Search], list[list[Hypothesis]]]) -> Iterator[None]:
+    """Inside the block, this thread's beam_search calls hand their search to `run` (which
+    returns its results once it has stepped it to the end) instead of running it alone."""
+    _STEPPER.run = run
+    try:
+        yield
+    finally:
+        _STEPPER.run = None
 
 
 def length_bounds(batch, config: DecodeConfig) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -454,10 +474,15 @@ class _Search:
         self.unsaid: torch.Tensor | None = None  # [n, V] bool, at the first step (_unsaid)
         self.bias: torch.Tensor | None = None  # [n, V] per-entity word bias (opinion)
         self.bounds = length_bounds(batch, config)  # per entity (min, max) lengths, or None
+        self.cancelled: torch.Tensor | None = None  # [n] bool: stop decoding these entities
 
     def run(self) -> list[list[Hypothesis]]:
         while len(self.entity):
             self.step()
+        return self.results()
+
+    def results(self) -> list[list[Hypothesis]]:
+        """Per entity of the batch, up to beam_size hypotheses, best first."""
         return [sorted(hyps, key=lambda h: -h.score)[: self.k] for hyps in self.finished]
 
     def _word_masks(self, vocab_size: int) -> WordMasks:
@@ -466,8 +491,24 @@ class _Search:
         return self.masks
 
     def step(self) -> None:
+        self.take(*self.model.decode_step(self.state, self.prev))  # [A*K, V], next state
+
+    def take(self, log_probs: torch.Tensor, state) -> None:
+        """One step, given decode_step's log p [A*K, V] and next state for this search's
+        `state` and `prev` (`step` computes them; serving/continuous.py computes those of
+        several searches in one model call)."""
+        rows, live, a = self.advance(log_probs)
+        if len(live) and hasattr(state, "select_beams"):
+            self.state = state.select_beams(rows, None if len(live) == a else live, self.k)
+        elif len(live):
+            self.state = self.reorder(self.state, state, rows, len(live) == a)
+
+    def advance(self, log_probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """One step's bookkeeping, given its log p [A*K, V] (decode_step on this search's
+        state and `prev`): finished hypotheses collected, beams chosen, ended entities left
+        out. Returns the rows of that step's new state to keep [A'*K], the entities that go
+        on [A'] (indices among the A) and A."""
         a, k, t = self.tokens.shape
-        log_probs, state = self.model.decode_step(self.state, self.prev)  # [A*K, V]
         v = log_probs.shape[1]
         history = self.tokens.view(a * k, t)
         bounds = (
@@ -500,16 +541,15 @@ class _Search:
         stuck = ~scores.isfinite().any(1)  # every word banned: no hypothesis can go on
         high = self.config.max_length if self.bounds is None else self.bounds[1][self.entity]
         done = enough | stuck | (t >= high)  # [A]
+        if self.cancelled is not None:  # entities whose caller gave up (a request's deadline)
+            done |= self.cancelled[self.entity]
         for i in torch.nonzero(stuck & ~enough).flatten().tolist():
             self._fallback(i, old_tokens[i], old_scores[i])
         live = torch.nonzero(~done).flatten()  # [A']
         rows = (live.unsqueeze(1) * k + beam[live]).flatten()  # [A'*K] rows of the next state
-        if len(live) and hasattr(state, "select_beams"):
-            self.state = state.select_beams(rows, None if len(live) == a else live, k)
-        elif len(live):
-            self.state = self.reorder(self.state, state, rows, len(live) == a)
         self.entity, self.tokens, self.scores = self.entity[live], tokens[live], scores[live]
         self.prev = word[live].flatten()
+        return rows, live, a
 
     def _share(self, v: int) -> torch.Tensor:
         """[n, V] input_salience of every entity of the batch (computed once)."""

@@ -1,28 +1,38 @@
-"""The request queue: one worker thread that runs the summarizer on queued review sets.
+"""The request queue: one worker thread steps the beam searches of every running request.
 
 The model is loaded once and one thread runs it (torch on CPU gains nothing from two decodes at
-once: they would share the same cores). Requests queue for it, and whatever is waiting when it
-is free is decoded together in one `summarize_results` call, up to `max_batch_sets` review sets,
-so concurrent clients share forward passes. Batching does not change a summary (every entity's
-beam is its own).
+once: they would share the same cores). Continuous batching (continuous.py): each admitted
+request is summarized in a thread of its own, through the summarizer's usual code, and its beam
+searches are handed to the worker thread, which advances every running search one step per
+model call. A request that arrives while others decode joins them at the next step (a few tens
+of milliseconds) instead of waiting for their whole batch; one that finishes leaves at once.
+Up to `max_batch_sets` review sets decode together (a request of more sets joins alone, a batch
+at a time).
 
-A decode cannot be stopped half-way, so a job's time is bounded between batches: a job of more
-sets than one batch is decoded a batch at a time, and once its deadline (its request's time
-limit) has passed, its request has had its 504 and the rest is dropped. One request thus holds
-the worker at most its own time limit and one batch (whose cost the service's limits and the
-model's read_reviews and max_review_tokens bound); the requests behind it go on.
+Time limits are checked between steps: once a request's deadline has passed (its request has
+had its 504), its search ends at the next step and the rest of it is dropped, while the others
+go on. One request thus holds the model no longer than its own time limit and one step.
 """
 
 from __future__ import annotations
 
 import collections
 import concurrent.futures
+import copy
+import functools
 import threading
 import time
 from dataclasses import dataclass
 
+from denoisesum.inference.beam import stepped_by
 from denoisesum.inference.summarizer import Summarizer
 from denoisesum.inference.support import SupportConfig
+from denoisesum.serving.continuous import Stepper
+
+# Review sets at most in one group of waiting jobs that join together: one summarize call, one
+# search whose bookkeeping is done once for all of them (8 searches of 1 set each cost 3-6x
+# the bookkeeping of one of 8), but whose jobs are all answered when its longest set is done
+GROUP_SETS = 2
 
 
 class QueueFull(Exception):
@@ -54,7 +64,9 @@ class InferenceQueue:
 
     def __init__(self, summarizer: Summarizer, max_batch_sets: int = 8,
                  max_pending_sets: int = 64, support: SupportConfig | None = None) -> None:
-        self.summarizer = summarizer
+        self._summarizer = summarizer
+        self._request = threading.local()  # a request thread's own view of the summarizer
+        _warm(summarizer)
         self.max_batch_sets = max_batch_sets
         self.max_pending_sets = max_pending_sets
         self.support = support or SupportConfig()
@@ -64,6 +76,15 @@ class InferenceQueue:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
+        self.stepper = Stepper(self._cond)  # the running requests' searches
+        self._running: dict[int, int] = {}  # id(job) -> the review sets it decodes at once
+        self._requests = concurrent.futures.ThreadPoolExecutor(
+            max_batch_sets, thread_name_prefix="denoisesum-request")  # one thread per request
+
+    @property
+    def summarizer(self) -> Summarizer:
+        """The summarizer; in a request's thread, that request's own view of it (`_view`)."""
+        return getattr(self._request, "view", None) or self._summarizer
 
     def submit(self, sets: list[list[str]],
                ratings: list[list[float | None] | None] | None = None,
@@ -101,36 +122,72 @@ class InferenceQueue:
             thread = self._thread
         if thread is not None:
             thread.join(timeout)
-
-    def _take(self) -> list[Job] | None:
-        """The next jobs: the first waiting one, and those behind it while they fit in
-        max_batch_sets (a bigger job goes alone; summarize_results splits it)."""
-        with self._cond:
-            while not self._jobs and not self._closed:
-                self._cond.wait()
-            if self._closed:
-                return None
-            jobs = [self._jobs.popleft()]
-            size = len(jobs[0].sets)
-            while (self._jobs and size + len(self._jobs[0].sets) <= self.max_batch_sets
-                   and self._jobs[0].mode() == jobs[0].mode()):
-                jobs.append(self._jobs.popleft())
-                size += len(jobs[-1].sets)
-            self.pending_sets -= size
-        return jobs
+        self.stepper.cancel_all()  # the requests in progress end at once
+        self._requests.shutdown(wait=False)
 
     def _run(self) -> None:
-        while (jobs := self._take()) is not None:
-            # a job whose request timed out while it waited was cancelled: skip it
-            active = [job for job in jobs if job.future.set_running_or_notify_cancel()]
-            if not active:
-                continue
-            try:
-                self._process(active)
-            except BaseException as exc:  # never let the worker die with futures unanswered
-                for job in active:
-                    if not job.future.done():
-                        job.future.set_exception(exc)
+        """The worker thread: admit the waiting requests that fit, step the running searches,
+        again, until closed."""
+        while True:
+            with self._cond:
+                while not self._closed and not self.stepper.busy() and not self._fits():
+                    self._cond.wait()
+                if self._closed:
+                    return
+                joining = self._admit()
+            for jobs in joining:
+                self._requests.submit(self._serve, jobs)
+            if self.stepper.busy():
+                self.stepper.round()
+
+    def _admit(self) -> list[list[Job]]:
+        """The waiting jobs that fit now, in order, those of one mode (slice and options) that
+        came together in one group: one summarize call, one search (its bookkeeping done once
+        for all of them)."""
+        groups: list[list[Job]] = []
+        while self._fits():
+            job = self._jobs.popleft()
+            self.pending_sets -= len(job.sets)
+            size = min(len(job.sets), self.max_batch_sets)
+            group = groups[-1] if groups else None
+            if (group is None or group[0].mode() != job.mode() or len(job.sets) > size
+                    or self._running[id(group)] + size > GROUP_SETS):
+                groups.append([job])
+                self._running[id(groups[-1])] = size
+            else:
+                group.append(job)
+                self._running[id(group)] += size
+        return groups
+
+    def _fits(self) -> bool:
+        """Whether the first waiting request joins now: its sets (one batch of them) fit in
+        max_batch_sets beside the running ones (a request alone always does)."""
+        if not self._jobs:
+            return False
+        size = min(len(self._jobs[0].sets), self.max_batch_sets)
+        return not self._running or sum(self._running.values()) + size <= self.max_batch_sets
+
+    def _serve(self, group: list[Job]) -> None:
+        """A request thread: summarize a group of jobs, its searches stepped by the worker
+        thread; they end once every job of the group is past its time limit."""
+        # a job whose request timed out while it waited was cancelled: skip it
+        jobs = [job for job in group if job.future.set_running_or_notify_cancel()]
+        try:
+            if jobs:
+                self._request.view = _view(self._summarizer)
+                with stepped_by(functools.partial(self.stepper.run, late=lambda: all(
+                        job.late() for job in jobs))):
+                    self._process(jobs)
+        except BaseException as exc:  # never leave a future unanswered
+            for job in jobs:
+                if not job.future.done():
+                    job.future.set_exception(exc)
+        finally:
+            self._request.view = None
+            with self._cond:
+                del self._running[id(group)]
+                self._cond.notify_all()
+
 
     def _process(self, jobs: list[Job]) -> None:
         if len(jobs) == 1 and len(jobs[0].sets) > self.max_batch_sets:
@@ -178,3 +235,20 @@ class InferenceQueue:
                 return
             results.extend(part.future.result())
         job.future.set_result(results)
+
+
+def _view(summarizer: Summarizer) -> Summarizer:
+    """A request's own handle on the summarizer: the same model, vocabulary and caches, and
+    its own settings object, so that the per-request options its thread sets (Summarizer.options
+    replaces config.decode for the call) never reach a request decoding beside it."""
+    view = copy.copy(summarizer)
+    view.config = copy.copy(summarizer.config)
+    return view
+
+
+def _warm(summarizer: Summarizer) -> None:
+    """Fill the summarizer's lazy caches (word classes, the rating model's word pull) once,
+    so that every request's view shares them instead of computing its own."""
+    summarizer._word_classes()
+    if summarizer.rating is not None:
+        summarizer._word_pull()
