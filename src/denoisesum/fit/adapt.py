@@ -15,9 +15,10 @@ after it is unchanged), else fit trains one on the corpus for noising alone (the
 the preset's LM sizes and budget_lm_share of --budget).
 
 Fine-tuning settings the layer sets (each may be overridden with --config / --set): MODEL's own
-last learning rate and weight averaging when it recorded them, and one checkpoint kept per
-trainer (resuming needs only the latest; a 30k-word summarizer's checkpoint, with Adam's
-moments, is some 220 MB).
+last learning rate when it recorded it; no weight averaging (train.ema_decay 0: an adaptation
+runs for a few hundred steps, and an average over a thousand keeps it at MODEL's weights); one
+checkpoint kept per trainer (resuming needs only the latest; a 30k-word summarizer's checkpoint,
+with Adam's moments, is some 320 MB).
 
 MODEL is an installed model's name (denoisesum-yelp) or a directory; anything else is refused in
 one line before any work.
@@ -39,7 +40,7 @@ MODEL_KEYS = ("embed_dim", "hidden_dim", "encoder_dim", "dropout", "n_topics", "
               "document_noise", "explicit_denoising", "copy", "discriminator", "coverage",
               "opinion")
 # fine-tuning settings of MODEL's own last training, kept when it recorded them
-TRAIN_KEYS = ("lr", "ema_decay", "coverage_weight", "kl_weight", "grad_clip")
+TRAIN_KEYS = ("lr", "coverage_weight", "kl_weight", "grad_clip")
 # files exported beside the adapted weights when MODEL has them (opinion steering reads them)
 RATING_FILES = (RATING, RATING_REPORT)
 
@@ -78,7 +79,9 @@ def base_settings(model_dir: Path) -> dict[str, Any]:
     reads = summarize.pop("max_review_tokens", None)  # fit derives it from train.data
     trained = config.get("train") if isinstance(config.get("train"), dict) else {}
     train = {key: trained[key] for key in TRAIN_KEYS if key in trained}
-    train.update(init_model=str(model_dir.resolve()), keep_checkpoints=1)
+    # no weight averaging: MODEL's (0.999, an average over some 1,000 steps) kept a 125-step
+    # adaptation within 0.2% of MODEL's weights and lost its gain (docs/results/adaptation.md)
+    train.update(init_model=str(model_dir.resolve()), keep_checkpoints=1, ema_decay=0.0)
     layer: dict[str, Any] = {
         "train": {"model": {k: model[k] for k in MODEL_KEYS if k in model},
                   "summarize": summarize, "train": train},
