@@ -19,7 +19,6 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import copy
-import functools
 import threading
 import time
 from dataclasses import dataclass
@@ -77,9 +76,10 @@ class InferenceQueue:
         self._thread: threading.Thread | None = None
         self._closed = False
         self.stepper = Stepper(self._cond)  # the running requests' searches
-        self._running: dict[int, int] = {}  # id(job) -> the review sets it decodes at once
-        self._requests = concurrent.futures.ThreadPoolExecutor(
-            max_batch_sets, thread_name_prefix="denoisesum-request")  # one thread per request
+        # id(group of jobs) -> the review sets it decodes now (0 while it is explained)
+        self._running: dict[int, int] = {}
+        self._requests = concurrent.futures.ThreadPoolExecutor(  # one thread per group
+            max_batch_sets + max_pending_sets, thread_name_prefix="denoisesum-request")
 
     @property
     def summarizer(self) -> Summarizer:
@@ -161,22 +161,37 @@ class InferenceQueue:
 
     def _fits(self) -> bool:
         """Whether the first waiting request joins now: its sets (one batch of them) fit in
-        max_batch_sets beside the running ones (a request alone always does)."""
+        max_batch_sets beside those decoding (a request alone always does; requests whose
+        summaries are being explained hold none)."""
         if not self._jobs:
             return False
         size = min(len(self._jobs[0].sets), self.max_batch_sets)
-        return not self._running or sum(self._running.values()) + size <= self.max_batch_sets
+        used = sum(self._running.values())
+        return used == 0 or used + size <= self.max_batch_sets
 
     def _serve(self, group: list[Job]) -> None:
         """A request thread: summarize a group of jobs, its searches stepped by the worker
         thread; they end once every job of the group is past its time limit."""
         # a job whose request timed out while it waited was cancelled: skip it
         jobs = [job for job in group if job.future.set_running_or_notify_cancel()]
+        key = id(group)
+
+        def decode(search):
+            """One of the group's searches, stepped with the others; its sets count against
+            max_batch_sets while it decodes."""
+            with self._cond:
+                self._running[key] = len(search.finished)
+            try:
+                return self.stepper.run(search, late=lambda: all(job.late() for job in jobs))
+            finally:
+                with self._cond:
+                    self._running[key] = 0
+                    self._cond.notify_all()
+
         try:
             if jobs:
                 self._request.view = _view(self._summarizer)
-                with stepped_by(functools.partial(self.stepper.run, late=lambda: all(
-                        job.late() for job in jobs))):
+                with stepped_by(decode):
                     self._process(jobs)
         except BaseException as exc:  # never leave a future unanswered
             for job in jobs:
@@ -185,9 +200,8 @@ class InferenceQueue:
         finally:
             self._request.view = None
             with self._cond:
-                del self._running[id(group)]
+                del self._running[key]
                 self._cond.notify_all()
-
 
     def _process(self, jobs: list[Job]) -> None:
         if len(jobs) == 1 and len(jobs[0].sets) > self.max_batch_sets:
