@@ -91,3 +91,14 @@ def test_targets_parse():
     for bad in ("0", "http//x", ""):
         with pytest.raises(DenoiseSumError, match="--dask"):
             cluster.parse_target(bad)
+
+
+def test_without_dask_the_option_names_the_extra(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "distributed" else real(name, *a))
+    with pytest.raises(DenoiseSumError, match=r"--dask needs the dask extra: pip install "
+                                              r"'denoisesum\[dask\]'"):
+        cluster.parse_target("2")

@@ -31,7 +31,6 @@ from typing import Any
 
 from denoisesum.errors import DenoiseSumError
 
-INSTALL_HINT = "--dask needs Dask: pip install 'denoisesum[dask]'"
 WORKER_WAIT_S = 60.0  # how long a scheduler's first worker may take to join
 _ADDRESS = re.compile(r"^(tcp|tls|ucx|inproc)://\S+$|^[\w.\-]+:\d+$")
 
@@ -49,7 +48,12 @@ class ModelSpec:
 
 
 def parse_target(target: str) -> int | str:
-    """--dask's value: a number of local worker processes, or a scheduler's address."""
+    """--dask's value: a number of local worker processes, or a scheduler's address; without
+    Dask installed, the line that says which extra to install."""
+    from denoisesum.extras import require
+
+    require("dask", "--dask")
+    require("distributed", "--dask")
     text = target.strip()
     if text.isdigit():
         n = int(text)
@@ -132,13 +136,10 @@ class Cluster:
     def start(cls, target: str) -> Cluster:
         """A local cluster of N worker processes (one thread each, torch threads sharing this
         machine's cores), or a client of the scheduler at an address, with a worker."""
-        where = parse_target(target)
-        try:
-            import dask.bag  # noqa: F401
-            from distributed import Client, LocalCluster
-        except ImportError:
-            raise DenoiseSumError(INSTALL_HINT) from None
         import logging
+
+        where = parse_target(target)
+        from distributed import Client, LocalCluster
 
         if isinstance(where, int):
             cluster = LocalCluster(n_workers=where, threads_per_worker=1, processes=True,
