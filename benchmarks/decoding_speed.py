@@ -165,12 +165,15 @@ def matmul_gflops(threads: int) -> dict[str, float]:
 # ---- the parent: rounds, comparison, report --------------------------------------------------
 
 
-def run_code(src: Path, sets: Path, output: Path, threads: int, extra: list[str]) -> dict:
+def run_code(src: Path, sets: Path, output: Path, threads: int, extra: list[str],
+             passive: bool = False) -> dict:
     """One timed `summarize` with `src` on PYTHONPATH, in a fresh process."""
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as handle:
         timing = Path(handle.name)
     env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": str(threads),
            "MKL_NUM_THREADS": str(threads)}
+    if passive:  # waiting OpenMP threads sleep instead of spinning (see main's --passive)
+        env["OMP_WAIT_POLICY"] = "PASSIVE"
     command = [sys.executable, str(Path(__file__).resolve()), "--child", str(timing), "--",
                "summarize", str(sets), "-o", str(output), "--overwrite", *extra]
     load = os.getloadavg()[0]
@@ -217,7 +220,8 @@ def measure(args) -> dict:
             order = list(codes) if r % 2 == 0 else list(reversed(codes))
             for name in order:
                 out = Path(tmp) / f"{name.replace(' ', '-')}-{r}.jsonl"
-                runs[name].append(run_code(codes[name], sets, out, args.threads, extra[name]))
+                runs[name].append(run_code(codes[name], sets, out, args.threads, extra[name],
+                                           args.passive))
                 print(f"round {r}: {name}: {runs[name][-1]}", file=sys.stderr)
         reference = Path(tmp) / "release-0.jsonl"
         identical = {name: same_summaries(reference, Path(tmp) / f"{name.replace(' ', '-')}-0"
@@ -227,6 +231,7 @@ def measure(args) -> dict:
     loads = [x[k] for done in runs.values() for x in done for k in ("load_before", "load_after")]
     n = args.entities
     out = {"entities": n, "threads": args.threads, "rounds": args.rounds, "codes": {},
+           "omp_wait_policy": "PASSIVE" if args.passive else os.environ.get("OMP_WAIT_POLICY"),
            "matmul_gflops": matmul, "matmul_gflops_best": best_matmul, "flops": flops,
            "load": statistics.mean(loads),
            "machine": machine()}
@@ -261,7 +266,9 @@ def markdown(result: dict, command: str) -> str:
         f"`denoisesum summarize` of the first {result['entities']} MeanSum Yelp dev businesses "
         "with the shipped model's own settings (beam 5, shortlist 2,000, opinion steering, "
         "the contradiction-free choice, ...), batches of 8; OMP_NUM_THREADS="
-        f"{result['threads']}; {result['machine']}. Both codes ran in the same run, in turn, "
+        f"{result['threads']}"
+        + (f", OMP_WAIT_POLICY={result['omp_wait_policy']}" if result["omp_wait_policy"] else "")
+        + f"; {result['machine']}. Both codes ran in the same run, in turn, "
         f"{result['rounds']} rounds (best round reported): a machine shared with other jobs "
         "slows both alike. *Whole command*: start to exit, imports and model load included; "
         "*run*: reading, decoding and writing (`bulk.run`). The machine's 1-minute load "
@@ -311,6 +318,9 @@ def main() -> None:
     parser.add_argument("--also", action="append",
                         help="another run of this checkout, 'name:extra summarize args' "
                              "(e.g. 'two workers:--dask 2')")
+    parser.add_argument("--passive", action="store_true",
+                        help="OMP_WAIT_POLICY=PASSIVE for both codes: on a machine other jobs "
+                             "keep busy, spinning OpenMP threads slow a 2-thread run many times")
     parser.add_argument("--json", help="write the figures here too")
     parser.add_argument("--markdown", help="write the report here")
     args = parser.parse_args()
