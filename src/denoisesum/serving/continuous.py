@@ -143,9 +143,7 @@ def _rows(search) -> torch.Tensor | None:
 def merged_step(base: DenoiseSum, searches: list, cache: _MergedSource) -> None:
     """One decoding step of every search (each on `base`, the same beam size) in one call."""
     rows = [_rows(s) for s in searches]
-    union = None if any(r is None for r in rows) else torch.unique(torch.cat(rows))
-    # per search: its positions -> the call's output columns (the union's, or vocabulary ids)
-    cols = [r if union is None else torch.searchsorted(union, r) for r in rows]
+    union, cols = cache.columns(rows)
     prev = torch.cat([s.prev if r is None else r[s.prev] for s, r in zip(searches, rows,
                                                                        strict=True)])
     state = cache.merge([s.state for s in searches], cols)
@@ -180,10 +178,24 @@ class _MergedSource:
     when a search's source changes (a pair left, a search came or went), not every step."""
 
     def __init__(self) -> None:
+        self._rows: list = []
+        self._columns: tuple = (None, [])
         self._key: tuple = ()
         self._sources: dict[str, tuple] = {}
         self._union: torch.Tensor | None = None
         self._out: tuple = (None, None)
+
+    def columns(self, rows: list[torch.Tensor | None]) -> tuple:
+        """The union of the searches' shortlists (None: the whole vocabulary, when a search
+        has no shortlist), and per search its positions -> the call's output columns (the
+        union's, or vocabulary ids); kept while the searches are the same."""
+        if len(rows) != len(self._rows) or any(a is not b for a, b in zip(rows, self._rows,
+                                                                          strict=False)):
+            union = None if any(r is None for r in rows) else torch.unique(torch.cat(rows))
+            self._columns = (union, [r if union is None else torch.searchsorted(union, r)
+                                     for r in rows])
+            self._rows = rows
+        return self._columns
 
     def merge(self, states: list[DecodeState], cols: list[torch.Tensor | None]) -> DecodeState:
         key = tuple(t for s in states for b in (s.seg, s.doc) if b is not None
@@ -231,7 +243,7 @@ class _MergedSource:
         """Each decoder's output layer over the union's rows (None, None: every word)."""
         if union is None:
             return None, None
-        if self._union is None or not torch.equal(self._union, union):
+        if union is not self._union:
             self._union = union
             self._out = tuple(None if b is None else (b.decoder.out.weight[union],
                                                      b.decoder.out.bias[union])
