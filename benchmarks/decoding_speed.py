@@ -37,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import cpu_name, system  # benchmarks/ is on sys.path: run as a script
+
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 DEFAULT_SETS = ROOT.parent / "shared" / "data" / "yelp" / "meansum_dev.jsonl"
@@ -79,7 +81,6 @@ def child(out: Path, command: list[str]) -> None:
 def count_flops(review_sets: str, entities: int, batch_size: int) -> dict:
     """FLOPs per business of this checkout's summarize path over the first `entities` review
     sets, counted from the shapes its modules ran (see the module docstring)."""
-    sys.path.insert(0, str(SRC))  # this checkout's code, whatever is installed
     import torch
 
     from denoisesum.data.reviewsets import read_review_sets
@@ -226,7 +227,7 @@ def measure(args) -> dict:
         reference = Path(tmp) / "release-0.jsonl"
         identical = {name: same_summaries(reference, Path(tmp) / f"{name.replace(' ', '-')}-0"
                                           ".jsonl") for name in codes}
-    flops = count_flops(args.review_sets, min(args.entities, args.flop_entities), 8)
+    flops = flops_in_child(args.review_sets, min(args.entities, args.flop_entities))
     best_matmul = max(max(m.values()) for m in matmul)
     loads = [x[k] for done in runs.values() for x in done for k in ("load_before", "load_after")]
     n = args.entities
@@ -251,10 +252,23 @@ def measure(args) -> dict:
     return out
 
 
-def machine() -> str:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from common import cpu_name, system
+def flops_in_child(review_sets: str, entities: int) -> dict:
+    """count_flops in a fresh process with this checkout's src/ first on PYTHONPATH (whatever
+    denoisesum is installed)."""
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as handle:
+        out = Path(handle.name)
+    env = {**os.environ, "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--count-flops",
+                           str(out), review_sets, str(entities)], env=env, capture_output=True,
+                          text=True, cwd=ROOT)
+    if done.returncode:
+        raise SystemExit(f"counting FLOPs failed:\n{done.stderr[-2000:]}")
+    result = json.loads(out.read_text())
+    out.unlink()
+    return result
 
+
+def machine() -> str:
     return f"{cpu_name()} ({os.cpu_count()} cores), {system()}"
 
 
@@ -303,6 +317,11 @@ def markdown(result: dict, command: str) -> str:
 
 
 def main() -> None:
+    if "--count-flops" in sys.argv:
+        at = sys.argv.index("--count-flops")
+        out, review_sets, entities = sys.argv[at + 1: at + 4]
+        Path(out).write_text(json.dumps(count_flops(review_sets, int(entities), 8)))
+        return
     if "--child" in sys.argv:
         at = sys.argv.index("--child")
         child(Path(sys.argv[at + 1]), sys.argv[sys.argv.index("--") + 1:])
