@@ -156,6 +156,14 @@ def generate_or_copy(p_vocab: torch.Tensor, copy: torch.Tensor | None,
     return p_vocab if p_gen is None else p_gen * p_vocab + (1 - p_gen) * copy
 
 
+def _autocast_on(device_type: str) -> bool:
+    try:
+        return torch.is_autocast_enabled(device_type)
+    except TypeError:  # torch < 2.4: no argument, and the CPU's has its own function
+        cpu = device_type == "cpu"
+        return torch.is_autocast_cpu_enabled() if cpu else torch.is_autocast_enabled()
+
+
 def encoder_size(c: DenoiseSumConfig) -> int:
     """H: the size of the encoder's token states h_k and review vectors d_j (both directions)."""
     return 2 * c.encoder_dim if c.encoder_dim else c.hidden_dim
@@ -319,7 +327,7 @@ class Decoder(nn.Module):
         0.63 ms, benchmarks/decoding_speed.py's machine). The same function, its float sums in
         another order (1e-6); under autocast the module, which autocast knows."""
         one_step = emb.shape[1] == 1 and not torch.is_grad_enabled()
-        if one_step and not torch.is_autocast_enabled(emb.device.type):
+        if one_step and not _autocast_on(emb.device.type):
             h, c = torch.lstm_cell(emb[:, 0], (st.h, st.c), *self.lstm._flat_weights)
             return h.unsqueeze(1), h, c
         states, (h, c) = self.lstm(emb, (st.h.unsqueeze(0).contiguous(),
