@@ -78,7 +78,7 @@ def child(out: Path, command: list[str]) -> None:
                                "torch_threads": torch.get_num_threads()}))
 
 
-def count_flops(review_sets: str, entities: int, batch_size: int) -> dict:
+def count_flops(review_sets: str, entities: int, batch_size: int, model: str) -> dict:
     """FLOPs per business of this checkout's summarize path over the first `entities` review
     sets, counted from the shapes its modules ran (see the module docstring)."""
     import torch
@@ -91,7 +91,7 @@ def count_flops(review_sets: str, entities: int, batch_size: int) -> dict:
     counts = {"encoder LSTMs": 0, "attention keys": 0, "decoder LSTMs": 0, "attention": 0,
               "combine + gates": 0, "output layers": 0}
     steps = {"beam rows x steps": 0}
-    summarizer = Summarizer.from_pretrained()
+    summarizer = Summarizer.from_pretrained(model)
     c = summarizer.model.config
     e, d, h = c.embed_dim, c.hidden_dim, ds.encoder_size(c)
 
@@ -166,8 +166,8 @@ def matmul_gflops(threads: int) -> dict[str, float]:
 # ---- the parent: rounds, comparison, report --------------------------------------------------
 
 
-def run_code(src: Path, sets: Path, output: Path, threads: int, extra: list[str],
-             passive: bool = False) -> dict:
+def run_code(src: Path, model: Path, sets: Path, output: Path, threads: int,
+             extra: list[str], passive: bool = False) -> dict:
     """One timed `summarize` with `src` on PYTHONPATH, in a fresh process."""
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as handle:
         timing = Path(handle.name)
@@ -176,7 +176,8 @@ def run_code(src: Path, sets: Path, output: Path, threads: int, extra: list[str]
     if passive:  # waiting OpenMP threads sleep instead of spinning (see main's --passive)
         env["OMP_WAIT_POLICY"] = "PASSIVE"
     command = [sys.executable, str(Path(__file__).resolve()), "--child", str(timing), "--",
-               "summarize", str(sets), "-o", str(output), "--overwrite", *extra]
+               "summarize", str(sets), "--model", str(model), "-o", str(output), "--overwrite",
+               *extra]
     load = os.getloadavg()[0]
     began = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=ROOT)
@@ -207,6 +208,9 @@ def first_sets(source: Path, n: int, into: Path) -> Path:
 
 def measure(args) -> dict:
     codes = {"release": Path(args.base_src).resolve(), "this checkout": SRC}
+    # one model directory, settings included, for both codes: the release's shipped one unless
+    # --model names another (the checkout's shipped settings may have moved on since)
+    model = Path(args.model or codes["release"] / "denoisesum" / "pretrained" / "denoisesum-yelp")
     extra = {name: [] for name in codes}
     for item in args.also or []:
         name, _, flags = item.partition(":")
@@ -221,17 +225,18 @@ def measure(args) -> dict:
             order = list(codes) if r % 2 == 0 else list(reversed(codes))
             for name in order:
                 out = Path(tmp) / f"{name.replace(' ', '-')}-{r}.jsonl"
-                runs[name].append(run_code(codes[name], sets, out, args.threads, extra[name],
-                                           args.passive))
+                runs[name].append(run_code(codes[name], model, sets, out, args.threads,
+                                           extra[name], args.passive))
                 print(f"round {r}: {name}: {runs[name][-1]}", file=sys.stderr)
         reference = Path(tmp) / "release-0.jsonl"
         identical = {name: same_summaries(reference, Path(tmp) / f"{name.replace(' ', '-')}-0"
                                           ".jsonl") for name in codes}
-    flops = flops_in_child(args.review_sets, min(args.entities, args.flop_entities))
+    flops = flops_in_child(args.review_sets, min(args.entities, args.flop_entities), model)
     best_matmul = max(max(m.values()) for m in matmul)
     loads = [x[k] for done in runs.values() for x in done for k in ("load_before", "load_after")]
     n = args.entities
     out = {"entities": n, "threads": args.threads, "rounds": args.rounds, "codes": {},
+           "model": str(model),
            "omp_wait_policy": "PASSIVE" if args.passive else os.environ.get("OMP_WAIT_POLICY"),
            "matmul_gflops": matmul, "matmul_gflops_best": best_matmul, "flops": flops,
            "load": statistics.mean(loads),
@@ -252,14 +257,15 @@ def measure(args) -> dict:
     return out
 
 
-def flops_in_child(review_sets: str, entities: int) -> dict:
+def flops_in_child(review_sets: str, entities: int, model: Path) -> dict:
     """count_flops in a fresh process with this checkout's src/ first on PYTHONPATH (whatever
     denoisesum is installed)."""
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as handle:
         out = Path(handle.name)
     env = {**os.environ, "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--count-flops",
-                           str(out), review_sets, str(entities)], env=env, capture_output=True,
+                           str(out), review_sets, str(entities), str(model)], env=env,
+                          capture_output=True,
                           text=True, cwd=ROOT)
     if done.returncode:
         raise SystemExit(f"counting FLOPs failed:\n{done.stderr[-2000:]}")
@@ -278,8 +284,8 @@ def markdown(result: dict, command: str) -> str:
         "# Decoding speed: this checkout against the release, side by side", "",
         f"```bash\n{command}\n```", "",
         f"`denoisesum summarize` of the first {result['entities']} MeanSum Yelp dev businesses "
-        "with the shipped model's own settings (beam 5, shortlist 2,000, opinion steering, "
-        "the contradiction-free choice, ...), batches of 8; OMP_NUM_THREADS="
+        f"with the model `{result['model']}` and its own settings (both codes the same), "
+        "batches of 8; OMP_NUM_THREADS="
         f"{result['threads']}"
         + (f", OMP_WAIT_POLICY={result['omp_wait_policy']}" if result["omp_wait_policy"] else "")
         + f"; {result['machine']}. Both codes ran in the same run, in turn, "
@@ -319,8 +325,8 @@ def markdown(result: dict, command: str) -> str:
 def main() -> None:
     if "--count-flops" in sys.argv:
         at = sys.argv.index("--count-flops")
-        out, review_sets, entities = sys.argv[at + 1: at + 4]
-        Path(out).write_text(json.dumps(count_flops(review_sets, int(entities), 8)))
+        out, review_sets, entities, model = sys.argv[at + 1: at + 5]
+        Path(out).write_text(json.dumps(count_flops(review_sets, int(entities), 8, model)))
         return
     if "--child" in sys.argv:
         at = sys.argv.index("--child")
@@ -329,6 +335,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-src", required=True, help="the release's src/ directory")
     parser.add_argument("--review-sets", default=str(DEFAULT_SETS))
+    parser.add_argument("--model", help="model directory both codes decode with (default: the "
+                                        "release's shipped model, with its settings)")
     parser.add_argument("--entities", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
