@@ -95,17 +95,6 @@ def base_settings(model_dir: Path) -> dict[str, Any]:
     return layer
 
 
-def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    """`extra` over `base`, section by section."""
-    out = dict(base)
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
 def export_rating(model_dir: Path, out: Path) -> list[str]:
     """Copy MODEL's rating model beside the adapted weights; the names copied."""
     copied = []

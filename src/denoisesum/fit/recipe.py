@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from denoisesum.config import build
+from denoisesum.config import build, merge
 from denoisesum.data.corpus import CorpusReader, FieldNames, estimate_records
 from denoisesum.data.encoded import EncodedCorpus, content_fingerprint
 from denoisesum.data.reviewsets import read_review_sets
@@ -139,7 +139,7 @@ def fit_config(request: FitRequest) -> FitConfig:
         if request.lm is not None:
             raise ConfigError("--lm starts the summarizer from an LM and --from from a trained "
                               "summarizer: give one (--noise-lm DIR noises the pairs with an LM)")
-        settings = adapt.merge(settings, adapt.base_settings(adapt.resolve_base(request.base)))
+        settings = merge(settings, adapt.base_settings(adapt.resolve_base(request.base)))
     base = build(FitConfig, settings)
     if request.dev is not None:
         base.synthesize.n_mean, base.synthesize.n_std = review_set_sizes(request.dev)
