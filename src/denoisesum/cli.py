@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperCommand
@@ -28,6 +28,8 @@ app = typer.Typer(
 
 CorpusArg = Annotated[list[str], typer.Argument(
     help="Review files or glob patterns: .jsonl/.csv/.tsv/.parquet, optionally .gz/.xz/.zst.")]
+CorpusCache = Annotated[Path | None, typer.Option(
+    help="Tokenized-corpus cache (default: OUTPUT/encoded).")]
 EntityField = Annotated[str, typer.Option(help="Field holding the entity (business/product) id.")]
 TextField = Annotated[str, typer.Option(help="Field holding the review text.")]
 RatingField = Annotated[str, typer.Option(help="Optional field holding a numeric rating.")]
@@ -150,10 +152,17 @@ def _check_output_file(path: Path, inputs: list[Path] | None = None) -> None:
     check_output(path, inputs or [])
 
 
-def _check_output_dir(path: Path) -> None:
+def _check_output_dir(*paths: Path) -> None:
     from denoisesum.io import check_output_dir
 
-    check_output_dir(path)
+    for path in paths:
+        check_output_dir(path)
+
+
+def _with_flags(overrides: list[str] | None, flags: dict[str, Any]) -> list[str]:
+    """The --set overrides, then the settings that the flags given on the command line stand
+    for (a flag left out, None, changes nothing)."""
+    return list(overrides or []) + [f"{k}={v}" for k, v in flags.items() if v is not None]
 
 
 def _load_config(cls: type, path: Path | None, overrides: list[str]):
@@ -275,24 +284,18 @@ def train_lm(corpus: CorpusArg,
              max_minutes: Annotated[float | None, typer.Option(
                  help="Stop after this much training time (train.max_minutes).")] = None,
              max_steps: Annotated[int | None, typer.Option(help="train.max_steps.")] = None,
-             cache: Annotated[Path | None, typer.Option(
-                 help="Tokenized-corpus cache (default: OUTPUT/encoded).")] = None,
+             cache: CorpusCache = None,
              workers: Workers = 2,
              entity_field: EntityField = "entity_id", text_field: TextField = "text",
              rating_field: RatingField = "rating", category_field: CategoryField = "category",
              skip_bad: SkipBad = False) -> None:
     """Train the bidirectional cloze language model used by segment noising."""
-    _check_output_dir(output)
-    _check_output_dir(cache or output / "encoded")
+    _check_output_dir(output, cache or output / "encoded")
     from denoisesum.training import distributed
     from denoisesum.training.lm import LMRunConfig, LMTrainer
 
-    extra = list(overrides or [])
-    if max_minutes is not None:
-        extra.append(f"train.max_minutes={max_minutes}")
-    if max_steps is not None:
-        extra.append(f"train.max_steps={max_steps}")
-    cfg = _load_config(LMRunConfig, config, extra)
+    flags = {"train.max_minutes": max_minutes, "train.max_steps": max_steps}
+    cfg = _load_config(LMRunConfig, config, _with_flags(overrides, flags))
     reader = _reader(corpus, entity_field, text_field, rating_field, category_field, skip_bad)
     with distributed.setup().main_first():  # under torchrun: rank 0 tokenizes, the others reuse
         encoded = _encode(reader, cache or output / "encoded", workers)
@@ -350,14 +353,12 @@ def synthesize(corpus: CorpusArg,
                = None,
                workers: Annotated[int | None, typer.Option(
                    help="Local Dask workers (default: one per core; 0 runs in-process).")] = None,
-               cache: Annotated[Path | None, typer.Option(
-                   help="Tokenized-corpus cache (default: OUTPUT/encoded).")] = None,
+               cache: CorpusCache = None,
                entity_field: EntityField = "entity_id", text_field: TextField = "text",
                rating_field: RatingField = "rating", category_field: CategoryField = "category",
                skip_bad: SkipBad = False) -> None:
     """Make (noisy reviews, summary) training pairs by segment and document noising."""
-    _check_output_dir(output)
-    _check_output_dir(cache or output / "encoded")
+    _check_output_dir(output, cache or output / "encoded")
     from denoisesum.io import require_file
     from denoisesum.models.store import load_bilm
     from denoisesum.noising.pipeline import SynthesisConfig
@@ -368,11 +369,8 @@ def synthesize(corpus: CorpusArg,
     if dev is not None:
         mean, std = review_set_sizes(require_file(dev, field="--dev"))
         extra += [f"n_mean={mean}", f"n_std={std}"]
-    for key, value in (("preset", preset and f'"{preset}"'), ("pairs", pairs),
-                       ("n_mean", n_mean), ("n_std", n_std)):
-        if value is not None:
-            extra.append(f"{key}={value}")
-    cfg = _load_config(SynthesisConfig, config, extra)
+    flags = {"preset": preset and f'"{preset}"', "pairs": pairs, "n_mean": n_mean, "n_std": n_std}
+    cfg = _load_config(SynthesisConfig, config, _with_flags(extra, flags))
     if workers is not None and workers < 0:  # a pool of -2 processes waits forever
         raise DenoiseSumError(f"--workers {workers} must be at least 0 (0: in this process)")
     excluded = (read_entity_list(require_file(exclude_entities, field="--exclude-entities"))
@@ -746,12 +744,9 @@ def train_command(
     from denoisesum.topics import load_topics
     from denoisesum.training.summarizer import SummarizerRunConfig, SummarizerTrainer
 
-    extra = list(overrides or [])
-    for key, value in (("train.max_steps", max_steps), ("train.max_minutes", max_minutes),
-                       ("data.topics", topics and json.dumps(str(topics)))):
-        if value is not None:
-            extra.append(f"{key}={value}")
-    cfg = _load_config(SummarizerRunConfig, config, extra)
+    flags = {"train.max_steps": max_steps, "train.max_minutes": max_minutes,
+             "data.topics": topics and json.dumps(str(topics))}
+    cfg = _load_config(SummarizerRunConfig, config, _with_flags(overrides, flags))
     if cfg.model.discriminator and cfg.data.topics:
         load_topics(cfg.data.topics)  # a bad topic model: an error now, not after the caches
     if (pairs / "shards").is_dir() and not (pairs / "manifest.json").exists():

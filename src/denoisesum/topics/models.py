@@ -50,13 +50,10 @@ class LDAConfig:
     # each setting's valid values (config.py checks them)
     BOUNDS: ClassVar[dict[str, Range]] = {
         "n_topics": at_least(2),
-        "sample": at_least(1),
-        "max_words": at_least(1),
-        "min_docs": at_least(1),
+        **dict.fromkeys(
+            ("sample", "max_words", "min_docs", "passes", "chunksize", "iterations"), at_least(1)
+        ),
         "max_doc_fraction": Range(0, 1, low_open=True),
-        "passes": at_least(1),
-        "chunksize": at_least(1),
-        "iterations": at_least(1),
         "seed": at_least(0),
     }
 

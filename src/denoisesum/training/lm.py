@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from denoisesum.config import Range, above, at_least
+from denoisesum.config import Range, at_least
 from denoisesum.data.encoded import EncodedCorpus
 from denoisesum.data.vocab import SPECIALS, Vocab
 from denoisesum.errors import DenoiseSumError
@@ -32,7 +32,7 @@ from denoisesum.models.store import read_model_dir, save_model_dir
 from denoisesum.training import distributed, lm_data
 from denoisesum.training.checkpoint import latest_checkpoint, load_state
 from denoisesum.training.distributed import SINGLE, Distributed
-from denoisesum.training.loop import ResumableTrainer, StepLogger
+from denoisesum.training.loop import LOOP_BOUNDS, ResumableTrainer, StepLogger
 
 
 @dataclass
@@ -63,20 +63,10 @@ class LMTrainConfig:
     threads: int = 0  # torch CPU threads; 0 = all cores
     keep_checkpoints: int = 2
     BOUNDS: ClassVar[dict[str, Range]] = {
-        "batch_tokens": at_least(1),
-        "max_len": at_least(1),
-        "lr": above(0),
-        "warmup_steps": at_least(0),
-        "max_steps": at_least(1),
-        "max_minutes": at_least(0, "0: no limit"),
-        "grad_clip": above(0),
-        "eval_every": at_least(1),
-        "save_every": at_least(1),
-        "eval_reviews": at_least(0),
+        **LOOP_BOUNDS,
+        **dict.fromkeys(("batch_tokens", "max_len"), at_least(1)),
+        **dict.fromkeys(("warmup_steps", "eval_reviews"), at_least(0)),
         "heldout_percent": Range(0, 100, high_open=True),
-        "seed": at_least(0),
-        "threads": at_least(0, "0: all cores"),
-        "keep_checkpoints": at_least(1),
     }
 
 

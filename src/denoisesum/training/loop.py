@@ -29,10 +29,21 @@ from typing import Any
 
 import torch
 
+from denoisesum.config import Range, above, at_least
 from denoisesum.io import atomic_write, write_json
 from denoisesum.progress import progress_bar
 from denoisesum.training.checkpoint import save_checkpoint
 from denoisesum.training.distributed import SINGLE, Distributed
+
+# the valid values of the settings every trainer's loop has (each trainer's BOUNDS adds its own)
+LOOP_BOUNDS: dict[str, Range] = {
+    "lr": above(0),
+    "grad_clip": above(0),
+    "max_minutes": at_least(0, "0: no limit"),
+    "seed": at_least(0),
+    "threads": at_least(0, "0: all cores"),
+    **dict.fromkeys(("max_steps", "eval_every", "save_every", "keep_checkpoints"), at_least(1)),
+}
 
 
 class StepLogger:

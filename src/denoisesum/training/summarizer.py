@@ -52,7 +52,6 @@ from tqdm import tqdm
 
 from denoisesum.config import (
     Range,
-    above,
     at_least,
     between,
     check,
@@ -71,7 +70,7 @@ from denoisesum.training import distributed
 from denoisesum.training import pairs as pair_data
 from denoisesum.training.checkpoint import latest_checkpoint, load_state
 from denoisesum.training.lm_init import init_from_lm_dir
-from denoisesum.training.loop import ResumableTrainer, StepLogger
+from denoisesum.training.loop import LOOP_BOUNDS, ResumableTrainer, StepLogger
 from denoisesum.training.pairs import PairCorpus, PairDataConfig, PairVocabConfig
 
 SELECT_ON = ("synthetic-loss", "dev-rouge")
@@ -116,21 +115,11 @@ class SummarizerTrainConfig:
     opinion_lr: float = 0.0
     # each setting's valid values (config.py checks them)
     BOUNDS: ClassVar[dict[str, Range]] = {
-        "batch_size": at_least(1),
-        "lr": above(0),
-        "grad_clip": above(0),
-        "kl_weight": at_least(0),
-        "max_steps": at_least(1),
-        "max_minutes": at_least(0, "0: no limit"),
-        "eval_every": at_least(1),
-        "save_every": at_least(1),
-        "log_every": at_least(1),
+        **LOOP_BOUNDS,
+        **dict.fromkeys(("batch_size", "log_every"), at_least(1)),
+        **dict.fromkeys(("kl_weight", "coverage_weight"), at_least(0)),
         "patience": at_least(0, "0: never stop early"),
         "dev_entities": at_least(0, "0: all"),
-        "seed": at_least(0),
-        "threads": at_least(0, "0: all cores"),
-        "keep_checkpoints": at_least(1),
-        "coverage_weight": at_least(0),
         "ema_decay": Range(0, 1, high_open=True, note="0: off"),
         "opinion_dropout": between(0, 1),
         "opinion_lr": at_least(0, "0: train.lr"),
