@@ -531,3 +531,26 @@ def test_per_request_length_and_beam(client, summarizer):
     assert bad.status_code == 422 and "max_words" in bad.text
     bad = client.post("/v1/summarize", json={"reviews": REVIEWS, "length": 5})
     assert bad.status_code == 422 and "length" in bad.text
+
+
+def test_per_request_voice(client, summarizer):
+    for allowed in (True, False):
+        body = client.post("/v1/summarize", json={"reviews": REVIEWS, "first_person": allowed})
+        assert body.json()["summary"] == summarizer.summarize(REVIEWS, first_person=allowed)
+    batch = client.post("/v1/summarize/batch", json={"first_person": True, "sets": [
+        {"reviews": REVIEWS}, {"reviews": OTHER}]}).json()
+    assert [r["summary"] for r in batch["results"]] == [
+        summarizer.summarize(r, first_person=True) for r in (REVIEWS, OTHER)]
+    bad = client.post("/v1/summarize", json={"reviews": REVIEWS, "first_person": "maybe"})
+    assert bad.status_code == 422 and "first_person" in bad.text
+
+
+def test_the_voice_reaches_the_decoding_options():
+    from denoisesum.serving.limits import ServiceLimits
+    from denoisesum.serving.routes import options
+    from denoisesum.serving.schemas import request_models
+
+    single, _ = request_models(ServiceLimits())
+    body = single(reviews=["fine"], first_person=False, beam=2)
+    assert options(body) == {"beam": 2, "first_person": False}
+    assert options(single(reviews=["fine"])) == {}

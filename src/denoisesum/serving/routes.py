@@ -56,8 +56,9 @@ def add_summarize_routes(app: FastAPI, queue: InferenceQueue, limits: ServiceLim
 
 
 def options(body) -> dict:
-    """The request's per-call decoding options that it sets (max_words, beam)."""
-    return {k: v for k in ("max_words", "beam") if (v := getattr(body, k)) is not None}
+    """The request's per-call decoding options that it sets (max_words, beam, first_person)."""
+    keys = ("max_words", "beam", "first_person")
+    return {k: v for k in keys if (v := getattr(body, k)) is not None}
 
 
 async def run(queue: InferenceQueue, sets: list[list[str]], timeout_s: float,

@@ -51,6 +51,9 @@ MAX_WORDS = Field(default=None, description=(
     "model's setting)."))
 Beam = Annotated[int, Field(ge=1, le=20)] | None
 BEAM = Field(default=None, description="Beam size, 1 (greedy) to 20 (default: the model's).")
+FIRST_PERSON = Field(default=None, description=(
+    "The voice: true allows I/me/my (a reviewer's voice), false bans them (default: the "
+    "model's setting)."))
 
 
 def request_models(limits: ServiceLimits) -> tuple[type[BaseModel], type[BaseModel]]:
@@ -81,6 +84,7 @@ def request_models(limits: ServiceLimits) -> tuple[type[BaseModel], type[BaseMod
         slice: Slice = SLICE
         max_words: MaxWords = MAX_WORDS
         beam: Beam = BEAM
+        first_person: bool | None = FIRST_PERSON
 
     class ReviewSetIn(RatedReviews):
         model_config = ConfigDict(extra="forbid")
@@ -96,6 +100,7 @@ def request_models(limits: ServiceLimits) -> tuple[type[BaseModel], type[BaseMod
         slice: Slice = SLICE
         max_words: MaxWords = MAX_WORDS
         beam: Beam = BEAM
+        first_person: bool | None = FIRST_PERSON
 
     return SummarizeRequest, BatchRequest
 
