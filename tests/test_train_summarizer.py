@@ -433,6 +433,8 @@ def test_cli_topics_and_train_end_to_end(pairs_dir, synthetic_corpus, tmp_path):
             str(CONFIG), "--topics", str(tmp_path / "pair-topics"), *tiny]
     result = runner.invoke(app, [*args, "--max-steps", "3"])
     assert result.exit_code == 0, result.output
+    # not a terminal: plain progress lines (stage, count, rate), never silence or \r frames
+    assert "train: 3/3 step" in result.output and "\r" not in result.output
     _, config, _ = read_model_dir(tmp_path / "run")
     assert config["model"]["n_topics"] == 2 and config["train"]["batch_size"] == 8
     result = runner.invoke(app, [*args, "--max-steps", "5", "--resume"])

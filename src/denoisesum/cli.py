@@ -754,7 +754,7 @@ def train_command(
                    "shards present", err=True)
     vocab_given = Vocab.load(require_file(vocab, field="--vocab")) if vocab else None
     trainer = SummarizerTrainer(pairs, output, cfg, vocab=vocab_given,
-                                resume=resume, cache_dir=cache, progress=sys.stderr.isatty())
+                                resume=resume, cache_dir=cache)  # a bar on a terminal, else lines
     if trainer.dist.is_main:
         typer.echo(f"{len(trainer.train_pairs):,} training pairs, {len(trainer.held_pairs):,} "
                    f"held out; vocabulary {len(trainer.vocab):,}; starting at step "
