@@ -91,6 +91,9 @@ def main() -> None:
     parser.add_argument("--cpu-entities", type=int, default=24, help="businesses on the CPU")
     parser.add_argument("--big-batch", type=int, default=32)
     args = parser.parse_args()
+    if not Path(args.review_sets).is_file():
+        parser.error(f"--review-sets {args.review_sets}: no such file (the MeanSum dev JSONL; "
+                     "on a machine without ../shared, copy it and name it here)")
     from denoisesum.inference.summarizer import Summarizer
 
     sets = load_sets(args.review_sets, max(args.entities, args.cpu_entities))
