@@ -71,12 +71,20 @@ def main() -> None:
     model.train()
     train = timed_tokens(train_step, batches, args.seconds)
     model.eval()
-    infer = timed_tokens(infer_step, batches[len(batches) // 2:], args.seconds)
-    print(json.dumps({
-        "train_tokens_per_s": round(train), "log_probs_positions_per_s": round(infer),
-        "batch_tokens": train_cfg["batch_tokens"], "threads": torch.get_num_threads(),
-        "torch": torch.__version__, "cpu": processor(),
-    }, indent=2))
+    infer = timed_tokens(infer_step, batches[len(batches) // 2 :], args.seconds)
+    print(
+        json.dumps(
+            {
+                "train_tokens_per_s": round(train),
+                "log_probs_positions_per_s": round(infer),
+                "batch_tokens": train_cfg["batch_tokens"],
+                "threads": torch.get_num_threads(),
+                "torch": torch.__version__,
+                "cpu": processor(),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

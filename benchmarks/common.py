@@ -66,8 +66,7 @@ def configured(base, changes: dict):
     shortlist/bf16 on the summarizer config, everything else on its decode config; checked as
     every settings object (config.check: bounds, then validate())."""
     top = {k: v for k, v in changes.items() if k in ("shortlist", "bf16")}
-    decode = dataclasses.replace(base.decode, **{k: v for k, v in changes.items()
-                                                 if k not in top})
+    decode = dataclasses.replace(base.decode, **{k: v for k, v in changes.items() if k not in top})
     out = dataclasses.replace(base, decode=decode, **top)
     check(out)
     return out

@@ -38,8 +38,13 @@ def apply_variant(summarizer: Summarizer, variant: str) -> None:
 def run_variant(summarizer: Summarizer, sets: list, variant: str) -> dict:
     apply_variant(summarizer, variant)
     run = decode_and_score(summarizer, sets, "rouge")
-    return {"variant": variant, **run.means, "words": run.words, "seconds": run.seconds,
-            "summaries": run.summaries}
+    return {
+        "variant": variant,
+        **run.means,
+        "words": run.words,
+        "seconds": run.seconds,
+        "summaries": run.summaries,
+    }
 
 
 def main() -> None:
@@ -59,8 +64,10 @@ def main() -> None:
     print("|---|--:|--:|--:|--:|--:|--:|")
     for r in results:
         changed = sum(a != b for a, b in zip(r["summaries"], reference, strict=True))
-        print(f"| {r['variant']} | {r['rouge1']:.2f} | {r['rouge2']:.2f} | {r['rougeL']:.2f} | "
-              f"{r['words']:.1f} | {changed}/{len(sets)} | {r['seconds']:.0f} |")
+        print(
+            f"| {r['variant']} | {r['rouge1']:.2f} | {r['rouge2']:.2f} | {r['rougeL']:.2f} | "
+            f"{r['words']:.1f} | {changed}/{len(sets)} | {r['seconds']:.0f} |"
+        )
     if args.json_out:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)
         args.json_out.write_text(json.dumps(results, indent=1))

@@ -73,9 +73,16 @@ def child(out: Path, command: list[str]) -> None:
         code = exc.code or 0
     import torch
 
-    out.write_text(json.dumps({"total_s": time.perf_counter() - start,
-                               "run_s": sum(spans), "exit": code,
-                               "torch_threads": torch.get_num_threads()}))
+    out.write_text(
+        json.dumps(
+            {
+                "total_s": time.perf_counter() - start,
+                "run_s": sum(spans),
+                "exit": code,
+                "torch_threads": torch.get_num_threads(),
+            }
+        )
+    )
 
 
 def count_flops(review_sets: str, entities: int, batch_size: int, model: str) -> dict:
@@ -88,8 +95,14 @@ def count_flops(review_sets: str, entities: int, batch_size: int, model: str) ->
     from denoisesum.models import denoisesum as ds
 
     torch.set_num_threads(1)
-    counts = {"encoder LSTMs": 0, "attention keys": 0, "decoder LSTMs": 0, "attention": 0,
-              "combine + gates": 0, "output layers": 0}
+    counts = {
+        "encoder LSTMs": 0,
+        "attention keys": 0,
+        "decoder LSTMs": 0,
+        "attention": 0,
+        "combine + gates": 0,
+        "output layers": 0,
+    }
     steps = {"beam rows x steps": 0}
     summarizer = Summarizer.from_pretrained(model)
     c = summarizer.model.config
@@ -129,10 +142,11 @@ def count_flops(review_sets: str, entities: int, batch_size: int, model: str) ->
             counts["combine + gates"] += 2 * n * (e + 2 * d)
             steps["beam rows x steps"] += n
 
-    originals = [(ds.DenoiseSum, "encode_reviews", wrap(ds.DenoiseSum, "encode_reviews",
-                                                         encoder)),
-                 (ds.DenoiseSum, "_memory", wrap(ds.DenoiseSum, "_memory", keys)),
-                 (ds.Decoder, "forward", wrap(ds.Decoder, "forward", decoder))]
+    originals = [
+        (ds.DenoiseSum, "encode_reviews", wrap(ds.DenoiseSum, "encode_reviews", encoder)),
+        (ds.DenoiseSum, "_memory", wrap(ds.DenoiseSum, "_memory", keys)),
+        (ds.Decoder, "forward", wrap(ds.Decoder, "forward", decoder)),
+    ]
     try:
         sets = [s.reviews for s in list(read_review_sets(review_sets))[:entities]]
         summarizer.summarize_batch(sets, batch_size=batch_size, warn=False)
@@ -140,9 +154,12 @@ def count_flops(review_sets: str, entities: int, batch_size: int, model: str) ->
         for cls, name, inner in originals:
             setattr(cls, name, inner)
     n = len(sets)
-    return {"entities": n, "per_business": {k: v / n for k, v in counts.items()},
-            "total_per_business": sum(counts.values()) / n,
-            "beam_rows_x_steps_per_business": steps["beam rows x steps"] / n}
+    return {
+        "entities": n,
+        "per_business": {k: v / n for k, v in counts.items()},
+        "total_per_business": sum(counts.values()) / n,
+        "beam_rows_x_steps_per_business": steps["beam rows x steps"] / n,
+    }
 
 
 def matmul_gflops(threads: int) -> dict[str, float]:
@@ -166,18 +183,41 @@ def matmul_gflops(threads: int) -> dict[str, float]:
 # ---- the parent: rounds, comparison, report --------------------------------------------------
 
 
-def run_code(src: Path, model: Path, sets: Path, output: Path, threads: int,
-             extra: list[str], passive: bool = False) -> dict:
+def run_code(
+    src: Path,
+    model: Path,
+    sets: Path,
+    output: Path,
+    threads: int,
+    extra: list[str],
+    passive: bool = False,
+) -> dict:
     """One timed `summarize` with `src` on PYTHONPATH, in a fresh process."""
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as handle:
         timing = Path(handle.name)
-    env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": str(threads),
-           "MKL_NUM_THREADS": str(threads)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(src),
+        "OMP_NUM_THREADS": str(threads),
+        "MKL_NUM_THREADS": str(threads),
+    }
     if passive:  # waiting OpenMP threads sleep instead of spinning (see main's --passive)
         env["OMP_WAIT_POLICY"] = "PASSIVE"
-    command = [sys.executable, str(Path(__file__).resolve()), "--child", str(timing), "--",
-               "summarize", str(sets), "--model", str(model), "-o", str(output), "--overwrite",
-               *extra]
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        str(timing),
+        "--",
+        "summarize",
+        str(sets),
+        "--model",
+        str(model),
+        "-o",
+        str(output),
+        "--overwrite",
+        *extra,
+    ]
     load = os.getloadavg()[0]
     began = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=ROOT)
@@ -195,8 +235,10 @@ def same_summaries(a: Path, b: Path) -> tuple[int, int]:
     fields, as JSON values, are compared by the caller's tests: their order may change)."""
     left = [json.loads(line) for line in a.read_text(encoding="utf-8").splitlines()]
     right = [json.loads(line) for line in b.read_text(encoding="utf-8").splitlines()]
-    same = sum(x["entity_id"] == y["entity_id"] and x["summary"] == y["summary"]
-               for x, y in zip(left, right, strict=False))
+    same = sum(
+        x["entity_id"] == y["entity_id"] and x["summary"] == y["summary"]
+        for x, y in zip(left, right, strict=False)
+    )
     return same, max(len(left), len(right))
 
 
@@ -225,29 +267,44 @@ def measure(args) -> dict:
             order = list(codes) if r % 2 == 0 else list(reversed(codes))
             for name in order:
                 out = Path(tmp) / f"{name.replace(' ', '-')}-{r}.jsonl"
-                runs[name].append(run_code(codes[name], model, sets, out, args.threads,
-                                           extra[name], args.passive))
+                runs[name].append(
+                    run_code(codes[name], model, sets, out, args.threads, extra[name], args.passive)
+                )
                 print(f"round {r}: {name}: {runs[name][-1]}", file=sys.stderr)
         reference = Path(tmp) / "release-0.jsonl"
-        identical = {name: same_summaries(reference, Path(tmp) / f"{name.replace(' ', '-')}-0"
-                                          ".jsonl") for name in codes}
+        identical = {
+            name: same_summaries(reference, Path(tmp) / f"{name.replace(' ', '-')}-0.jsonl")
+            for name in codes
+        }
     flops = flops_in_child(args.review_sets, min(args.entities, args.flop_entities), model)
     best_matmul = max(max(m.values()) for m in matmul)
     loads = [x[k] for done in runs.values() for x in done for k in ("load_before", "load_after")]
     n = args.entities
-    out = {"entities": n, "threads": args.threads, "rounds": args.rounds, "codes": {},
-           "model": str(model),
-           "omp_wait_policy": "PASSIVE" if args.passive else os.environ.get("OMP_WAIT_POLICY"),
-           "matmul_gflops": matmul, "matmul_gflops_best": best_matmul, "flops": flops,
-           "load": statistics.mean(loads),
-           "machine": machine()}
+    out = {
+        "entities": n,
+        "threads": args.threads,
+        "rounds": args.rounds,
+        "codes": {},
+        "model": str(model),
+        "omp_wait_policy": "PASSIVE" if args.passive else os.environ.get("OMP_WAIT_POLICY"),
+        "matmul_gflops": matmul,
+        "matmul_gflops_best": best_matmul,
+        "flops": flops,
+        "load": statistics.mean(loads),
+        "machine": machine(),
+    }
     for name, done in runs.items():
         total = min(x["total_s"] for x in done)
         run = min(x["run_s"] for x in done)
         out["codes"][name] = {
-            "src": str(codes[name]), "extra_args": extra[name], "rounds": done,
-            "businesses_per_s": n / total, "run_businesses_per_s": n / run,
-            "identical_lines": identical[name][0], "lines": identical[name][1]}
+            "src": str(codes[name]),
+            "extra_args": extra[name],
+            "rounds": done,
+            "businesses_per_s": n / total,
+            "run_businesses_per_s": n / run,
+            "identical_lines": identical[name][0],
+            "lines": identical[name][1],
+        }
     base = out["codes"]["release"]
     for v in out["codes"].values():
         v["ratio"] = v["businesses_per_s"] / base["businesses_per_s"]
@@ -263,10 +320,21 @@ def flops_in_child(review_sets: str, entities: int, model: Path) -> dict:
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as handle:
         out = Path(handle.name)
     env = {**os.environ, "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--count-flops",
-                           str(out), review_sets, str(entities), str(model)], env=env,
-                          capture_output=True,
-                          text=True, cwd=ROOT)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--count-flops",
+            str(out),
+            review_sets,
+            str(entities),
+            str(model),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     if done.returncode:
         raise SystemExit(f"counting FLOPs failed:\n{done.stderr[-2000:]}")
     result = json.loads(out.read_text())
@@ -281,8 +349,10 @@ def machine() -> str:
 def markdown(result: dict, command: str) -> str:
     f = result["flops"]
     lines = [
-        "# Decoding speed: this checkout against the release, side by side", "",
-        f"```bash\n{command}\n```", "",
+        "# Decoding speed: this checkout against the release, side by side",
+        "",
+        f"```bash\n{command}\n```",
+        "",
         f"`denoisesum summarize` of the first {result['entities']} MeanSum Yelp dev businesses "
         f"with the model `{result['model']}` and its own settings (both codes the same), "
         "batches of 8; OMP_NUM_THREADS="
@@ -293,61 +363,89 @@ def markdown(result: dict, command: str) -> str:
         "slows both alike. *Whole command*: start to exit, imports and model load included; "
         "*run*: reading, decoding and writing (`bulk.run`). The machine's 1-minute load "
         f"average during the runs: {result['load']:.1f} (other jobs shared its "
-        f"{os.cpu_count()} cores).", "",
+        f"{os.cpu_count()} cores).",
+        "",
         "| code | businesses/s, whole command | ratio | businesses/s, run | ratio | "
         "summaries identical to the release's | GFLOP/s reached | share of matmul |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|"]
+        "|---|--:|--:|--:|--:|--:|--:|--:|",
+    ]
     for name, v in result["codes"].items():
         label = name + (f" (`{' '.join(v['extra_args'])}`)" if v["extra_args"] else "")
         lines.append(
             f"| {label} | {v['businesses_per_s']:.2f} | {v['ratio']:.2f}x | "
             f"{v['run_businesses_per_s']:.2f} | {v['run_ratio']:.2f}x | "
             f"{v['identical_lines']} of {v['lines']} | {v['gflops']:.1f} | "
-            f"{100 * v['fraction_of_matmul']:.0f}% |")
-    mm = ", ".join(f"{n}: {statistics.median(m[n] for m in result['matmul_gflops']):.0f}"
-                   for n in result["matmul_gflops"][0])
+            f"{100 * v['fraction_of_matmul']:.0f}% |"
+        )
+    mm = ", ".join(
+        f"{n}: {statistics.median(m[n] for m in result['matmul_gflops']):.0f}"
+        for n in result["matmul_gflops"][0]
+    )
     lines += [
-        "", "## Floating-point work per business", "",
+        "",
+        "## Floating-point work per business",
+        "",
         f"Counted from the shapes this checkout's decoding ran over the first {f['entities']} "
         "businesses (multiply-adds x 2 of the matrix products; element-wise work not "
         f"counted); {f['beam_rows_x_steps_per_business']:.0f} beam rows x steps per business "
-        "(5 beams, about 100 words).", "", "| part | GFLOP per business |", "|---|--:|"]
+        "(5 beams, about 100 words).",
+        "",
+        "| part | GFLOP per business |",
+        "|---|--:|",
+    ]
     for part, value in f["per_business"].items():
         lines.append(f"| {part} | {value / 1e9:.2f} |")
-    lines += [f"| **total** | **{f['total_per_business'] / 1e9:.2f}** |", "",
-              f"This machine's float32 matmul at {result['threads']} threads, median of the "
-              f"rounds, GFLOP/s by size N: {mm}; the share uses the best, "
-              f"{result['matmul_gflops_best']:.0f} GFLOP/s: decoding's matrix products are "
-              "small (40 beam rows at a time), so their own throughput is far below it.", ""]
+    lines += [
+        f"| **total** | **{f['total_per_business'] / 1e9:.2f}** |",
+        "",
+        f"This machine's float32 matmul at {result['threads']} threads, median of the "
+        f"rounds, GFLOP/s by size N: {mm}; the share uses the best, "
+        f"{result['matmul_gflops_best']:.0f} GFLOP/s: decoding's matrix products are "
+        "small (40 beam rows at a time), so their own throughput is far below it.",
+        "",
+    ]
     return "\n".join(lines)
 
 
 def main() -> None:
     if "--count-flops" in sys.argv:
         at = sys.argv.index("--count-flops")
-        out, review_sets, entities, model = sys.argv[at + 1: at + 5]
+        out, review_sets, entities, model = sys.argv[at + 1 : at + 5]
         Path(out).write_text(json.dumps(count_flops(review_sets, int(entities), 8, model)))
         return
     if "--child" in sys.argv:
         at = sys.argv.index("--child")
-        child(Path(sys.argv[at + 1]), sys.argv[sys.argv.index("--") + 1:])
+        child(Path(sys.argv[at + 1]), sys.argv[sys.argv.index("--") + 1 :])
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-src", required=True, help="the release's src/ directory")
     parser.add_argument("--review-sets", default=str(DEFAULT_SETS))
-    parser.add_argument("--model", help="model directory both codes decode with (default: the "
-                                        "release's shipped model, with its settings)")
+    parser.add_argument(
+        "--model",
+        help="model directory both codes decode with (default: the "
+        "release's shipped model, with its settings)",
+    )
     parser.add_argument("--entities", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--flop-entities", type=int, default=16,
-                        help="businesses the FLOP count decodes (whole batches of 8)")
-    parser.add_argument("--also", action="append",
-                        help="another run of this checkout, 'name:extra summarize args' "
-                             "(e.g. 'two workers:--dask 2')")
-    parser.add_argument("--passive", action="store_true",
-                        help="OMP_WAIT_POLICY=PASSIVE for both codes: on a machine other jobs "
-                             "keep busy, spinning OpenMP threads slow a 2-thread run many times")
+    parser.add_argument(
+        "--flop-entities",
+        type=int,
+        default=16,
+        help="businesses the FLOP count decodes (whole batches of 8)",
+    )
+    parser.add_argument(
+        "--also",
+        action="append",
+        help="another run of this checkout, 'name:extra summarize args' "
+        "(e.g. 'two workers:--dask 2')",
+    )
+    parser.add_argument(
+        "--passive",
+        action="store_true",
+        help="OMP_WAIT_POLICY=PASSIVE for both codes: on a machine other jobs "
+        "keep busy, spinning OpenMP threads slow a 2-thread run many times",
+    )
     parser.add_argument("--json", help="write the figures here too")
     parser.add_argument("--markdown", help="write the report here")
     args = parser.parse_args()

@@ -55,13 +55,21 @@ def timed(summarizer, sets: list[list[str]], batch_size: int) -> tuple[float, li
     return time.perf_counter() - began, out
 
 
-def figures(name: str, seconds: float, out: list, reference: list, batch: int,
-            extra: dict | None = None) -> dict:
+def figures(
+    name: str, seconds: float, out: list, reference: list, batch: int, extra: dict | None = None
+) -> dict:
     n = min(len(out), len(reference))
     same = sum(a == b for a, b in zip(out[:n], reference[:n], strict=True))
-    row = {"variant": name, "businesses": len(out), "batch_size": batch, "seconds": seconds,
-           "businesses_per_s": len(out) / seconds, "same_as_cpu": same, "compared": n,
-           **(extra or {})}
+    row = {
+        "variant": name,
+        "businesses": len(out),
+        "batch_size": batch,
+        "seconds": seconds,
+        "businesses_per_s": len(out) / seconds,
+        "same_as_cpu": same,
+        "compared": n,
+        **(extra or {}),
+    }
     print(json.dumps(row), file=sys.stderr, flush=True)
     return row
 
@@ -71,14 +79,25 @@ def cuda_variants(args, sets: list[list[str]], reference: list) -> list[dict]:
 
     summarizer = Summarizer.from_pretrained(args.model, device="cuda")
     rows = []
-    plans = [("cuda-fp16", True, 8), ("cuda-fp32", False, 8),
-             (f"cuda-fp16-batch-{args.big_batch}", True, args.big_batch)]
+    plans = [
+        ("cuda-fp16", True, 8),
+        ("cuda-fp32", False, 8),
+        (f"cuda-fp16-batch-{args.big_batch}", True, args.big_batch),
+    ]
     for name, half, batch in plans:
         summarizer.half = half
         torch.cuda.reset_peak_memory_stats()
         seconds, out = timed(summarizer, sets, batch)
-        rows.append(figures(name, seconds, out, reference, batch, {
-            "peak_gpu_memory_mib": torch.cuda.max_memory_allocated() / 2**20}))
+        rows.append(
+            figures(
+                name,
+                seconds,
+                out,
+                reference,
+                batch,
+                {"peak_gpu_memory_mib": torch.cuda.max_memory_allocated() / 2**20},
+            )
+        )
     return rows
 
 
@@ -92,17 +111,22 @@ def main() -> None:
     parser.add_argument("--big-batch", type=int, default=32)
     args = parser.parse_args()
     if not Path(args.review_sets).is_file():
-        parser.error(f"--review-sets {args.review_sets}: no such file (the MeanSum dev JSONL; "
-                     "on a machine without ../shared, copy it and name it here)")
+        parser.error(
+            f"--review-sets {args.review_sets}: no such file (the MeanSum dev JSONL; "
+            "on a machine without ../shared, copy it and name it here)"
+        )
     from denoisesum.inference.summarizer import Summarizer
 
     sets = load_sets(args.review_sets, max(args.entities, args.cpu_entities))
     cpu = Summarizer.from_pretrained(args.model, device="cpu")
     seconds, reference = timed(cpu, sets[: args.cpu_entities], 8)
     rows = [figures("cpu", seconds, reference, reference, 8)]
-    result = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} "
-                         f"cores", "torch": torch.__version__,
-              "torch_threads": torch.get_num_threads(), "review_sets": args.review_sets}
+    result = {
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "review_sets": args.review_sets,
+    }
     if torch.cuda.is_available():
         result["cuda"] = {"device": torch.cuda.get_device_name(), "version": torch.version.cuda}
         rows += cuda_variants(args, sets[: args.entities], reference)

@@ -119,29 +119,41 @@ def timed(function) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=None, help="Model directory or name (default: the "
-                                                      "installed default model).")
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="Model directory or name (default: the installed default model).",
+    )
     parser.add_argument("--shards", nargs="+", type=Path, default=[CORPUS / "part-00.jsonl.xz"])
     parser.add_argument("--entities", type=int, default=30)
-    parser.add_argument("--selection-entities", type=int, default=160,
-                        help="Businesses for the input-only table (no decoding: cheap).")
+    parser.add_argument(
+        "--selection-entities",
+        type=int,
+        default=160,
+        help="Businesses for the input-only table (no decoding: cheap).",
+    )
     parser.add_argument("--top-k", type=int, default=20)
-    parser.add_argument("--all", action="store_true", help="Also summarize from all 100 "
-                                                            "reviews (about 4x the time).")
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="Also summarize from all 100 reviews (about 4x the time).",
+    )
     parser.add_argument("--repeats", type=int, default=5, help="Timing runs of each input.")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--markdown", type=Path)
     args = parser.parse_args()
     torch.set_num_threads(1)
     command = "OMP_NUM_THREADS=1 python benchmarks/many_reviews.py " + " ".join(
-        shlex.quote(a) for a in sys.argv[1:])
+        shlex.quote(a) for a in sys.argv[1:]
+    )
 
     summarizer = Summarizer.from_pretrained(args.model)
     defaults = summarizer.config
     tokenize = summarizer.vocab.tokenizer.tokenize
     texts, ratings = read_shards(args.shards)
     pool = [e for e, reviews in texts.items() if len(reviews) == PER_ENTITY][
-        : max(args.entities, args.selection_entities)]
+        : max(args.entities, args.selection_entities)
+    ]
     chosen = pool[: args.entities]
     if len(chosen) < 2:
         raise SystemExit(f"fewer than 2 businesses with {PER_ENTITY} reviews in {args.shards}")
@@ -150,27 +162,41 @@ def main() -> None:
     scores = lexicon(lexicon_texts, [r for e in others for r in ratings[e]])
     tokenized = {e: [tokenize(t) for t in texts[e]] for e in pool}
     top = {e: top_words(tokenized[e], args.top_k) for e in pool}
-    print(f"{len(pool)} entities of {PER_ENTITY} reviews; lexicon of {len(scores)} words from "
-          f"{len(lexicon_texts)} reviews of {len(others)} other businesses", file=sys.stderr)
+    print(
+        f"{len(pool)} entities of {PER_ENTITY} reviews; lexicon of {len(scores)} words from "
+        f"{len(lexicon_texts)} reviews of {len(others)} other businesses",
+        file=sys.stderr,
+    )
 
     def inputs(entities: list[str]) -> dict[str, float]:
         """What the selection (summarizer.config) hands the model, over `entities`."""
         reads = {e: summarizer.reviews_read(texts[e]) for e in entities}
         cut = summarizer.config.max_review_tokens
         read_words = {e: [w for i in reads[e] for w in tokenized[e][i][:cut]] for e in entities}
-        gaps = [statistics.mean(ratings[e][i] for i in reads[e]) - statistics.mean(ratings[e])
-                for e in entities]
-        return {"input": statistics.mean(sum(w in set(read_words[e]) for w in top[e])
-                                         / len(top[e]) for e in entities),
-                "input_r": pearson([sentiment(read_words[e], scores) for e in entities],
-                                   [statistics.mean(ratings[e]) for e in entities]),
-                "gap": statistics.mean(gaps), "abs_gap": statistics.mean(abs(g) for g in gaps),
-                "review_words": statistics.mean(len(tokenized[e][i]) for e in entities
-                                                for i in reads[e])}
+        gaps = [
+            statistics.mean(ratings[e][i] for i in reads[e]) - statistics.mean(ratings[e])
+            for e in entities
+        ]
+        return {
+            "input": statistics.mean(
+                sum(w in set(read_words[e]) for w in top[e]) / len(top[e]) for e in entities
+            ),
+            "input_r": pearson(
+                [sentiment(read_words[e], scores) for e in entities],
+                [statistics.mean(ratings[e]) for e in entities],
+            ),
+            "gap": statistics.mean(gaps),
+            "abs_gap": statistics.mean(abs(g) for g in gaps),
+            "review_words": statistics.mean(
+                len(tokenized[e][i]) for e in entities for i in reads[e]
+            ),
+        }
 
-    modes = [("central 8", replace(defaults, select="central")),
-             ("first 8", replace(defaults, select="first")),
-             ("random 8", replace(defaults, select="random"))]
+    modes = [
+        ("central 8", replace(defaults, select="central")),
+        ("first 8", replace(defaults, select="first")),
+        ("random 8", replace(defaults, select="random")),
+    ]
     if args.all:
         modes.append((f"all {PER_ENTITY}", replace(defaults, read_reviews=PER_ENTITY)))
     rows, selection_rows = [], []
@@ -179,19 +205,25 @@ def main() -> None:
         summarizer.config = config
         selection_rows.append({"mode": name} | inputs(pool))
         start = time.perf_counter()
-        summaries = summarizer.summarize_tokens_batch([texts[e] for e in chosen],
-                                                      args.batch_size)
+        summaries = summarizer.summarize_tokens_batch([texts[e] for e in chosen], args.batch_size)
         seconds = time.perf_counter() - start
         summary_sentiment = [sentiment(s, scores) for s in summaries]
-        rows.append({"mode": name, "coverage": statistics.mean(
-                         sum(w in set(s) for w in top[e]) / len(top[e])
-                         for e, s in zip(chosen, summaries, strict=True)),
-                     "r": pearson(summary_sentiment, mean_rating),
-                     "agree": median_agreement(
-                         [x if not math.isnan(x) else 0.0 for x in summary_sentiment],
-                         mean_rating),
-                     "summary_words": statistics.mean(len(s) for s in summaries),
-                     "seconds": seconds / len(chosen)} | inputs(chosen))
+        rows.append(
+            {
+                "mode": name,
+                "coverage": statistics.mean(
+                    sum(w in set(s) for w in top[e]) / len(top[e])
+                    for e, s in zip(chosen, summaries, strict=True)
+                ),
+                "r": pearson(summary_sentiment, mean_rating),
+                "agree": median_agreement(
+                    [x if not math.isnan(x) else 0.0 for x in summary_sentiment], mean_rating
+                ),
+                "summary_words": statistics.mean(len(s) for s in summaries),
+                "seconds": seconds / len(chosen),
+            }
+            | inputs(chosen)
+        )
         print(rows[-1], selection_rows[-1], file=sys.stderr)
 
     # timing: the default settings, 8 against 200 reviews, alternately
@@ -215,20 +247,27 @@ def main() -> None:
 
     k = args.top_k
     lines = [
-        f"# Many reviews per entity: which {defaults.read_reviews} the model reads", "",
+        f"# Many reviews per entity: which {defaults.read_reviews} the model reads",
+        "",
         f"Yelp businesses with exactly {PER_ENTITY} reviews (the first of "
         f"{', '.join(p.name for p in args.shards)}), model "
         f"`{args.model or summarizer.path.name}` with its settings; only the choice of the "
         f"{defaults.read_reviews} reviews read changes (`SummarizerConfig.select`, "
-        "`read_reviews`).", "",
-        f"    {command}", "",
-        f"## The summaries ({len(chosen)} businesses)", "",
+        "`read_reviews`).",
+        "",
+        f"    {command}",
+        "",
+        f"## The summaries ({len(chosen)} businesses)",
+        "",
         f"| reviews read | coverage@{k} | sentiment r | sentiment agree | "
         f"coverage@{k} of the input | summary words | s per entity |",
-        "|---|--:|--:|--:|--:|--:|--:|"]
-    lines += [f"| {r['mode']} | {r['coverage']:.1%} | {r['r']:.2f} | {r['agree']:.0%} | "
-              f"{r['input']:.1%} | {r['summary_words']:.0f} | {r['seconds']:.2f} |"
-              for r in rows]
+        "|---|--:|--:|--:|--:|--:|--:|",
+    ]
+    lines += [
+        f"| {r['mode']} | {r['coverage']:.1%} | {r['r']:.2f} | {r['agree']:.0%} | "
+        f"{r['input']:.1%} | {r['summary_words']:.0f} | {r['seconds']:.2f} |"
+        for r in rows
+    ]
     lines += [
         "",
         f"- coverage@{k}: the share of the business's {k} most frequent content words "
@@ -242,12 +281,17 @@ def main() -> None:
         f"- s per entity: decoding in batches of {args.batch_size}, with the machine's other "
         "load (see the timing below for a fair comparison).",
         "",
-        f"## What the selection hands the model ({len(pool)} businesses, no decoding)", "",
+        f"## What the selection hands the model ({len(pool)} businesses, no decoding)",
+        "",
         f"| reviews read | coverage@{k} of the input | sentiment r of the input | rating of the "
         "reviews read minus the business's: mean / mean abs. | words per review read |",
-        "|---|--:|--:|--:|--:|"]
-    lines += [f"| {r['mode']} | {r['input']:.1%} | {r['input_r']:.2f} | {r['gap']:+.2f} / "
-              f"{r['abs_gap']:.2f} | {r['review_words']:.0f} |" for r in selection_rows]
+        "|---|--:|--:|--:|--:|",
+    ]
+    lines += [
+        f"| {r['mode']} | {r['input']:.1%} | {r['input_r']:.2f} | {r['gap']:+.2f} / "
+        f"{r['abs_gap']:.2f} | {r['review_words']:.0f} |"
+        for r in selection_rows
+    ]
     lines += [
         "",
         "The input's sentiment r scores the words the model reads (the reviews read, each cut "
@@ -257,11 +301,14 @@ def main() -> None:
         "typical reviews are the mainstream ones, so their rating can lean to one side; random "
         "is an unbiased sample; first depends on the order the reviews come in.",
         "",
-        "## Timing (default settings, one thread)", "",
+        "## Timing (default settings, one thread)",
+        "",
         f"One process, OMP_NUM_THREADS=1 and torch.set_num_threads(1), {cpu_name()}; the "
         f"inputs alternate, median of {args.repeats} runs of `Summarizer.summarize` (reading, "
-        "selecting, decoding, the readability check).", "",
-        "| input | seconds | ratio to 8 reviews |", "|---|--:|--:|",
+        "selecting, decoding, the readability check).",
+        "",
+        "| input | seconds | ratio to 8 reviews |",
+        "|---|--:|--:|",
         f"| 8 reviews | {med['8']:.2f} | 1.00 |",
         f"| 200 reviews (central {defaults.read_reviews}) | {med['200']:.2f} | "
         f"{med['200'] / med['8']:.2f} |",

@@ -45,8 +45,10 @@ def head_coverage(head, contexts: torch.Tensor, top_p: float = 0.9) -> dict[str,
     last = (cum < top_p).sum(-1).clamp(max=shortlist - 1)
     cut = top.gather(1, last.unsqueeze(1)).squeeze(1) * mass
     certified = closes & (cut >= clusters.amax(-1))
-    return {"closes_in_head": float(closes.float().mean()),
-            "certified_by_cluster_bound": float(certified.float().mean())}
+    return {
+        "closes_in_head": float(closes.float().mean()),
+        "certified_by_cluster_bound": float(certified.float().mean()),
+    }
 
 
 def main() -> None:
@@ -68,18 +70,26 @@ def main() -> None:
         log_probs = model.head.log_prob(flat).view(len(batch), -1, model.config.vocab_size)
         generator = torch.Generator().manual_seed(0)
         result = {
-            "candidates": len(batch), "positions": int(lengths.sum()),
+            "candidates": len(batch),
+            "positions": int(lengths.sum()),
             "lstm_seconds": best_of(lambda: model.contexts(ids, lengths)),
             "full_vocab_log_prob_seconds": best_of(lambda: model.head.log_prob(flat)),
             "head_only_seconds": best_of(lambda: model.head.head(flat)),
-            "nucleus_seconds": best_of(lambda: [
-                nucleus_sample(log_probs[r, : lengths[r]], 0.9, 8, generator)
-                for r in range(len(batch))]),
-            "head_first_nucleus_seconds": best_of(lambda: [
-                lm_nucleus_sample(model.head, ctx[r, : lengths[r]], 0.9, 8, generator)
-                for r in range(len(batch))]),
-            **head_coverage(model.head, torch.cat([ctx[r, : lengths[r]]
-                                                   for r in range(len(batch))])),
+            "nucleus_seconds": best_of(
+                lambda: [
+                    nucleus_sample(log_probs[r, : lengths[r]], 0.9, 8, generator)
+                    for r in range(len(batch))
+                ]
+            ),
+            "head_first_nucleus_seconds": best_of(
+                lambda: [
+                    lm_nucleus_sample(model.head, ctx[r, : lengths[r]], 0.9, 8, generator)
+                    for r in range(len(batch))
+                ]
+            ),
+            **head_coverage(
+                model.head, torch.cat([ctx[r, : lengths[r]] for r in range(len(batch))])
+            ),
             "threads": torch.get_num_threads(),
         }
     print(json.dumps(result, indent=2))

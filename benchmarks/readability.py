@@ -18,12 +18,18 @@ from denoisesum.inference.summarizer import MIN_KNOWN_SHARE, Summarizer
 
 # two reviews per language, written for this check (restaurant reviews, as Yelp's)
 OTHER_LANGUAGES = {
-    "French": ["Le restaurant était excellent, le service rapide et les plats délicieux.",
-               "Très bon rapport qualité-prix, je recommande vivement ce petit bistrot."],
-    "German": ["Das Essen war sehr lecker und die Bedienung freundlich.",
-               "Wir kommen gerne wieder, die Preise sind fair."],
-    "Spanish": ["La comida estaba deliciosa y el servicio fue excelente.",
-                "Muy buen ambiente, volveremos pronto."],
+    "French": [
+        "Le restaurant était excellent, le service rapide et les plats délicieux.",
+        "Très bon rapport qualité-prix, je recommande vivement ce petit bistrot.",
+    ],
+    "German": [
+        "Das Essen war sehr lecker und die Bedienung freundlich.",
+        "Wir kommen gerne wieder, die Preise sind fair.",
+    ],
+    "Spanish": [
+        "La comida estaba deliciosa y el servicio fue excelente.",
+        "Muy buen ambiente, volveremos pronto.",
+    ],
     "Chinese": ["这家餐厅的拉面非常好吃，服务也很周到。", "价格合理，环境干净，推荐！"],
     "emoji only": ["😀😀🍜🍜👍", "🔥🔥🔥 😋"],
     "punctuation only": ["!!! ??? ...", "--- ;;; ,,,"],
@@ -41,15 +47,19 @@ def main() -> None:
     sets = list(read_review_sets(args.review_sets))
     shares = [summarizer.known_share(s.reviews) or 0.0 for s in sets]
     flagged = sum(bool(summarizer.input_warnings(s.reviews)) for s in sets)
-    lines = [f"Known-word share of review sets for `{args.model or 'the default model'}` "
-             f"(threshold MIN_KNOWN_SHARE = {MIN_KNOWN_SHARE:.0%}; below it, or with no word "
-             "at all, a summary is flagged).", "",
-             f"`python benchmarks/readability.py --model {args.model} --review-sets "
-             f"{args.review_sets}`", "",
-             "| input | known share | flagged |", "|---|--:|--:|",
-             f"| {args.review_sets.name}: {len(sets)} English review sets, min / 1st pct / "
-             f"median | {min(shares):.1%} / {percentile(shares, 0.01):.1%} / "
-             f"{percentile(shares, 0.5):.1%} | {flagged} of {len(sets)} |"]
+    lines = [
+        f"Known-word share of review sets for `{args.model or 'the default model'}` "
+        f"(threshold MIN_KNOWN_SHARE = {MIN_KNOWN_SHARE:.0%}; below it, or with no word "
+        "at all, a summary is flagged).",
+        "",
+        f"`python benchmarks/readability.py --model {args.model} --review-sets {args.review_sets}`",
+        "",
+        "| input | known share | flagged |",
+        "|---|--:|--:|",
+        f"| {args.review_sets.name}: {len(sets)} English review sets, min / 1st pct / "
+        f"median | {min(shares):.1%} / {percentile(shares, 0.01):.1%} / "
+        f"{percentile(shares, 0.5):.1%} | {flagged} of {len(sets)} |",
+    ]
     for name, reviews in OTHER_LANGUAGES.items():
         share = summarizer.known_share(reviews)
         shown = "no words" if share is None else f"{share:.1%}"

@@ -81,10 +81,24 @@ class Sampler(threading.Thread):
 
 
 def start_server(args, port: int, log: IO[str]) -> subprocess.Popen:
-    command = [sys.executable, "-m", "denoisesum.cli", "serve", "--host", "127.0.0.1",
-               "--port", str(port), "--log-level", "warning",
-               "--max-batch", str(args.max_batch), "--timeout", str(args.timeout),
-               "--max-pending", str(max(64, args.clients * max(args.batch, 1)))]
+    command = [
+        sys.executable,
+        "-m",
+        "denoisesum.cli",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        "--max-batch",
+        str(args.max_batch),
+        "--timeout",
+        str(args.timeout),
+        "--max-pending",
+        str(max(64, args.clients * max(args.batch, 1))),
+    ]
     if args.model is not None:
         command += ["--model", str(args.model)]
     if args.threads is not None:
@@ -104,8 +118,7 @@ def wait_healthy(server: subprocess.Popen, log: IO[str], base: str, seconds: flo
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise SystemExit(f"the server exited with code {server.returncode}:\n"
-                             f"{server_log(log)}")
+            raise SystemExit(f"the server exited with code {server.returncode}:\n{server_log(log)}")
         try:
             response = httpx.get(base + "/healthz", timeout=2)
             if response.status_code == 200:
@@ -116,8 +129,15 @@ def wait_healthy(server: subprocess.Popen, log: IO[str], base: str, seconds: flo
     raise SystemExit(f"the server did not answer /healthz within {seconds:.0f} s")
 
 
-def client(base: str, sets: list[list[str]], batch: int, deadline: float, seed: int,
-           timeout: float, results: list) -> None:
+def client(
+    base: str,
+    sets: list[list[str]],
+    batch: int,
+    deadline: float,
+    seed: int,
+    timeout: float,
+    results: list,
+) -> None:
     rng = random.Random(seed)
     path = "/v1/summarize/batch" if batch else "/v1/summarize"
     with httpx.Client(base_url=base, timeout=timeout) as http:
@@ -146,13 +166,13 @@ def run(args) -> dict:
         return measure(args, sets, base, start_server(args, port, log), log)
 
 
-def measure(args, sets: list[list[str]], base: str, server: subprocess.Popen,
-            log: IO[str]) -> dict:
+def measure(args, sets: list[list[str]], base: str, server: subprocess.Popen, log: IO[str]) -> dict:
     try:
         wait_healthy(server, log, base, args.startup_timeout)
         loaded_rss = rss_mib(server.pid)
-        warm = httpx.post(base + "/v1/summarize", json={"reviews": sets[0]},
-                          timeout=args.timeout + 30)
+        warm = httpx.post(
+            base + "/v1/summarize", json={"reviews": sets[0]}, timeout=args.timeout + 30
+        )
         if warm.status_code != 200:
             raise SystemExit(f"warm-up request failed: {warm.status_code} {warm.text}")
         model = httpx.get(base + "/v1/models").json()["models"][0]
@@ -162,10 +182,13 @@ def measure(args, sets: list[list[str]], base: str, server: subprocess.Popen,
         results: list[tuple[str, float]] = []
         started = time.monotonic()
         deadline = started + args.duration
-        threads = [threading.Thread(target=client, args=(base, sets, args.batch, deadline,
-                                                         args.seed + i, args.timeout + 30,
-                                                         results))
-                   for i in range(args.clients)]
+        threads = [
+            threading.Thread(
+                target=client,
+                args=(base, sets, args.batch, deadline, args.seed + i, args.timeout + 30, results),
+            )
+            for i in range(args.clients)
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -193,39 +216,62 @@ def measure(args, sets: list[list[str]], base: str, server: subprocess.Popen,
         return round(1000 * seconds, 1)
 
     return {
-        "settings": {"clients": args.clients, "duration_s": args.duration,
-                     "endpoint": "/v1/summarize/batch" if args.batch else "/v1/summarize",
-                     "sets_per_request": per_request, "max_batch": args.max_batch,
-                     "server_threads": args.threads, "timeout_s": args.timeout,
-                     "review_sets": shown_path(args.sets), "distinct_sets": len(sets),
-                     "mean_reviews_per_set": round(statistics.mean(map(len, sets)), 1)},
-        "model": {"id": model["id"], "name": model["name"],  # the server shows no path
-                  "path": shown_path(args.model) if args.model is not None else None,
-                  "parameters": model["parameters"],
-                  "vocab_size": model["vocab_size"],
-                  "beam_size": model["settings"]["decode"]["beam_size"]},
+        "settings": {
+            "clients": args.clients,
+            "duration_s": args.duration,
+            "endpoint": "/v1/summarize/batch" if args.batch else "/v1/summarize",
+            "sets_per_request": per_request,
+            "max_batch": args.max_batch,
+            "server_threads": args.threads,
+            "timeout_s": args.timeout,
+            "review_sets": shown_path(args.sets),
+            "distinct_sets": len(sets),
+            "mean_reviews_per_set": round(statistics.mean(map(len, sets)), 1),
+        },
+        "model": {
+            "id": model["id"],
+            "name": model["name"],  # the server shows no path
+            "path": shown_path(args.model) if args.model is not None else None,
+            "parameters": model["parameters"],
+            "vocab_size": model["vocab_size"],
+            "beam_size": model["settings"]["decode"]["beam_size"],
+        },
         "requests": len(results),
         "ok": len(ok),
         "elapsed_s": round(elapsed, 2),
         "requests_per_s": round(len(ok) / elapsed, 3),
         "review_sets_per_s": round(len(ok) * per_request / elapsed, 3),
-        "latency_ms": ({"p50": ms(percentile(ok, 0.5)), "p90": ms(percentile(ok, 0.9)),
-                        "p99": ms(percentile(ok, 0.99)), "mean": ms(statistics.mean(ok)),
-                        "max": ms(max(ok))} if ok else None),
+        "latency_ms": (
+            {
+                "p50": ms(percentile(ok, 0.5)),
+                "p90": ms(percentile(ok, 0.9)),
+                "p99": ms(percentile(ok, 0.99)),
+                "mean": ms(statistics.mean(ok)),
+                "max": ms(max(ok)),
+            }
+            if ok
+            else None
+        ),
         "status_counts": dict(sorted(statuses.items())),
         "client_errors_4xx": sum(n for s, n in statuses.items() if s.startswith("4")),
         "server_errors_5xx": sum(n for s, n in statuses.items() if s.startswith("5")),
         "transport_errors": sum(n for s, n in statuses.items() if s.startswith("transport")),
         "server_batches": batches,
         "sets_per_batch": round(len(ok) * per_request / batches, 2) if batches else None,
-        "rss_mib": {"loaded": round(loaded_rss, 1) if loaded_rss else None,
-                    "start": round(rss[0], 1) if rss else None,
-                    "end": round(end_rss or rss[-1], 1) if rss else None,
-                    "max": round(max(rss), 1) if rss else None, "samples": len(rss),
-                    "max_by_quarter": quarter_peaks(sampler.samples)},
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "system": system(),
-                    "load_average_1m_at_end": round(os.getloadavg()[0], 2)},
+        "rss_mib": {
+            "loaded": round(loaded_rss, 1) if loaded_rss else None,
+            "start": round(rss[0], 1) if rss else None,
+            "end": round(end_rss or rss[-1], 1) if rss else None,
+            "max": round(max(rss), 1) if rss else None,
+            "samples": len(rss),
+            "max_by_quarter": quarter_peaks(sampler.samples),
+        },
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "system": system(),
+            "load_average_1m_at_end": round(os.getloadavg()[0], 2),
+        },
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
 
@@ -251,14 +297,18 @@ def verdict(result: dict) -> str:
     """The two things the run is for: no server errors, and memory that does not grow."""
     peaks = result["rss_mib"]["max_by_quarter"]
     errors = result["server_errors_5xx"] + result["transport_errors"]
-    lines = [f"- Server errors (5xx or dropped connections): **{errors}** of "
-             f"{result['requests']:,} requests."]
+    lines = [
+        f"- Server errors (5xx or dropped connections): **{errors}** of "
+        f"{result['requests']:,} requests."
+    ]
     if len(peaks) == 4:
         growth = peaks[3] - peaks[0]
         shape = "flat: no growth" if growth <= 0.1 * peaks[0] else "GROWING"
-        lines.append(f"- Memory, last quarter's peak minus the first quarter's: {growth:+.1f} MiB "
-                     f"({shape}). The rise from the idle server to the first peak is the "
-                     f"working set of decoding batches, reached in the first quarter.")
+        lines.append(
+            f"- Memory, last quarter's peak minus the first quarter's: {growth:+.1f} MiB "
+            f"({shape}). The rise from the idle server to the first peak is the "
+            f"working set of decoding batches, reached in the first quarter."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -266,59 +316,108 @@ def markdown(result: dict, command: str) -> str:
     s, m, lat, rss = result["settings"], result["model"], result["latency_ms"], result["rss_mib"]
     lat = lat or {k: float("nan") for k in ("p50", "p90", "p99", "mean", "max")}
     rows = [
-        ("model", f"`{m['id']}` ({m['parameters']:,} parameters, vocabulary "
-                  f"{m['vocab_size']:,}, beam {m['beam_size']})"),
-        ("load", f"{s['clients']} concurrent clients for {s['duration_s']:g} s, "
-                 f"{s['sets_per_request']} review set(s) per request to `{s['endpoint']}`"),
-        ("review sets", f"{s['distinct_sets']} from `{s['review_sets']}` "
-                        f"({s['mean_reviews_per_set']} reviews each on average)"),
-        ("server", f"max batch {s['max_batch']} sets, torch threads "
-                   f"{s['server_threads'] or 'default'}, timeout {s['timeout_s']:g} s"),
+        (
+            "model",
+            f"`{m['id']}` ({m['parameters']:,} parameters, vocabulary "
+            f"{m['vocab_size']:,}, beam {m['beam_size']})",
+        ),
+        (
+            "load",
+            f"{s['clients']} concurrent clients for {s['duration_s']:g} s, "
+            f"{s['sets_per_request']} review set(s) per request to `{s['endpoint']}`",
+        ),
+        (
+            "review sets",
+            f"{s['distinct_sets']} from `{s['review_sets']}` "
+            f"({s['mean_reviews_per_set']} reviews each on average)",
+        ),
+        (
+            "server",
+            f"max batch {s['max_batch']} sets, torch threads "
+            f"{s['server_threads'] or 'default'}, timeout {s['timeout_s']:g} s",
+        ),
         ("requests answered 200", f"{result['ok']:,} of {result['requests']:,}"),
-        ("throughput", f"{result['requests_per_s']:.2f} requests/s "
-                       f"({result['review_sets_per_s']:.2f} review sets/s)"),
-        ("latency p50 / p90 / p99 / max", f"{lat['p50']:.0f} / {lat['p90']:.0f} / "
-                                          f"{lat['p99']:.0f} / {lat['max']:.0f} ms"),
-        ("errors", f"4xx: {result['client_errors_4xx']}, 5xx: {result['server_errors_5xx']}, "
-                   f"connection: {result['transport_errors']} "
-                   f"(by status: {result['status_counts']})"),
-        ("batching", f"{result['server_batches']} summarize_batch calls, "
-                     f"{result['sets_per_batch']} review sets each on average"),
-        ("server memory (VmRSS)", f"{rss['loaded']} MiB loaded; {rss['start']} at the start "
-                                  f"of the load, {rss['end']} at its end, {rss['max']} at most "
-                                  f"({rss['samples']} samples); largest in each quarter of "
-                                  f"the run: {' / '.join(map(str, rss['max_by_quarter']))}"),
-        ("machine", f"{result['machine']['cpus']} CPUs ({result['machine']['system']}), "
-                    f"load average {result['machine']['load_average_1m_at_end']} at the end"),
+        (
+            "throughput",
+            f"{result['requests_per_s']:.2f} requests/s "
+            f"({result['review_sets_per_s']:.2f} review sets/s)",
+        ),
+        (
+            "latency p50 / p90 / p99 / max",
+            f"{lat['p50']:.0f} / {lat['p90']:.0f} / {lat['p99']:.0f} / {lat['max']:.0f} ms",
+        ),
+        (
+            "errors",
+            f"4xx: {result['client_errors_4xx']}, 5xx: {result['server_errors_5xx']}, "
+            f"connection: {result['transport_errors']} "
+            f"(by status: {result['status_counts']})",
+        ),
+        (
+            "batching",
+            f"{result['server_batches']} summarize_batch calls, "
+            f"{result['sets_per_batch']} review sets each on average",
+        ),
+        (
+            "server memory (VmRSS)",
+            f"{rss['loaded']} MiB loaded; {rss['start']} at the start "
+            f"of the load, {rss['end']} at its end, {rss['max']} at most "
+            f"({rss['samples']} samples); largest in each quarter of "
+            f"the run: {' / '.join(map(str, rss['max_by_quarter']))}",
+        ),
+        (
+            "machine",
+            f"{result['machine']['cpus']} CPUs ({result['machine']['system']}), "
+            f"load average {result['machine']['load_average_1m_at_end']} at the end",
+        ),
     ]
     table = "\n".join(f"| {k} | {v} |" for k, v in rows)
-    return (f"# HTTP service under load\n\n`denoisesum serve` with concurrent clients posting "
-            f"review sets (benchmarks/service_load.py), {result['date']}.\n\n"
-            f"```bash\n{command}\n```\n\n{verdict(result)}\n| | |\n|---|---|\n{table}\n")
+    return (
+        f"# HTTP service under load\n\n`denoisesum serve` with concurrent clients posting "
+        f"review sets (benchmarks/service_load.py), {result['date']}.\n\n"
+        f"```bash\n{command}\n```\n\n{verdict(result)}\n| | |\n|---|---|\n{table}\n"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", type=Path, default=None,
-                        help="model directory (default: the packaged model)")
-    parser.add_argument("--sets", type=Path, default=DEFAULT_SETS,
-                        help="review-set JSONL file the requests are drawn from")
+    parser.add_argument(
+        "--model", type=Path, default=None, help="model directory (default: the packaged model)"
+    )
+    parser.add_argument(
+        "--sets",
+        type=Path,
+        default=DEFAULT_SETS,
+        help="review-set JSONL file the requests are drawn from",
+    )
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients")
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of load")
-    parser.add_argument("--batch", type=int, default=0,
-                        help="review sets per request to /v1/summarize/batch (0: single "
-                             "sets to /v1/summarize)")
-    parser.add_argument("--max-batch", type=int, default=8,
-                        help="the server's --max-batch (sets decoded together)")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=0,
+        help="review sets per request to /v1/summarize/batch (0: single sets to /v1/summarize)",
+    )
+    parser.add_argument(
+        "--max-batch", type=int, default=8, help="the server's --max-batch (sets decoded together)"
+    )
     parser.add_argument("--threads", type=int, default=None, help="the server's torch threads")
     parser.add_argument("--timeout", type=float, default=60.0, help="the server's --timeout")
-    parser.add_argument("--startup-timeout", type=float, default=300.0,
-                        help="seconds to wait for the server to load the model")
+    parser.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=300.0,
+        help="seconds to wait for the server to load the model",
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output", type=Path, default=ROOT / "runs" / "service-load.json",
-                        help="JSON result to write")
-    parser.add_argument("--write-doc", action="store_true",
-                        help="also write the Markdown table to --doc")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=ROOT / "runs" / "service-load.json",
+        help="JSON result to write",
+    )
+    parser.add_argument(
+        "--write-doc", action="store_true", help="also write the Markdown table to --doc"
+    )
     parser.add_argument("--doc", type=Path, default=DEFAULT_DOC)
     args = parser.parse_args()
     if args.clients < 1 or args.duration <= 0 or args.batch < 0:

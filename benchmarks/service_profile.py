@@ -29,8 +29,9 @@ def main() -> None:
     from denoisesum.serving import InferenceQueue
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=None, help="model directory or name (default: the "
-                                                       "packaged model)")
+    parser.add_argument(
+        "--model", default=None, help="model directory or name (default: the packaged model)"
+    )
     parser.add_argument("--sets", type=Path, default=ROOT / "examples" / "review_sets.jsonl")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--duration", type=float, default=20.0)
@@ -69,8 +70,10 @@ def main() -> None:
     elapsed = time.monotonic() - started
     queue.close()
     rows = queue.stepper.rows / max(queue.stepper.steps, 1)
-    print(f"{len(done) / elapsed:.2f} requests/s ({len(done)} in {elapsed:.1f} s); "
-          f"{queue.stepper.steps} merged steps, {rows:.1f} beam rows each")
+    print(
+        f"{len(done) / elapsed:.2f} requests/s ({len(done)} in {elapsed:.1f} s); "
+        f"{queue.stepper.steps} merged steps, {rows:.1f} beam rows each"
+    )
     out = io.StringIO()
     pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(args.top)
     print(out.getvalue())

@@ -47,17 +47,22 @@ from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
 VOCAB_SIZE = 30_000
 
 
-def make_entities(vocab: Vocab, n: int, reviews: int, words: int,
-                  seed: int) -> list[list[str]]:
+def make_entities(vocab: Vocab, n: int, reviews: int, words: int, seed: int) -> list[list[str]]:
     """n entities of `reviews` texts of words±20% random vocabulary words."""
     rng = random.Random(seed)
-    pool = vocab.tokens[len(SPECIALS):]
-    return [[" ".join(rng.choices(pool, k=rng.randint(int(words * 0.8), int(words * 1.2))))
-             for _ in range(reviews)] for _ in range(n)]
+    pool = vocab.tokens[len(SPECIALS) :]
+    return [
+        [
+            " ".join(rng.choices(pool, k=rng.randint(int(words * 0.8), int(words * 1.2))))
+            for _ in range(reviews)
+        ]
+        for _ in range(n)
+    ]
 
 
-def compare_variants(summarizer: Summarizer, entities: list, variants: dict[str, dict],
-                     batch_size: int) -> dict:
+def compare_variants(
+    summarizer: Summarizer, entities: list, variants: dict[str, dict], batch_size: int
+) -> dict:
     """Latency one entity at a time (interleaved across variants) and batched throughput of
     each variant, with ratios to the first."""
     base = summarizer.config
@@ -78,33 +83,53 @@ def compare_variants(summarizer: Summarizer, entities: list, variants: dict[str,
     summarizer.config = base
     first = next(iter(configs))
     p50 = {name: statistics.median(values) for name, values in latencies.items()}
-    return {"entities": len(entities), "reference": first, "torch_threads":
-            torch.get_num_threads(), "machine": system(), "variants": {
-                name: {"changes": variants[name], "p50_ms": 1000 * p50[name],
-                       "p95_ms": 1000 * percentile(latencies[name], 0.95),
-                       "p50_ratio_to_reference": p50[name] / p50[first],
-                       "batched_entities_per_s": throughput[name],
-                       "throughput_ratio_to_reference": throughput[name] / throughput[first]}
-                for name in configs}}
+    return {
+        "entities": len(entities),
+        "reference": first,
+        "torch_threads": torch.get_num_threads(),
+        "machine": system(),
+        "variants": {
+            name: {
+                "changes": variants[name],
+                "p50_ms": 1000 * p50[name],
+                "p95_ms": 1000 * percentile(latencies[name], 0.95),
+                "p50_ratio_to_reference": p50[name] / p50[first],
+                "batched_entities_per_s": throughput[name],
+                "throughput_ratio_to_reference": throughput[name] / throughput[first],
+            }
+            for name in configs
+        },
+    }
 
 
 def emit_markdown(result: dict, args) -> None:
     """The side-by-side table, with the command that made it."""
-    command = (f"python benchmarks/summarize_speed.py --model {args.model} --review-sets "
-               f"{args.review_sets} --entities {args.entities} --threads {args.threads} "
-               f"--variants '{args.variants}'")
-    lines = ["# Decoding speed, side by side", "", f"```bash\n{command}\n```", "",
-             f"{result['entities']} businesses of 8 reviews, one at a time (p50, p95) and in "
-             f"batches of {args.batch_size}; {result['torch_threads']} torch threads; "
-             f"{result['machine']}. Ratios are to `{result['reference']}`, measured in the same "
-             "run, entity by entity in turn, so that a busy machine slows every variant alike.",
-             "", "| decoding | settings | p50 ms | p95 ms | time vs reference | businesses/s "
-             "batched | throughput vs reference |", "|---|---|--:|--:|--:|--:|--:|"]
+    command = (
+        f"python benchmarks/summarize_speed.py --model {args.model} --review-sets "
+        f"{args.review_sets} --entities {args.entities} --threads {args.threads} "
+        f"--variants '{args.variants}'"
+    )
+    lines = [
+        "# Decoding speed, side by side",
+        "",
+        f"```bash\n{command}\n```",
+        "",
+        f"{result['entities']} businesses of 8 reviews, one at a time (p50, p95) and in "
+        f"batches of {args.batch_size}; {result['torch_threads']} torch threads; "
+        f"{result['machine']}. Ratios are to `{result['reference']}`, measured in the same "
+        "run, entity by entity in turn, so that a busy machine slows every variant alike.",
+        "",
+        "| decoding | settings | p50 ms | p95 ms | time vs reference | businesses/s "
+        "batched | throughput vs reference |",
+        "|---|---|--:|--:|--:|--:|--:|",
+    ]
     for name, v in result["variants"].items():
         settings = ", ".join(f"{k}={x}" for k, x in v["changes"].items()) or "the model's own"
-        lines.append(f"| {name} | {settings} | {v['p50_ms']:.0f} | {v['p95_ms']:.0f} | "
-                     f"{v['p50_ratio_to_reference']:.2f}x | {v['batched_entities_per_s']:.2f} | "
-                     f"{v['throughput_ratio_to_reference']:.2f}x |")
+        lines.append(
+            f"| {name} | {settings} | {v['p50_ms']:.0f} | {v['p95_ms']:.0f} | "
+            f"{v['p50_ratio_to_reference']:.2f}x | {v['batched_entities_per_s']:.2f} | "
+            f"{v['throughput_ratio_to_reference']:.2f}x |"
+        )
     emit("\n".join(lines) + "\n", args.markdown)
 
 
@@ -118,10 +143,15 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all)")
     parser.add_argument("--bf16", action="store_true", help="SummarizerConfig.bf16")
-    parser.add_argument("--shortlist", type=int, default=None,
-                        help="SummarizerConfig.shortlist (default: the model's setting)")
-    parser.add_argument("--model", help="a model directory or an installed model's name "
-                                        "(default: random weights)")
+    parser.add_argument(
+        "--shortlist",
+        type=int,
+        default=None,
+        help="SummarizerConfig.shortlist (default: the model's setting)",
+    )
+    parser.add_argument(
+        "--model", help="a model directory or an installed model's name (default: random weights)"
+    )
     parser.add_argument("--review-sets", help="review-set file to summarize (with --model)")
     parser.add_argument("--variants", help="decodings to compare side by side (see above)")
     parser.add_argument("--markdown", help="with --variants: also write the table here")
@@ -137,8 +167,11 @@ def main() -> None:
         torch.manual_seed(0)
         vocab = Vocab([*SPECIALS, *(f"w{i}" for i in range(VOCAB_SIZE - len(SPECIALS)))])
         model = DenoiseSum(DenoiseSumConfig(vocab_size=VOCAB_SIZE))
-        summarizer = Summarizer(model, vocab, SummarizerConfig(
-            decode=DecodeConfig(beam_size=args.beam, max_length=args.max_length)))
+        summarizer = Summarizer(
+            model,
+            vocab,
+            SummarizerConfig(decode=DecodeConfig(beam_size=args.beam, max_length=args.max_length)),
+        )
         entities = make_entities(vocab, args.entities + 2, args.reviews, args.words, seed=1)
     summarizer.config.bf16 = args.bf16
     if args.shortlist is not None:
@@ -147,8 +180,9 @@ def main() -> None:
     warmup, entities = entities[:2], entities[2:]
     summarizer.summarize_batch(warmup, batch_size=2)
     if args.variants:
-        result = compare_variants(summarizer, entities, parse_variants(args.variants),
-                                  args.batch_size)
+        result = compare_variants(
+            summarizer, entities, parse_variants(args.variants), args.batch_size
+        )
         print(json.dumps(result, indent=2))
         if args.markdown:
             emit_markdown(result, args)
@@ -164,27 +198,46 @@ def main() -> None:
     summarizer.summarize_batch(entities, batch_size=args.batch_size)
     batched = time.perf_counter() - start
 
-    print(json.dumps({
-        "model": {"path": args.model or "random weights",
-                  "vocab_size": model.config.vocab_size, "embed_dim": model.config.embed_dim,
-                  "hidden_dim": model.config.hidden_dim,
-                  "parameters": sum(p.numel() for p in model.parameters())},
-        "input": {"entities": len(entities), "source": args.review_sets or "random words",
-                  "mean_reviews_per_entity": statistics.mean(len(e) for e in entities),
-                  "mean_words_per_review": statistics.mean(
-                      len(r.split()) for e in entities for r in e)},
-        "decode": {**dataclasses.asdict(summarizer.config.decode), "bf16": args.bf16,
-                   "shortlist": summarizer.config.shortlist,
-                   "mean_summary_words": statistics.mean(lengths)},
-        "latency_ms_batch_1": {"p50": 1000 * statistics.median(latencies),
-                               "p95": 1000 * percentile(latencies, 0.95),
-                               "mean": 1000 * statistics.mean(latencies)},
-        "throughput_entities_per_s": {f"batch_{args.batch_size}": len(entities) / batched,
-                                      "batch_1": len(latencies) / sum(latencies)},
-        "torch_threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "machine": system(),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "model": {
+                    "path": args.model or "random weights",
+                    "vocab_size": model.config.vocab_size,
+                    "embed_dim": model.config.embed_dim,
+                    "hidden_dim": model.config.hidden_dim,
+                    "parameters": sum(p.numel() for p in model.parameters()),
+                },
+                "input": {
+                    "entities": len(entities),
+                    "source": args.review_sets or "random words",
+                    "mean_reviews_per_entity": statistics.mean(len(e) for e in entities),
+                    "mean_words_per_review": statistics.mean(
+                        len(r.split()) for e in entities for r in e
+                    ),
+                },
+                "decode": {
+                    **dataclasses.asdict(summarizer.config.decode),
+                    "bf16": args.bf16,
+                    "shortlist": summarizer.config.shortlist,
+                    "mean_summary_words": statistics.mean(lengths),
+                },
+                "latency_ms_batch_1": {
+                    "p50": 1000 * statistics.median(latencies),
+                    "p95": 1000 * percentile(latencies, 0.95),
+                    "mean": 1000 * statistics.mean(latencies),
+                },
+                "throughput_entities_per_s": {
+                    f"batch_{args.batch_size}": len(entities) / batched,
+                    "batch_1": len(latencies) / sum(latencies),
+                },
+                "torch_threads": torch.get_num_threads(),
+                "torch": torch.__version__,
+                "machine": system(),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -40,9 +40,13 @@ def real_lengths(pairs_dir: Path, limit: int = 400) -> list[tuple[int, list[int]
     with gzip.open(shard, "rt", encoding="utf-8") as handle:
         for line, _ in zip(handle, range(limit), strict=False):
             pair = json.loads(line)
-            out.append((len(pair["summary"].split()),
-                        [len(r.split()) for r in pair["segment_noise"]],
-                        [len(r.split()) for r in pair["document_noise"]]))
+            out.append(
+                (
+                    len(pair["summary"].split()),
+                    [len(r.split()) for r in pair["segment_noise"]],
+                    [len(r.split()) for r in pair["document_noise"]],
+                )
+            )
     return out
 
 
@@ -66,9 +70,14 @@ def make_batches(cfg: SummarizerRunConfig, vocab_size: int, lengths, n: int, see
     for _ in range(n):
         chosen = [lengths(rng) for _ in range(cfg.train.batch_size)]
         topics = torch.softmax(torch.randn(len(chosen), cfg.model.n_topics), -1)
-        batches.append(make_batch([[ids(k) for k in seg] for _, seg, _ in chosen],
-                                  [[ids(k) for k in doc] for _, _, doc in chosen],
-                                  [ids(s) for s, _, _ in chosen], topics))
+        batches.append(
+            make_batch(
+                [[ids(k) for k in seg] for _, seg, _ in chosen],
+                [[ids(k) for k in doc] for _, _, doc in chosen],
+                [ids(s) for s, _, _ in chosen],
+                topics,
+            )
+        )
     return batches
 
 
@@ -100,6 +109,7 @@ def main() -> None:
 
         def lengths(rng: random.Random):
             return rng.choice(table)
+
     torch.manual_seed(0)
     model = DenoiseSum(cfg.model).to(device).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.train.lr)
@@ -127,18 +137,28 @@ def main() -> None:
     seconds = time.perf_counter() - start
     pairs_per_s = steps * cfg.train.batch_size / seconds
     result = {
-        "config": str(args.config), "overrides": args.set,
-        "model": {"vocab_size": args.vocab_size, "embed_dim": cfg.model.embed_dim,
-                  "hidden_dim": cfg.model.hidden_dim,
-                  "parameters": sum(p.numel() for p in model.parameters())},
-        "batch": {"pairs": cfg.train.batch_size, "max_review_tokens": cfg.data.max_review_tokens,
-                  "lengths": f"real ({args.pairs})" if args.pairs else "yelp-like (random)"},
-        "steps": steps, "seconds": round(seconds, 1),
+        "config": str(args.config),
+        "overrides": args.set,
+        "model": {
+            "vocab_size": args.vocab_size,
+            "embed_dim": cfg.model.embed_dim,
+            "hidden_dim": cfg.model.hidden_dim,
+            "parameters": sum(p.numel() for p in model.parameters()),
+        },
+        "batch": {
+            "pairs": cfg.train.batch_size,
+            "max_review_tokens": cfg.data.max_review_tokens,
+            "lengths": f"real ({args.pairs})" if args.pairs else "yelp-like (random)",
+        },
+        "steps": steps,
+        "seconds": round(seconds, 1),
         "pairs_per_s": round(pairs_per_s, 2),
         "hours_per_100k_pairs": round(100_000 / pairs_per_s / 3600, 2),
         "peak_rss_mb": round(peak_rss_mb()),
-        "device": str(device), "precision": str(amp) if amp else "fp32",
-        "threads": torch.get_num_threads(), "torch": torch.__version__,
+        "device": str(device),
+        "precision": str(amp) if amp else "fp32",
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
         "cpu": processor(),
     }
     if device.type == "cuda":

@@ -27,8 +27,10 @@ def main() -> None:
     export_model_dir(args.source, args.target, fp16=args.fp16)
     tensors = load_file(str(args.target / WEIGHTS))
     size = (args.target / WEIGHTS).stat().st_size / 2**20
-    print(f"{args.target / WEIGHTS}: {size:.1f} MiB, {sum(t.numel() for t in tensors.values()):,}"
-          f" parameters ({'fp16' if args.fp16 else 'as stored'}, torch {torch.__version__})")
+    print(
+        f"{args.target / WEIGHTS}: {size:.1f} MiB, {sum(t.numel() for t in tensors.values()):,}"
+        f" parameters ({'fp16' if args.fp16 else 'as stored'}, torch {torch.__version__})"
+    )
 
 
 if __name__ == "__main__":

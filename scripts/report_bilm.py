@@ -37,12 +37,16 @@ def main() -> None:
     parser.add_argument("--wall-seconds", type=float, help="wall time of the train-lm command")
     parser.add_argument("--note", default="", help="a sentence on the conditions of the run")
     parser.add_argument("--title", default="Bidirectional cloze LM on the Yelp corpus")
-    parser.add_argument("--purpose", default=(
-        "The LM that segment noising samples replacement words from (paper §3.1)."))
-    parser.add_argument("--command", help="the commands that made it (default: the noising "
-                                          "LM's recipe)")
-    parser.add_argument("--cache", type=Path, help="its tokenized-corpus cache (default: "
-                                                   "RUN/encoded)")
+    parser.add_argument(
+        "--purpose",
+        default=("The LM that segment noising samples replacement words from (paper §3.1)."),
+    )
+    parser.add_argument(
+        "--command", help="the commands that made it (default: the noising LM's recipe)"
+    )
+    parser.add_argument(
+        "--cache", type=Path, help="its tokenized-corpus cache (default: RUN/encoded)"
+    )
     args = parser.parse_args()
     results = json.loads((args.run / "results.json").read_text())
     cfg = json.loads((args.run / "run-config.json").read_text())
@@ -59,14 +63,19 @@ def main() -> None:
         "## How it was made",
         "",
         "```bash",
-        *(args.command.splitlines() if args.command else [
-            "bash scripts/train_bilm_yelp.sh runs/bilm-yelp   # train-lm with "
-            "configs/bilm-yelp.toml",
-            "python benchmarks/bilm_throughput.py runs/bilm-yelp > runs/bilm-throughput.json",
-            "python -m scripts.report_bilm runs/bilm-yelp --throughput "
-            "runs/bilm-throughput.json \\",
-            f"    --tokenize-seconds {args.tokenize_seconds or 0:.0f} "
-            f"--wall-seconds {args.wall_seconds or 0:.0f} --note '...' > docs/results/bilm.md"]),
+        *(
+            args.command.splitlines()
+            if args.command
+            else [
+                "bash scripts/train_bilm_yelp.sh runs/bilm-yelp   # train-lm with "
+                "configs/bilm-yelp.toml",
+                "python benchmarks/bilm_throughput.py runs/bilm-yelp > runs/bilm-throughput.json",
+                "python -m scripts.report_bilm runs/bilm-yelp --throughput "
+                "runs/bilm-throughput.json \\",
+                f"    --tokenize-seconds {args.tokenize_seconds or 0:.0f} "
+                f"--wall-seconds {args.wall_seconds or 0:.0f} --note '...' > docs/results/bilm.md",
+            ]
+        ),
         "```",
         "",
         f"Machine: {os.cpu_count()} CPU cores ({cpu_name()}), no GPU, torch {torch.__version__}, "
@@ -105,11 +114,14 @@ def main() -> None:
         f"| training throughput during the run | {results['tokens_per_second']:,.0f} tokens/s |",
     ]
     if args.wall_seconds:
-        out.append(f"| wall time of `train-lm` (steps, evaluations, saving) | "
-                   f"{args.wall_seconds / 60:.1f} min |")
+        out.append(
+            f"| wall time of `train-lm` (steps, evaluations, saving) | "
+            f"{args.wall_seconds / 60:.1f} min |"
+        )
     if args.tokenize_seconds:
-        out.append(f"| tokenizing the corpus once (2 processes) | {args.tokenize_seconds / 60:.1f} "
-                   "min |")
+        out.append(
+            f"| tokenizing the corpus once (2 processes) | {args.tokenize_seconds / 60:.1f} min |"
+        )
     if args.throughput:
         bench = json.loads(args.throughput.read_text())
         out += [
@@ -122,18 +134,34 @@ def main() -> None:
         total = (args.wall_seconds + args.tokenize_seconds) / 60
         overhead = (args.wall_seconds - results["train_seconds"]) / 60
         fit = t["max_minutes"] - max(0.0, total - 60)
-        out += ["", f"End to end the LM took {total:.1f} min: {results['train_seconds'] / 60:.1f} "
-                f"min of training steps, {overhead:.1f} min of evaluations and checkpoints, "
-                f"{args.tokenize_seconds / 60:.1f} min of tokenizing."
-                + (f" For a strict one-hour budget set `train.max_minutes = {int(fit)}`."
-                   if total > 60 else "")]
-    out += ["", "Held-out perplexity during training (first 2,000 held-out reviews):", "",
-            "| step | perplexity |", "|---|---|"]
+        out += [
+            "",
+            f"End to end the LM took {total:.1f} min: {results['train_seconds'] / 60:.1f} "
+            f"min of training steps, {overhead:.1f} min of evaluations and checkpoints, "
+            f"{args.tokenize_seconds / 60:.1f} min of tokenizing."
+            + (
+                f" For a strict one-hour budget set `train.max_minutes = {int(fit)}`."
+                if total > 60
+                else ""
+            ),
+        ]
+    out += [
+        "",
+        "Held-out perplexity during training (first 2,000 held-out reviews):",
+        "",
+        "| step | perplexity |",
+        "|---|---|",
+    ]
     out += [f"| {x['step']:,} | {x['heldout_ppl']:.2f} |" for x in metrics if "heldout_ppl" in x]
-    out += ["", "## Cloze predictions", "",
-            "Top-5 words (probability) the model proposes for each blank, from both sides of the "
-            "context; these distributions, cut to their top-p nucleus, are what token noising "
-            "samples from.", ""]
+    out += [
+        "",
+        "## Cloze predictions",
+        "",
+        "Top-5 words (probability) the model proposes for each blank, from both sides of the "
+        "context; these distributions, cut to their top-p nucleus, are what token noising "
+        "samples from.",
+        "",
+    ]
     model, vocab = load_bilm(args.run)
     for sentence in CLOZE:
         out.append(f"- *{sentence}*")

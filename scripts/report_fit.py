@@ -25,8 +25,7 @@ def stage_table(report: dict) -> list[str]:
     lines = ["| stage | status | wall time | what it did |", "|---|---|--:|---|"]
     for s in report["stages"]:
         seconds = s.get("seconds_when_done", s["seconds"])
-        lines.append(f"| {s['stage']} | {s['status']} | {seconds / 60:.1f} min | "
-                     f"{s['summary']} |")
+        lines.append(f"| {s['stage']} | {s['status']} | {seconds / 60:.1f} min | {s['summary']} |")
     lines.append(f"| **total** | | **{report['seconds'] / 60:.1f} min** | |")
     return lines
 
@@ -39,31 +38,46 @@ def main() -> None:
     parser.add_argument("--command", default="bash scripts/fit_yelp_slice.sh")
     parser.add_argument("--markdown", type=Path)
     args = parser.parse_args()
-    sets = list(read_review_sets(args.dev))[args.skip:]
+    sets = list(read_review_sets(args.dev))[args.skip :]
     reports = [json.loads((run / "fit-report.json").read_text()) for run in args.runs]
-    scored = [decode_and_score(Summarizer.from_pretrained(run), sets, "rouge,pooled")
-              for run in args.runs]
+    scored = [
+        decode_and_score(Summarizer.from_pretrained(run), sets, "rouge,pooled") for run in args.runs
+    ]
     names = ["with --dev", "without --dev"]
-    lines = ["# `denoisesum fit` on a Yelp slice", "", f"```bash\n{args.command}\n```", "",
-             f"Machine: {system()}; both runs shared the 2 cores with other work, so wall "
-             "times are upper bounds. Scores: rouge-score F1 (pooled py-rouge style in "
-             f"brackets) on the {len(sets)} dev businesses after the first {args.skip}, which "
-             "the --dev run selected on.", "",
-             "| run | R1 | R2 | RL | words | total wall time |", "|---|--:|--:|--:|--:|--:|"]
+    lines = [
+        "# `denoisesum fit` on a Yelp slice",
+        "",
+        f"```bash\n{args.command}\n```",
+        "",
+        f"Machine: {system()}; both runs shared the 2 cores with other work, so wall "
+        "times are upper bounds. Scores: rouge-score F1 (pooled py-rouge style in "
+        f"brackets) on the {len(sets)} dev businesses after the first {args.skip}, which "
+        "the --dev run selected on.",
+        "",
+        "| run | R1 | R2 | RL | words | total wall time |",
+        "|---|--:|--:|--:|--:|--:|",
+    ]
     for name, run, report in zip(names, scored, reports, strict=True):
         m = run.means
-        lines.append(f"| {name} | {m['rouge1']:.2f} ({m['pooled_rouge1']:.2f}) | "
-                     f"{m['rouge2']:.2f} ({m['pooled_rouge2']:.2f}) | {m['rougeL']:.2f} "
-                     f"({m['pooled_rougeL']:.2f}) | {run.words:.1f} | "
-                     f"{report['seconds'] / 60:.1f} min |")
+        lines.append(
+            f"| {name} | {m['rouge1']:.2f} ({m['pooled_rouge1']:.2f}) | "
+            f"{m['rouge2']:.2f} ({m['pooled_rouge2']:.2f}) | {m['rougeL']:.2f} "
+            f"({m['pooled_rougeL']:.2f}) | {run.words:.1f} | "
+            f"{report['seconds'] / 60:.1f} min |"
+        )
     a, b = (run.report.scores for run in scored)
     tests = {t: paired_test(a[t], b[t]) for t in ("rouge1", "rouge2", "rougeL")}
-    lines += ["", "With minus without --dev, paired over the businesses: " + "; ".join(
-        f"{t} {x.difference:+.2f} (p {x.p_value:.3f})" for t, x in tests.items()) + ".",
-              "", "Both summarizers had the same training budget in minutes; on a shared "
-              "machine that is not the same number of steps (the train rows below say how "
-              "many), so the difference mixes what --dev buys (selection and a longer, "
-              "dev-chosen min_length) with how much each run could train."]
+    lines += [
+        "",
+        "With minus without --dev, paired over the businesses: "
+        + "; ".join(f"{t} {x.difference:+.2f} (p {x.p_value:.3f})" for t, x in tests.items())
+        + ".",
+        "",
+        "Both summarizers had the same training budget in minutes; on a shared "
+        "machine that is not the same number of steps (the train rows below say how "
+        "many), so the difference mixes what --dev buys (selection and a longer, "
+        "dev-chosen min_length) with how much each run could train.",
+    ]
     for name, report in zip(names, reports, strict=True):
         lines += ["", f"## Stages, {name}", "", *stage_table(report)]
     emit("\n".join(lines) + "\n", args.markdown)

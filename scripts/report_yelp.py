@@ -39,8 +39,14 @@ SHARED = Path(os.environ.get("DENOISESUM_DATA", "../shared/data")) / "yelp"
 # issue 14: the pooled (py-rouge style) test scores the shipped model must reach, above
 # BiMeanVAE + COOP (35.37/7.35/19.94), the strongest unsupervised figure we can source
 TARGET = {"pooled_rouge1": 35.5, "pooled_rouge2": 7.4, "pooled_rougeL": 20.0}
-LABEL = {"rouge1": "R1", "rouge2": "R2", "rougeL": "RL", "pooled_rouge1": "pooled R1",
-         "pooled_rouge2": "pooled R2", "pooled_rougeL": "pooled RL"}
+LABEL = {
+    "rouge1": "R1",
+    "rouge2": "R2",
+    "rougeL": "RL",
+    "pooled_rouge1": "pooled R1",
+    "pooled_rouge2": "pooled R2",
+    "pooled_rougeL": "pooled RL",
+}
 ROUGE = ("rouge1", "rouge2", "rougeL")  # rouge-score's, the columns of the lever tables
 
 
@@ -71,8 +77,11 @@ def score(predictions: Path, gold: Path, first: int = 0) -> EvaluationReport:
     """rouge-score and pooled scores of a prediction file on the review sets gold[first:]."""
     sets = list(read_review_sets(gold))[first:]
     summaries = {p.entity_id: p.summary for p in read_predictions(predictions)}
-    return evaluate({s.entity_id: summaries[s.entity_id] for s in sets},
-                    {s.entity_id: s.summaries for s in sets}, "rouge,pooled")
+    return evaluate(
+        {s.entity_id: summaries[s.entity_id] for s in sets},
+        {s.entity_id: s.summaries for s in sets},
+        "rouge,pooled",
+    )
 
 
 @dataclass
@@ -98,13 +107,18 @@ def delta(difference: float, p_value: float) -> str:
 
 def paired_rows(name: str, tests: dict) -> list[str]:
     """One table row per metric of compare(A, B): A, B, A-B with its interval and p."""
-    return [f"| {name} | {LABEL[m]} | {t.mean_a:.2f} | {t.mean_b:.2f} | {t.difference:+.2f} | "
-            f"{t.ci_low:+.2f} to {t.ci_high:+.2f} | {t.p_value:.4f} |"
-            for m, t in tests.items() if m in LABEL]
+    return [
+        f"| {name} | {LABEL[m]} | {t.mean_a:.2f} | {t.mean_b:.2f} | {t.difference:+.2f} | "
+        f"{t.ci_low:+.2f} to {t.ci_high:+.2f} | {t.p_value:.4f} |"
+        for m, t in tests.items()
+        if m in LABEL
+    ]
 
 
-PAIRED_HEAD = ["| comparison (A vs B) | metric | A | B | A-B | 95% interval | p |",
-               "|---|---|--:|--:|--:|--:|--:|"]
+PAIRED_HEAD = [
+    "| comparison (A vs B) | metric | A | B | A-B | 95% interval | p |",
+    "|---|---|--:|--:|--:|--:|--:|",
+]
 
 
 def outcome(new: EvaluationReport, previous: EvaluationReport) -> list[str]:
@@ -113,17 +127,24 @@ def outcome(new: EvaluationReport, previous: EvaluationReport) -> list[str]:
     scores = "/".join(f"{means[m]:.2f}" for m in TARGET)
     target = "/".join(f"{TARGET[m]:g}" for m in TARGET)
     old = "/".join(f"{previous.means[m]:.2f}" for m in TARGET)
-    verdict = ("The target is met on all three metrics." if not missed else
-               "**The target is not reached** on " + ", ".join(LABEL[m] for m in missed) + ".")
-    return [f"Test set, pooled py-rouge style (the literature's scorer): this model **{scores}**, "
-            f"the previous default {old}, the target {target}. {verdict}"]
+    verdict = (
+        "The target is met on all three metrics."
+        if not missed
+        else "**The target is not reached** on " + ", ".join(LABEL[m] for m in missed) + "."
+    )
+    return [
+        f"Test set, pooled py-rouge style (the literature's scorer): this model **{scores}**, "
+        f"the previous default {old}, the target {target}. {verdict}"
+    ]
 
 
 def curve(model: Path, kept_step: int, batch_size: int) -> list[str]:
     """Pairs seen against validation NLL and dev ROUGE, one row per evaluation; `kept`: the
     checkpoint exported (the best by dev ROUGE)."""
-    out = ["| step | pairs seen | val NLL | dev R1 | dev R2 | dev RL | dev mean | kept |",
-           "|--:|--:|--:|--:|--:|--:|--:|:-:|"]
+    out = [
+        "| step | pairs seen | val NLL | dev R1 | dev R2 | dev RL | dev mean | kept |",
+        "|--:|--:|--:|--:|--:|--:|--:|:-:|",
+    ]
     pairs = {}
     for record in read_jsonl(model / "metrics.jsonl"):
         if "pairs" in record:
@@ -131,24 +152,32 @@ def curve(model: Path, kept_step: int, batch_size: int) -> list[str]:
         if "dev_rouge1" in record:
             seen = pairs.get(record["step"], record["step"] * batch_size)
             nll = record.get("val_nll", float("nan"))
-            out.append(f"| {record['step']:,} | {seen:,} | {nll:.3f} "
-                       f"| {record['dev_rouge1']:.2f} | {record['dev_rouge2']:.2f} | "
-                       f"{record['dev_rougeL']:.2f} | {record['dev_mean']:.2f} | "
-                       f"{'yes' if record['step'] == kept_step else ''} |")
+            out.append(
+                f"| {record['step']:,} | {seen:,} | {nll:.3f} "
+                f"| {record['dev_rouge1']:.2f} | {record['dev_rouge2']:.2f} | "
+                f"{record['dev_rougeL']:.2f} | {record['dev_mean']:.2f} | "
+                f"{'yes' if record['step'] == kept_step else ''} |"
+            )
     return out
 
 
 def lever_rows(rows: dict[str, dict]) -> list[str]:
     """fit's lever comparison (decode.stage.json): means and the paired test against base."""
-    out = ["| variant | changes | R1 | R2 | RL | mean | words | R1 vs base | R2 vs base | "
-           "RL vs base |", "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    out = [
+        "| variant | changes | R1 | R2 | RL | mean | words | R1 vs base | R2 vs base | "
+        "RL vs base |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
     for name, row in rows.items():
         tests = row.get("vs_base", {})
-        deltas = [delta(tests[m]["difference"], tests[m]["p_value"]) if m in tests else ""
-                  for m in ROUGE]
-        out.append(f"| {name} | `{json.dumps(row['changes'])}` | {row['rouge1']:.2f} | "
-                   f"{row['rouge2']:.2f} | {row['rougeL']:.2f} | {row['mean']:.2f} | "
-                   f"{row['words']:.1f} | " + " | ".join(deltas) + " |")
+        deltas = [
+            delta(tests[m]["difference"], tests[m]["p_value"]) if m in tests else "" for m in ROUGE
+        ]
+        out.append(
+            f"| {name} | `{json.dumps(row['changes'])}` | {row['rouge1']:.2f} | "
+            f"{row['rouge2']:.2f} | {row['rougeL']:.2f} | {row['mean']:.2f} | "
+            f"{row['words']:.1f} | " + " | ".join(deltas) + " |"
+        )
     return out
 
 
@@ -159,9 +188,15 @@ def levers(result: dict) -> list[str]:
         return ["No decoding levers in this run's config ([decode.levers])."]
     kept = result["lever"]
     dropped = [name for name in rows if name not in (kept, "base")]
-    return [*lever_rows(rows), "", f"Kept: **{kept}**" + (
-        " (the decoding the model was trained and selected with)" if kept == "base" else "")
-        + "; dropped: " + (", ".join(dropped) or "none") + "."]
+    return [
+        *lever_rows(rows),
+        "",
+        f"Kept: **{kept}**"
+        + (" (the decoding the model was trained and selected with)" if kept == "base" else "")
+        + "; dropped: "
+        + (", ".join(dropped) or "none")
+        + ".",
+    ]
 
 
 def training_levers(out: Path, dev: DevScores) -> list[str]:
@@ -175,25 +210,40 @@ def training_levers(out: Path, dev: DevScores) -> list[str]:
     for path in others:
         report = score(path, SHARED / "meansum_dev.jsonl")
         models[f"{path.name.removesuffix('.dev.jsonl')} (dropped)"] = (
-            report, compare(report, dev.previous))
-    rows = ["| model | R1 | R2 | RL | mean | R1 vs previous | R2 vs previous | "
-                "RL vs previous |", "|---|--:|--:|--:|--:|--:|--:|--:|"]
+            report,
+            compare(report, dev.previous),
+        )
+    rows = [
+        "| model | R1 | R2 | RL | mean | R1 vs previous | R2 vs previous | RL vs previous |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|",
+    ]
     for name, (report, tests) in models.items():
         means = [report.means[m] for m in ROUGE]
         deltas = [delta(tests[m].difference, tests[m].p_value) for m in ROUGE]
-        rows.append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in means)
-                        + f" | {sum(means) / 3:.2f} | " + " | ".join(deltas) + " |")
+        rows.append(
+            f"| {name} | "
+            + " | ".join(f"{v:.2f}" for v in means)
+            + f" | {sum(means) / 3:.2f} | "
+            + " | ".join(deltas)
+            + " |"
+        )
     return rows
 
 
 def style_rows(files: dict[str, Path]) -> list[str]:
     """The style measures of each prediction file; words no review says where the businesses'
     reviews are in the MeanSum dev or test file (else "–")."""
-    reviews = {s.entity_id: s.reviews for split in ("dev", "test")
-               if (SHARED / f"meansum_{split}.jsonl").exists()
-               for s in read_review_sets(SHARED / f"meansum_{split}.jsonl")}
-    out = ["| summaries | words | repeated word in a sentence | restated sentence | first person "
-           "singular | words no review says |", "|---|--:|--:|--:|--:|--:|"]
+    reviews = {
+        s.entity_id: s.reviews
+        for split in ("dev", "test")
+        if (SHARED / f"meansum_{split}.jsonl").exists()
+        for s in read_review_sets(SHARED / f"meansum_{split}.jsonl")
+    }
+    out = [
+        "| summaries | words | repeated word in a sentence | restated sentence | first person "
+        "singular | words no review says |",
+        "|---|--:|--:|--:|--:|--:|",
+    ]
     for name, path in files.items():
         predictions = list(read_predictions(path))
         texts = [p.summary for p in predictions]
@@ -201,8 +251,10 @@ def style_rows(files: dict[str, Path]) -> list[str]:
         st = style_report(texts, [reviews[p.entity_id] for p in predictions] if known else None)
         words = sum(len(t.split()) for t in texts) / len(texts)
         unsupported = "–" if st.unsupported_words is None else f"{st.unsupported_words:.2f}"
-        out.append(f"| {name} | {words:.1f} | {st.with_repeated_words:.0%} | "
-                   f"{st.with_restated_sentence:.0%} | {st.first_person:.0%} | {unsupported} |")
+        out.append(
+            f"| {name} | {words:.1f} | {st.with_repeated_words:.0%} | "
+            f"{st.with_restated_sentence:.0%} | {st.first_person:.0%} | {unsupported} |"
+        )
     return out
 
 
@@ -211,8 +263,11 @@ def length_search(result: dict) -> list[str]:
     if result["how"] != "dev-rouge":
         return [f"min_length {result['min_length']} ({result['how']}): no search on dev."]
     out = ["| min_length | R1 | R2 | RL | mean | words |", "|--:|--:|--:|--:|--:|--:|"]
-    out += [f"| {r['min_length']} | {r['rouge1']:.2f} | {r['rouge2']:.2f} | {r['rougeL']:.2f} | "
-            f"{r['mean']:.2f} | {r['words']:.1f} |" for r in result["search"]]
+    out += [
+        f"| {r['min_length']} | {r['rouge1']:.2f} | {r['rouge2']:.2f} | {r['rougeL']:.2f} | "
+        f"{r['mean']:.2f} | {r['words']:.1f} |"
+        for r in result["search"]
+    ]
     return [*out, "", f"Kept: min_length {result['min_length']} (the best mean)."]
 
 
@@ -222,12 +277,17 @@ def lm_start(config: dict, lm_init: dict) -> list[str]:
         start = config["train"].get("init_model")
         # A continuation copies every weight of an earlier model, which may itself have
         # started from an LM: its own report says what that start copied.
-        return [f"Continued from every weight of the model `{start}`." if start
-                else "Not started from a language model."]
+        return [
+            f"Continued from every weight of the model `{start}`."
+            if start
+            else "Not started from a language model."
+        ]
     skipped = ", ".join(lm_init["skipped"]) or "nothing"
-    return [f"Started from the language model `{config['train']['init_lm']}`: copied "
-            f"{lm_init['embedding_rows']:,} embedding rows and the LSTMs "
-            f"{', '.join(lm_init['copied']) or '(none)'}; skipped: {skipped}."]
+    return [
+        f"Started from the language model `{config['train']['init_lm']}`: copied "
+        f"{lm_init['embedding_rows']:,} embedding rows and the LSTMs "
+        f"{', '.join(lm_init['copied']) or '(none)'}; skipped: {skipped}."
+    ]
 
 
 def times_table(run: Run) -> list[str]:
@@ -254,10 +314,14 @@ def examples(out: Path, split: str, count: int) -> list[str]:
     step = max(1, len(new) // count)
     lines = []
     for p in new[::step][:count]:
-        lines += [f"### {p.entity_id}", "",
-                  f"- **Human (gold):** {gold[p.entity_id].summaries[0]}",
-                  f"- **previous default:** {previous[p.entity_id]}",
-                  f"- **this model:** {p.summary}", ""]
+        lines += [
+            f"### {p.entity_id}",
+            "",
+            f"- **Human (gold):** {gold[p.entity_id].summaries[0]}",
+            f"- **previous default:** {previous[p.entity_id]}",
+            f"- **this model:** {p.summary}",
+            "",
+        ]
     return lines
 
 
@@ -268,15 +332,20 @@ def dev_comparison(out: Path, selected: int, dev: DevScores) -> tuple[str, list[
     n_dev = len(dev.new.entity_ids)
     rows = paired_rows(f"dev (all {n_dev}): this model vs previous default", dev.tests)
     if not 0 < selected < n_dev:
-        return (f"Checkpoint selection used all {n_dev} dev businesses, so no dev row is free "
-                "of it."), rows
+        return (
+            f"Checkpoint selection used all {n_dev} dev businesses, so no dev row is free of it."
+        ), rows
     unseen = [score(out / f"dev.{v}.jsonl", gold, first=selected) for v in ("new", "previous")]
-    return (f"The first dev rows use the {n_dev - selected} dev businesses that checkpoint "
-            f"selection did not see (it used the first {selected}); the decoding levers were "
-            f"chosen on all {n_dev}."), [
-        *paired_rows(f"dev ({n_dev - selected} unseen): this model vs previous default",
-                     compare(*unseen)),
-        *rows]
+    return (
+        f"The first dev rows use the {n_dev - selected} dev businesses that checkpoint "
+        f"selection did not see (it used the first {selected}); the decoding levers were "
+        f"chosen on all {n_dev}."
+    ), [
+        *paired_rows(
+            f"dev ({n_dev - selected} unseen): this model vs previous default", compare(*unseen)
+        ),
+        *rows,
+    ]
 
 
 def training_lines(run: Run, results: dict, config: dict) -> list[str]:
@@ -288,34 +357,54 @@ def training_lines(run: Run, results: dict, config: dict) -> list[str]:
         f"{config['train']['batch_size']} pairs = {results['epochs']:.2f} epochs of "
         f"{results['train_pairs']:,} training pairs, {results['pairs_per_second']:.1f} pairs/s, "
         f"{results['train_seconds'] / 60:.1f} min of training steps; kept: step "
-        f"{results['best_step']:,} (best dev ROUGE mean of the selection businesses).", "",
-        *lm_start(config, read_json(init) if init.exists() else {}), "",
-        "Model settings: `" + json.dumps(config["model"]) + "`; shipped decoding: `"
-        + json.dumps(config.get("summarize", {}).get("decode", {})) + "`, over "
-        + shortlist_text(config.get("summarize", {}).get("shortlist", 0)) + "."]
+        f"{results['best_step']:,} (best dev ROUGE mean of the selection businesses).",
+        "",
+        *lm_start(config, read_json(init) if init.exists() else {}),
+        "",
+        "Model settings: `"
+        + json.dumps(config["model"])
+        + "`; shipped decoding: `"
+        + json.dumps(config.get("summarize", {}).get("decode", {}))
+        + "`, over "
+        + shortlist_text(config.get("summarize", {}).get("shortlist", 0))
+        + ".",
+    ]
 
 
 def shortlist_text(shortlist: int) -> str:
-    return (f"a shortlist of the {shortlist:,} most frequent words and the input's words"
-            if shortlist else "the whole vocabulary")
+    return (
+        f"a shortlist of the {shortlist:,} most frequent words and the input's words"
+        if shortlist
+        else "the whole vocabulary"
+    )
 
 
 def test_section(out: Path) -> tuple[list[str], list[str]]:
     """The outcome and the test rows: against the target, the previous default and PlanSum,
     and the leaderboard; or, for a run whose model was not scored on test, that it was not."""
     if not (out / "test.new.jsonl").exists():
-        return ["**Not scored on the test set**: the test set is scored once, for a model dev "
-                "says to ship, and this run's model was not (the dev rows below). The target "
-                "(pooled test " + "/".join(f"{v:g}" for v in TARGET.values()) + ") stays "
-                "unreached; the shipped model is still the previous default."], []
+        return [
+            "**Not scored on the test set**: the test set is scored once, for a model dev "
+            "says to ship, and this run's model was not (the dev rows below). The target "
+            "(pooled test " + "/".join(f"{v:g}" for v in TARGET.values()) + ") stays "
+            "unreached; the shipped model is still the previous default."
+        ], []
     gold = SHARED / "meansum_test.jsonl"
     new, previous = (score(out / f"test.{v}.jsonl", gold) for v in ("new", "previous"))
     plansum = score(SHARED / "systems" / "plansum.test.jsonl", gold)
-    rows = [*paired_rows("test: this model vs previous default", compare(new, previous)),
-            *paired_rows("test: this model vs PlanSum (released outputs)", compare(new, plansum))]
-    board = ["## Test set: this model next to earlier systems", "",
-             *[line for line in (out / "leaderboard.md").read_text().splitlines()
-               if line.startswith("|")]]
+    rows = [
+        *paired_rows("test: this model vs previous default", compare(new, previous)),
+        *paired_rows("test: this model vs PlanSum (released outputs)", compare(new, plansum)),
+    ]
+    board = [
+        "## Test set: this model next to earlier systems",
+        "",
+        *[
+            line
+            for line in (out / "leaderboard.md").read_text().splitlines()
+            if line.startswith("|")
+        ],
+    ]
     return outcome(new, previous), [*rows, "", *board]
 
 
@@ -328,24 +417,33 @@ def curve_reading(model: Path) -> str:
     last = evals[-1]
     first = evals[0]
     if best is last:
-        return (f"Dev ROUGE (mean of R1/R2/RL) was highest at the last evaluation, step "
-                f"{last['step']:,} ({last['dev_mean']:.2f}, "
-                f"{last['dev_mean'] - first['dev_mean']:+.2f} since step {first['step']:,}), "
-                f"while the validation NLL went from "
-                f"{first['val_nll']:.3f} to {last['val_nll']:.3f}; no later evaluation "
-                f"shows whether it had peaked.")
-    return (f"Dev ROUGE (mean of R1/R2/RL) peaked at step {best['step']:,} "
-            f"({best['dev_mean']:.2f}); at the last evaluation, step {last['step']:,}, it was "
-            f"{last['dev_mean']:.2f} "
-            f"({last['dev_mean'] - best['dev_mean']:+.2f}) while the validation NLL went from "
-            f"{best['val_nll']:.3f} to {last['val_nll']:.3f}.")
+        return (
+            f"Dev ROUGE (mean of R1/R2/RL) was highest at the last evaluation, step "
+            f"{last['step']:,} ({last['dev_mean']:.2f}, "
+            f"{last['dev_mean'] - first['dev_mean']:+.2f} since step {first['step']:,}), "
+            f"while the validation NLL went from "
+            f"{first['val_nll']:.3f} to {last['val_nll']:.3f}; no later evaluation "
+            f"shows whether it had peaked."
+        )
+    return (
+        f"Dev ROUGE (mean of R1/R2/RL) peaked at step {best['step']:,} "
+        f"({best['dev_mean']:.2f}); at the last evaluation, step {last['step']:,}, it was "
+        f"{last['dev_mean']:.2f} "
+        f"({last['dev_mean'] - best['dev_mean']:+.2f}) while the validation NLL went from "
+        f"{best['val_nll']:.3f} to {last['val_nll']:.3f}."
+    )
 
 
 TITLE = "The default Yelp model: recipe, scores, examples"
 
 
-def report(root: Path, examples_shown: int = 5, notes: Path | None = None,
-           title: str = TITLE, markdown: str = "docs/results/yelp.md") -> str:
+def report(
+    root: Path,
+    examples_shown: int = 5,
+    notes: Path | None = None,
+    title: str = TITLE,
+    markdown: str = "docs/results/yelp.md",
+) -> str:
     run = Run(root)
     model = run.train
     results = read_json(model / "results.json")
@@ -356,54 +454,90 @@ def report(root: Path, examples_shown: int = 5, notes: Path | None = None,
     dev_note, dev_rows = dev_comparison(run.out, selected, dev)
     verdict, test_rows = test_section(run.out)
     split = "test" if test_rows else "dev"
-    predictions = {f"{where}, {who}": run.out / f"{where}.{name}.jsonl"
-                   for where in ("dev", "test") for name, who in (
-                       ("previous", "previous default"), ("new", "this model"))
-                   if (run.out / f"{where}.{name}.jsonl").exists()}
+    predictions = {
+        f"{where}, {who}": run.out / f"{where}.{name}.jsonl"
+        for where in ("dev", "test")
+        for name, who in (("previous", "previous default"), ("new", "this model"))
+        if (run.out / f"{where}.{name}.jsonl").exists()
+    }
     lines = [
-        f"# {title}", "",
+        f"# {title}",
+        "",
         f"Generated by `python -m scripts.report_yelp {root}"
         + (f" --notes docs/results/{notes.name}" if notes else "")
-        + (f' --title "{title}"' if title != TITLE else "") + f" --markdown {markdown}` "
+        + (f' --title "{title}"' if title != TITLE else "")
+        + f" --markdown {markdown}` "
         "from the files of one run of `scripts/train_yelp.sh`. Model selection and decoding "
         "use the MeanSum **dev** set only; the test set (100 businesses) is scored once, for "
-        "a model to ship.", "",
-        "## Outcome", "", *verdict, "",
+        "a model to ship.",
+        "",
+        "## Outcome",
+        "",
+        *verdict,
+        "",
         "Paired tests (two-sided approximate randomization, 10,000 trials; intervals: paired "
-        f"bootstrap). {dev_note}", "", *PAIRED_HEAD, *dev_rows, *test_rows, "",
-        "## Recipe and wall times", "",
+        f"bootstrap). {dev_note}",
+        "",
+        *PAIRED_HEAD,
+        *dev_rows,
+        *test_rows,
+        "",
+        "## Recipe and wall times",
+        "",
         f"Training ran on {results.get('device', 'cpu')} with {results.get('threads', '?')} "
         "threads (from results.json). Wall time per stage: fit's stages as fit-report.json "
         "records them (a stage resumed across calls counts the call that finished it: the "
         "summarizer's training time in all is given below the table), then the script's own, "
-        "summed over its calls:", "",
-        *times_table(run), "",
-        *training_lines(run, results, config), "",
-        "## Learning curve", "",
+        "summed over its calls:",
+        "",
+        *times_table(run),
+        "",
+        *training_lines(run, results, config),
+        "",
+        "## Learning curve",
+        "",
         "Validation NLL on held-out synthetic pairs; dev ROUGE (rouge-score F1) on "
         f"{f'the first {selected}' if selected else 'all the'} dev businesses, with the "
-        "decoding of the training config; `kept`: the checkpoint exported.", "",
-        *curve(model, results["best_step"], config["train"]["batch_size"]), "",
-        curve_reading(model), *(["", notes.read_text().strip()] if notes else []), "",
-        "## Decoding, chosen on the dev set", "", *length_search(decoding), "",
+        "decoding of the training config; `kept`: the checkpoint exported.",
+        "",
+        *curve(model, results["best_step"], config["train"]["batch_size"]),
+        "",
+        curve_reading(model),
+        *(["", notes.read_text().strip()] if notes else []),
+        "",
+        "## Decoding, chosen on the dev set",
+        "",
+        *length_search(decoding),
+        "",
         "Then the decoding levers of issue 14, each paired against the model's own decoding. "
         "The rule that chose: the best mean of R1/R2/RL, reranking left out of the choice (it "
-        "costs 4x the time: [decoding-speed.md](decoding-speed.md)).", "",
-        *levers(decoding), "",
-        "## Training levers, measured on the dev set", "",
+        "costs 4x the time: [decoding-speed.md](decoding-speed.md)).",
+        "",
+        *levers(decoding),
+        "",
+        "## Training levers, measured on the dev set",
+        "",
         "Each model below was trained with one change to the previous default's training "
         "(this run's, or another run's whose dev summaries are in yelp/levers/), decoded as "
         "its run chose, and paired against the previous default on all the dev businesses "
-        "(differences and approximate-randomization p-values as above).", "",
-        *training_levers(run.out, dev), "",
-        "## Voice and repetition, previous default and this model", "",
+        "(differences and approximate-randomization p-values as above).",
+        "",
+        *training_levers(run.out, dev),
+        "",
+        "## Voice and repetition, previous default and this model",
+        "",
         "Shares of summaries with each fault; the last column is the mean number of distinct "
         "content words per summary that none of its input reviews uses (plural-folded: "
-        "`evaluation.style.unsupported_words`).", "",
-        *style_rows(predictions), "",
-        f"## {examples_shown} {split} businesses", "",
-        f"Evenly spaced in the {split} file, so the examples are not picked by quality.", "",
-        *examples(run.out, split, examples_shown)]
+        "`evaluation.style.unsupported_words`).",
+        "",
+        *style_rows(predictions),
+        "",
+        f"## {examples_shown} {split} businesses",
+        "",
+        f"Evenly spaced in the {split} file, so the examples are not picked by quality.",
+        "",
+        *examples(run.out, split, examples_shown),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -411,12 +545,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path, help="the run directory of scripts/train_yelp.sh")
     parser.add_argument("--markdown", type=Path, help="also write the report here")
-    parser.add_argument("--notes", type=Path,
-                        help="a text file of analysis, put after the learning curve")
+    parser.add_argument(
+        "--notes", type=Path, help="a text file of analysis, put after the learning curve"
+    )
     parser.add_argument("--title", default=TITLE, help="the report's heading")
     args = parser.parse_args()
-    emit(report(args.run, notes=args.notes, title=args.title,
-                markdown=str(args.markdown or "docs/results/yelp.md")), args.markdown)
+    emit(
+        report(
+            args.run,
+            notes=args.notes,
+            title=args.title,
+            markdown=str(args.markdown or "docs/results/yelp.md"),
+        ),
+        args.markdown,
+    )
 
 
 if __name__ == "__main__":

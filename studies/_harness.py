@@ -71,11 +71,17 @@ def run_variant(summarizer: Summarizer, base, sets: list, changes: dict) -> dict
     """base: the model's SummarizerConfig; changes: of its decode config, or shortlist/bf16."""
     summarizer.config = configured(base, changes)
     run = decode_and_score(summarizer, sets, "rouge,pooled")
-    return {"changes": changes, "scores": run.means, "seconds": run.seconds, "words": run.words,
-            "style": style_report([detokenize(t.split()) for t in run.summaries],
-                                  [s.reviews for s in sets]).to_dict(),
-            "summaries": run.summaries,
-            "per_entity": run.report.scores}
+    return {
+        "changes": changes,
+        "scores": run.means,
+        "seconds": run.seconds,
+        "words": run.words,
+        "style": style_report(
+            [detokenize(t.split()) for t in run.summaries], [s.reviews for s in sets]
+        ).to_dict(),
+        "summaries": run.summaries,
+        "per_entity": run.report.scores,
+    }
 
 
 def _delta(test: dict | None) -> str:
@@ -87,30 +93,35 @@ def _mean(value: float | None) -> str:
 
 
 def table(rows: dict[str, dict], model: Path, dev: Path, n: int) -> str:
-    lines = [f"Decoding levers for `{model}` on {n} businesses of `{dev.name}` (dev). "
-             "R1/R2/RL: rouge-score F1; pooled: py-rouge style. Δ: paired difference against "
-             "`base` (the model's own decoding) with the approximate-randomization p-value. "
-             "Repeat: share of summaries with a content word repeated in a sentence; restate: "
-             "share with a sentence restating an earlier one; 1st person: share in the first "
-             "person singular; unsaid: mean content words per summary that none of its "
-             "reviews uses (`evaluation.style.unsupported_words`). "
-             "Speed is measured apart, side by side "
-             "(`benchmarks/summarize_speed.py --variants`): the seconds here were taken while "
-             "the machine was shared and do not compare across rows.", "",
-             "| variant | settings | R1 | R2 | RL | pooled R1/R2/RL | ΔR1 | ΔR2 | ΔRL | words "
-             "| repeat | restate | 1st person | unsaid |",
-             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    lines = [
+        f"Decoding levers for `{model}` on {n} businesses of `{dev.name}` (dev). "
+        "R1/R2/RL: rouge-score F1; pooled: py-rouge style. Δ: paired difference against "
+        "`base` (the model's own decoding) with the approximate-randomization p-value. "
+        "Repeat: share of summaries with a content word repeated in a sentence; restate: "
+        "share with a sentence restating an earlier one; 1st person: share in the first "
+        "person singular; unsaid: mean content words per summary that none of its "
+        "reviews uses (`evaluation.style.unsupported_words`). "
+        "Speed is measured apart, side by side "
+        "(`benchmarks/summarize_speed.py --variants`): the seconds here were taken while "
+        "the machine was shared and do not compare across rows.",
+        "",
+        "| variant | settings | R1 | R2 | RL | pooled R1/R2/RL | ΔR1 | ΔR2 | ΔRL | words "
+        "| repeat | restate | 1st person | unsaid |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
     for name, r in rows.items():
         s, st, test = r["scores"], r["style"], r.get("vs_base", {})
-        settings = (", ".join(f"{k}={v}" for k, v in r["changes"].items())
-                    or "model's own").replace("|", "\\|")  # a | would end the table cell
+        settings = (
+            ", ".join(f"{k}={v}" for k, v in r["changes"].items()) or "model's own"
+        ).replace("|", "\\|")  # a | would end the table cell
         lines.append(
             f"| {name} | {settings} | {s['rouge1']:.2f} | {s['rouge2']:.2f} | {s['rougeL']:.2f} "
             f"| {s['pooled_rouge1']:.2f}/{s['pooled_rouge2']:.2f}/{s['pooled_rougeL']:.2f} "
             f"| {_delta(test.get('rouge1'))} | {_delta(test.get('rouge2'))} "
             f"| {_delta(test.get('rougeL'))} | {r['words']:.1f} "
             f"| {st['with_repeated_words']:.0%} | {st['with_restated_sentence']:.0%} "
-            f"| {st['first_person']:.0%} | {_mean(st.get('unsupported_words'))} |")
+            f"| {st['first_person']:.0%} | {_mean(st.get('unsupported_words'))} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -126,12 +137,18 @@ def check_keys(probe: dict, known: Sequence[str]) -> None:
     """A probe study's `--probes` keys: a clear refusal of any it does not know."""
     unknown = sorted(set(probe) - set(known))
     if unknown:
-        raise SystemExit(f"--probes: unknown key(s) {', '.join(unknown)} (known: "
-                         f"{', '.join(known)})")
+        raise SystemExit(
+            f"--probes: unknown key(s) {', '.join(unknown)} (known: {', '.join(known)})"
+        )
 
 
-def measure_rows(rows: dict[str, dict], variants: dict[str, dict], path: Path,
-                 measure: Callable[[dict], dict], stamp: dict | None = None) -> None:
+def measure_rows(
+    rows: dict[str, dict],
+    variants: dict[str, dict],
+    path: Path,
+    measure: Callable[[dict], dict],
+    stamp: dict | None = None,
+) -> None:
     """Measure `base` (no changes) and then each variant into `rows`, saving `path` after each
     so a cut-off run resumes: a stored row is kept when its changes, and the `stamp` fields
     (what else it was measured with), are those asked for. measure(changes) -> the row."""
@@ -142,8 +159,7 @@ def measure_rows(rows: dict[str, dict], variants: dict[str, dict], path: Path,
             continue
         rows[name] = {**measure(changes), "changes": changes, **stamp}
         write_json(path, rows)
-        print(name, json.dumps(rows[name]["scores"]), f"{rows[name]['seconds']:.0f} s",
-              flush=True)
+        print(name, json.dumps(rows[name]["scores"]), f"{rows[name]['seconds']:.0f} s", flush=True)
 
 
 def paired_tests(rows: dict[str, dict]) -> None:
@@ -151,5 +167,4 @@ def paired_tests(rows: dict[str, dict]) -> None:
     base = rows["base"]["per_entity"]
     for name, row in rows.items():
         if name != "base":
-            row["vs_base"] = {m: paired_test(row["per_entity"][m], base[m]).to_dict()
-                              for m in base}
+            row["vs_base"] = {m: paired_test(row["per_entity"][m], base[m]).to_dict() for m in base}

@@ -57,11 +57,29 @@ def threads(args: argparse.Namespace) -> int:
 
 def train(row: str, args: argparse.Namespace) -> Path:
     run = args.out / slug(row)
-    command = [sys.executable, "-m", "denoisesum.cli", "train", str(args.pairs), "-o", str(run),
-               "--config", str(args.config), "--topics", str(args.topics),
-               "--set", f"train.max_steps={args.steps}",
-               "--set", "train.max_minutes=0", "--set", f"train.threads={threads(args)}",
-               "--set", 'train.select_on="synthetic-loss"', "--set", "train.patience=0"]
+    command = [
+        sys.executable,
+        "-m",
+        "denoisesum.cli",
+        "train",
+        str(args.pairs),
+        "-o",
+        str(run),
+        "--config",
+        str(args.config),
+        "--topics",
+        str(args.topics),
+        "--set",
+        f"train.max_steps={args.steps}",
+        "--set",
+        "train.max_minutes=0",
+        "--set",
+        f"train.threads={threads(args)}",
+        "--set",
+        'train.select_on="synthetic-loss"',
+        "--set",
+        "train.patience=0",
+    ]
     if args.vocab:
         command += ["--vocab", str(args.vocab)]
     for override in [*ROWS[row], *args.set]:
@@ -78,11 +96,26 @@ def train(row: str, args: argparse.Namespace) -> Path:
 def decode(run: Path, args: argparse.Namespace) -> Path:
     predictions = run / "dev-predictions.jsonl"
     if not predictions.exists():
-        subprocess.run([sys.executable, "-m", "denoisesum.cli", "summarize", str(args.dev),
-                        "--model", str(run), "-o", str(predictions), "--raw",
-                        "--min-length", str(args.min_length),
-                        "--shortlist", str(args.shortlist)],
-                       check=True, env={**os.environ, "OMP_NUM_THREADS": str(threads(args))})
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "denoisesum.cli",
+                "summarize",
+                str(args.dev),
+                "--model",
+                str(run),
+                "-o",
+                str(predictions),
+                "--raw",
+                "--min-length",
+                str(args.min_length),
+                "--shortlist",
+                str(args.shortlist),
+            ],
+            check=True,
+            env={**os.environ, "OMP_NUM_THREADS": str(threads(args))},
+        )
     return predictions
 
 
@@ -99,12 +132,17 @@ def score(run: Path, args: argparse.Namespace) -> dict:
     per_entity = rouge_f1_per_entity([summaries[i] for i in ids], [gold[i] for i in ids])
     results = json.loads((run / "results.json").read_text())
     n = len(ids)
-    return {**{t: sum(values) / n for t, values in per_entity.items()},
-            "per_entity": per_entity,
-            "entities": n, "words": sum(len(summaries[i].split()) for i in ids) / n,
-            "steps": results["steps"], "epochs": results["epochs"],
-            "train_pairs": results["train_pairs"], "best_val_loss": results["best_val_loss"],
-            "pairs_per_second": results["pairs_per_second"]}
+    return {
+        **{t: sum(values) / n for t, values in per_entity.items()},
+        "per_entity": per_entity,
+        "entities": n,
+        "words": sum(len(summaries[i].split()) for i in ids) / n,
+        "steps": results["steps"],
+        "epochs": results["epochs"],
+        "train_pairs": results["train_pairs"],
+        "best_val_loss": results["best_val_loss"],
+        "pairs_per_second": results["pairs_per_second"],
+    }
 
 
 def versus(row: dict, base: dict) -> str:
@@ -114,27 +152,33 @@ def versus(row: dict, base: dict) -> str:
     if row is base:
         return "– | –"
     test = paired_test(row["per_entity"]["rouge1"], base["per_entity"]["rouge1"])
-    return (f"{test.difference:+.2f} ({test.ci_low:+.2f} to {test.ci_high:+.2f}) | "
-            f"{test.p_value:.2f}")
+    return (
+        f"{test.difference:+.2f} ({test.ci_low:+.2f} to {test.ci_high:+.2f}) | {test.p_value:.2f}"
+    )
 
 
 def table(scores: dict[str, dict], args: argparse.Namespace) -> str:
     first = next(iter(scores.values()))
     base = scores.get("full", first)
-    lines = [f"Ablations on {first['entities']} entities of `{args.dev.name}` (rouge-score F1), "
-             f"each row trained for {args.steps:,} steps on `{args.pairs}` with `{args.config}` "
-             f"and decoded with min_length {args.min_length} and shortlist {args.shortlist}; "
-             "ΔR1 is the row minus the full model, entity by entity, with a paired bootstrap "
-             "95% interval and an approximate randomization p-value; "
-             "command: `python -m studies.ablations` (see its docstring).", "",
-             "| model | R1 | R2 | RL | ΔR1 vs full (95% CI) | p | words | steps | epochs | "
-             "training pairs | best val loss | pairs/s |",
-             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
-    lines += [f"| {row} | {s['rouge1']:.2f} | {s['rouge2']:.2f} | {s['rougeL']:.2f} | "
-              f"{versus(s, base)} | {s['words']:.1f} | "
-              f"{s['steps']:,} | {s['epochs']:.2f} | {s['train_pairs']:,} | "
-              f"{s['best_val_loss']:.3f} | {s['pairs_per_second']:.1f} |"
-              for row, s in scores.items()]
+    lines = [
+        f"Ablations on {first['entities']} entities of `{args.dev.name}` (rouge-score F1), "
+        f"each row trained for {args.steps:,} steps on `{args.pairs}` with `{args.config}` "
+        f"and decoded with min_length {args.min_length} and shortlist {args.shortlist}; "
+        "ΔR1 is the row minus the full model, entity by entity, with a paired bootstrap "
+        "95% interval and an approximate randomization p-value; "
+        "command: `python -m studies.ablations` (see its docstring).",
+        "",
+        "| model | R1 | R2 | RL | ΔR1 vs full (95% CI) | p | words | steps | epochs | "
+        "training pairs | best val loss | pairs/s |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    lines += [
+        f"| {row} | {s['rouge1']:.2f} | {s['rouge2']:.2f} | {s['rougeL']:.2f} | "
+        f"{versus(s, base)} | {s['words']:.1f} | "
+        f"{s['steps']:,} | {s['epochs']:.2f} | {s['train_pairs']:,} | "
+        f"{s['best_val_loss']:.3f} | {s['pairs_per_second']:.1f} |"
+        for row, s in scores.items()
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -147,17 +191,25 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1000, help="training steps per row")
     parser.add_argument("--jobs", type=int, default=1, help="rows trained side by side")
     parser.add_argument("--min-length", type=int, default=75, help="decoding min_length")
-    parser.add_argument("--shortlist", type=int, default=5000,
-                        help="decoding shortlist (5000: same dev ROUGE as the full vocabulary)")
-    parser.add_argument("--dev", type=Path,
-                        default=Path("../shared/data/yelp/meansum_dev.jsonl"))
+    parser.add_argument(
+        "--shortlist",
+        type=int,
+        default=5000,
+        help="decoding shortlist (5000: same dev ROUGE as the full vocabulary)",
+    )
+    parser.add_argument("--dev", type=Path, default=Path("../shared/data/yelp/meansum_dev.jsonl"))
     parser.add_argument("--rows", default=",".join(ROWS), help="comma-separated row names")
     parser.add_argument("--set", action="append", default=[], help="override for every row")
     parser.add_argument("--out", type=Path, default=Path("runs/ablations"))
     parser.add_argument("--markdown", type=Path)
-    parser.add_argument("--extra", action="append", default=[], metavar="LABEL=RUN",
-                        help="an already trained run to score and compare with the rest "
-                             "(for example a full row trained in fp32)")
+    parser.add_argument(
+        "--extra",
+        action="append",
+        default=[],
+        metavar="LABEL=RUN",
+        help="an already trained run to score and compare with the rest "
+        "(for example a full row trained in fp32)",
+    )
     args = parser.parse_args()
     from benchmarks.common import emit
     from denoisesum.io import write_json

@@ -21,8 +21,10 @@ from denoisesum.models.store import load_denoisesum, save_model_dir
 
 def average(models: list[torch.nn.Module]) -> dict[str, torch.Tensor]:
     states = [m.state_dict() for m in models]
-    return {k: (sum(s[k].float() for s in states) / len(states)).to(states[0][k].dtype)
-            for k in states[0]}
+    return {
+        k: (sum(s[k].float() for s in states) / len(states)).to(states[0][k].dtype)
+        for k in states[0]
+    }
 
 
 def main() -> None:

@@ -87,8 +87,9 @@ class ContrastModel:
     """The beam-search protocol over `model` with each step's words scored against what the
     model says after `null_reviews` (word ids) instead (the module docstring's score)."""
 
-    def __init__(self, model: DecodingModel, null_reviews: list[list[int]], alpha: float,
-                 plausible: float) -> None:
+    def __init__(
+        self, model: DecodingModel, null_reviews: list[list[int]], alpha: float, plausible: float
+    ) -> None:
         self.model, self.null_reviews = model, null_reviews
         self.alpha, self.log_plausible = alpha, math.log(plausible) if plausible > 0 else None
 
@@ -97,8 +98,12 @@ class ContrastModel:
         if self.alpha == 0:  # the cut alone needs no null
             return ContrastState(inner, None)
         null = self._encode_null(inference_batch([self.null_reviews]).to(batch.reviews.device))
-        return ContrastState(inner, null.index_select(  # one row per entity
-            torch.zeros(batch.n_pairs, dtype=torch.long, device=batch.reviews.device)))
+        return ContrastState(
+            inner,
+            null.index_select(  # one row per entity
+                torch.zeros(batch.n_pairs, dtype=torch.long, device=batch.reviews.device)
+            ),
+        )
 
     def _encode_null(self, null: SummaryBatch) -> DecodeStateLike:
         """The null's state. Over a shortlist, the encoder reads the null's own words (the
@@ -109,12 +114,14 @@ class ContrastModel:
         state = self.model.model.encode(null)
         if state.doc is not None:
             position = self.model.position[state.doc.ids]  # -1 off the shortlist
-            state.doc = dataclasses.replace(state.doc, ids=position.where(
-                position >= 0, torch.full_like(position, UNK_ID)))
+            state.doc = dataclasses.replace(
+                state.doc, ids=position.where(position >= 0, torch.full_like(position, UNK_ID))
+            )
         return state
 
-    def decode_step(self, state: ContrastState, prev_tokens: torch.Tensor
-                    ) -> tuple[torch.Tensor, ContrastState]:
+    def decode_step(
+        self, state: ContrastState, prev_tokens: torch.Tensor
+    ) -> tuple[torch.Tensor, ContrastState]:
         """prev_tokens [B*] -> contrasted log p(w_t) [B*, V'], next states."""
         given, inner = self.model.decode_step(state.inner, prev_tokens)  # [B*, V']
         scores, null = given, None
@@ -149,26 +156,37 @@ def other_references(sets: list) -> str:
         return ""
     scores = rouge_f1_per_entity(
         [h for i in range(len(refs)) for j, h in enumerate(refs) if j != i],
-        [[r] for i, r in enumerate(refs) for _ in range(len(refs) - 1)])
+        [[r] for i, r in enumerate(refs) for _ in range(len(refs) - 1)],
+    )
     means = " / ".join(f"{sum(v) / len(v):.2f}" for v in scores.values())
-    return (f"\nAnother business's human summary, scored against each business's (the mean over "
-            f"its {len(scores['rouge1']):,} ordered pairs), has R1/R2/RL {means}.\n")
+    return (
+        f"\nAnother business's human summary, scored against each business's (the mean over "
+        f"its {len(scores['rouge1']):,} ordered pairs), has R1/R2/RL {means}.\n"
+    )
 
 
-def pick_null(paths: list[str], count: int, seed: int = 0, pool: int = 20_000,
-              words: tuple[int, int] = (40, 120)) -> list[str]:
+def pick_null(
+    paths: list[str],
+    count: int,
+    seed: int = 0,
+    pool: int = 20_000,
+    words: tuple[int, int] = (40, 120),
+) -> list[str]:
     """`count` reviews of `count` different businesses, drawn at random (seeded) among the
     first `pool` reviews of `paths` that have between words[0] and words[1] words."""
-    fitting = [r for r in islice(CorpusReader(paths), pool)
-               if words[0] <= len(r.text.split()) <= words[1]]
+    fitting = [
+        r for r in islice(CorpusReader(paths), pool) if words[0] <= len(r.text.split()) <= words[1]
+    ]
     random.Random(seed).shuffle(fitting)
     chosen: dict[str, str] = {}
     for review in fitting:
         chosen.setdefault(review.entity_id, review.text)
         if len(chosen) == count:
             return list(chosen.values())
-    raise SystemExit(f"--null-from: fewer than {count} businesses with reviews of "
-                     f"{words[0]}-{words[1]} words in the first {pool:,} reviews")
+    raise SystemExit(
+        f"--null-from: fewer than {count} businesses with reviews of "
+        f"{words[0]}-{words[1]} words in the first {pool:,} reviews"
+    )
 
 
 def load_null(path: Path, sources: list[str], count: int, words: tuple[int, int]) -> list[str]:
@@ -198,8 +216,7 @@ def contrast(probe: dict, null_ids: list[list[int]]):
     except (TypeError, ValueError):
         raise SystemExit(f"--probes: alpha and plausible must be numbers ({probe})") from None
     if not (math.isfinite(alpha) and alpha >= 0 and 0 <= plausible < 1):
-        raise SystemExit(f"--probes: alpha must be a number >= 0 and plausible in [0, 1) "
-                         f"({probe})")
+        raise SystemExit(f"--probes: alpha must be a number >= 0 and plausible in [0, 1) ({probe})")
     if alpha == 0 and plausible == 0:
         return unchanged
     return lambda model: ContrastModel(model, null_ids, alpha, plausible)
@@ -210,14 +227,23 @@ def main() -> None:
     parser.add_argument("--probes", required=True)
     parser.add_argument("--null-from", nargs="*", default=[], help="corpus files or globs")
     parser.add_argument("--null-count", type=int, default=8)
-    parser.add_argument("--null-words", type=int, nargs=2, default=(40, 120),
-                        metavar=("MIN", "MAX"), help="the null reviews' length in words")
+    parser.add_argument(
+        "--null-words",
+        type=int,
+        nargs=2,
+        default=(40, 120),
+        metavar=("MIN", "MAX"),
+        help="the null reviews' length in words",
+    )
     parser.add_argument("--null", type=Path, default=Path("runs/contrast/null.json"))
     parser.add_argument("--json", type=Path, default=Path("runs/contrast/dev.json"))
     parser.add_argument("--markdown", type=Path, help="also write the table here")
-    parser.add_argument("--generic", action="store_true",
-                        help="also a row `generic`: the model's summary of the null reviews, "
-                             "given for every entity (what the contrast divides out, alone)")
+    parser.add_argument(
+        "--generic",
+        action="store_true",
+        help="also a row `generic`: the model's summary of the null reviews, "
+        "given for every entity (what the contrast divides out, alone)",
+    )
     args = parser.parse_args()
     sets = list(read_review_sets(args.dev))
     args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -235,23 +261,31 @@ def main() -> None:
     def measure(probe: dict) -> dict:
         summarizer.wrap = contrast(probe, null_ids)
         return run_variant(summarizer, base, sets, {})
+
     measure_rows(rows, parse_variants(args.probes), args.json, measure, {"null": null})
     if args.generic and rows.get("generic", {}).get("null") != null:
         summarizer.wrap = unchanged
         tokens = summarizer.summarize_tokens_batch([null_texts])[0]
-        rows["generic"] = {**run_variant(ConstantSummarizer(tokens), base, sets, {}),
-                           "changes": {"summary": "the null reviews', for every entity"},
-                           "null": null}
+        rows["generic"] = {
+            **run_variant(ConstantSummarizer(tokens), base, sets, {}),
+            "changes": {"summary": "the null reviews', for every entity"},
+            "null": null,
+        }
     paired_tests(rows)
     write_json(args.json, rows)
     sources = " ".join(f"'{s}'" for s in args.null_from)
-    command = (f"python -m studies.contrast_probe {args.model} {args.dev} --null-from {sources} "
-               f"--null-count {args.null_count} --null-words {' '.join(map(str, args.null_words))} "
-               f"--probes \"{args.probes}\" --null {args.null} --json {args.json}"
-               + (" --generic" if args.generic else ""))
-    emit(f"# Context-aware decoding (dev set)\n\n```bash\n{command}\n```\n\n"
-         + table(rows, args.model, args.dev, len(sets))
-         + (other_references(sets) if args.generic else ""), args.markdown)
+    command = (
+        f"python -m studies.contrast_probe {args.model} {args.dev} --null-from {sources} "
+        f"--null-count {args.null_count} --null-words {' '.join(map(str, args.null_words))} "
+        f'--probes "{args.probes}" --null {args.null} --json {args.json}'
+        + (" --generic" if args.generic else "")
+    )
+    emit(
+        f"# Context-aware decoding (dev set)\n\n```bash\n{command}\n```\n\n"
+        + table(rows, args.model, args.dev, len(sets))
+        + (other_references(sets) if args.generic else ""),
+        args.markdown,
+    )
 
 
 if __name__ == "__main__":

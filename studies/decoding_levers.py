@@ -28,20 +28,22 @@ from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import write_json
 from studies._harness import dev_parser, measure_rows, paired_tests, run_variant, table
 
-DEFAULT_VARIANTS = ";".join([
-    "rerank-r1:rerank=true,rerank_ngrams=1",
-    "rerank:rerank=true",
-    "rerank-beam10:rerank=true,beam_size=10",
-    "rerank-subsets3:rerank=true,subsets=3",
-    "sentence-block:no_repeat_in_sentence=true",
-    "word-limit-2:max_word_repeats=2",
-    "word-limit-1:max_word_repeats=1",
-    "third-person:block_first_person=true",
-    "third-person+sentence:block_first_person=true,no_repeat_in_sentence=true",
-    "sentence+rerank-subsets3:no_repeat_in_sentence=true,rerank=true,subsets=3",
-    "third-person+sentence+rerank-subsets3:block_first_person=true,no_repeat_in_sentence=true,"
-    "rerank=true,subsets=3",
-])
+DEFAULT_VARIANTS = ";".join(
+    [
+        "rerank-r1:rerank=true,rerank_ngrams=1",
+        "rerank:rerank=true",
+        "rerank-beam10:rerank=true,beam_size=10",
+        "rerank-subsets3:rerank=true,subsets=3",
+        "sentence-block:no_repeat_in_sentence=true",
+        "word-limit-2:max_word_repeats=2",
+        "word-limit-1:max_word_repeats=1",
+        "third-person:block_first_person=true",
+        "third-person+sentence:block_first_person=true,no_repeat_in_sentence=true",
+        "sentence+rerank-subsets3:no_repeat_in_sentence=true,rerank=true,subsets=3",
+        "third-person+sentence+rerank-subsets3:block_first_person=true,no_repeat_in_sentence=true,"
+        "rerank=true,subsets=3",
+    ]
+)
 
 
 def main() -> None:
@@ -60,23 +62,35 @@ def main() -> None:
     for name, changes in variants.items():  # every variant refused before any is decoded
         unknown = sorted(set(changes) - known)
         if unknown:
-            raise SystemExit(f"--variants: {name}: unknown setting(s) {', '.join(unknown)} "
-                             "(DecodeConfig's fields, shortlist, bf16)")
+            raise SystemExit(
+                f"--variants: {name}: unknown setting(s) {', '.join(unknown)} "
+                "(DecodeConfig's fields, shortlist, bf16)"
+            )
         try:
             configured(base, changes)
         except DenoiseSumError as err:
             raise SystemExit(f"--variants: {name}: {err}") from None
     rows = {} if args.force or not args.json.exists() else json.loads(args.json.read_text())
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    measure_rows(rows, variants, args.json,
-                 lambda changes: run_variant(summarizer, base, sets, changes))
+    measure_rows(
+        rows, variants, args.json, lambda changes: run_variant(summarizer, base, sets, changes)
+    )
     paired_tests(rows)
     write_json(args.json, rows)
-    command = ("python -m studies.decoding_levers " + " ".join(
-        [str(args.model), str(args.dev), "--variants", f"'{args.variants}'", "--json",
-         str(args.json)] + (["--limit", str(args.limit)] if args.limit else [])))
+    command = "python -m studies.decoding_levers " + " ".join(
+        [
+            str(args.model),
+            str(args.dev),
+            "--variants",
+            f"'{args.variants}'",
+            "--json",
+            str(args.json),
+        ]
+        + (["--limit", str(args.limit)] if args.limit else [])
+    )
     text = f"# Decoding levers (dev set)\n\n```bash\n{command}\n```\n\n" + table(
-        rows, args.model, args.dev, len(sets))
+        rows, args.model, args.dev, len(sets)
+    )
     emit(text, args.markdown)
 
 

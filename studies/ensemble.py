@@ -42,11 +42,13 @@ class EnsembleModel:
     def encode(self, batch) -> EnsembleState:
         return EnsembleState(tuple(m.encode(batch) for m in self.models))
 
-    def decode_step(self, state: EnsembleState, prev_tokens: torch.Tensor
-                    ) -> tuple[torch.Tensor, EnsembleState]:
+    def decode_step(
+        self, state: EnsembleState, prev_tokens: torch.Tensor
+    ) -> tuple[torch.Tensor, EnsembleState]:
         """prev_tokens [B*] -> log of the mean of the models' p(w_t) [B*, V], next states."""
-        steps = [m.decode_step(s, prev_tokens) for m, s in zip(self.models, state.states,
-                                                               strict=True)]
+        steps = [
+            m.decode_step(s, prev_tokens) for m, s in zip(self.models, state.states, strict=True)
+        ]
         log_probs = torch.stack([lp for lp, _ in steps])  # [k, B*, V]
         mean = torch.logsumexp(log_probs, 0) - math.log(len(steps))  # [B*, V]
         return mean, EnsembleState(tuple(s for _, s in steps))

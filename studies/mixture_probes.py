@@ -64,6 +64,7 @@ class MixtureMeans:
         def keep(module, inputs, output: torch.Tensor) -> None:
             total, count = self.sums.get(name, (0.0, 0))
             self.sums[name] = (total + float(torch.sigmoid(output).sum()), count + output.numel())
+
         return keep
 
     def means(self) -> dict[str, float]:
@@ -87,10 +88,12 @@ def shifted(model: DenoiseSum, gate: float, copy: float) -> tuple[DenoiseSum, Mi
 
 def ensemble_with(others: list[DenoiseSum]) -> Wrap:
     """wrap: the model (a ShortlistModel or not) with `others` on the same words."""
+
     def wrap(model):
         if isinstance(model, ShortlistModel):
             return EnsembleModel([model, *(ShortlistModel(o, model.rows) for o in others)])
         return EnsembleModel([model, *others])
+
     return wrap
 
 
@@ -110,13 +113,13 @@ def configure(summarizer: ProbeSummarizer, original: DenoiseSum, probe: dict) ->
     return means
 
 
-def teacher_forced_mixture(model: DenoiseSum, vocab, run: Path, n: int = 400
-                           ) -> dict[str, float]:
+def teacher_forced_mixture(model: DenoiseSum, vocab, run: Path, n: int = 400) -> dict[str, float]:
     """Mean λ and p_gen over the target words of `n` held-out synthetic pairs of a `denoisesum
     train` run (its encoded pairs in data/, its held-out split), teacher-forced: what the model
     mixes with on its training task, to set against what it decodes real reviews with."""
-    cfg = parse_section(pairs.PairDataConfig, read_json(run / CONFIG).get("data", {}),
-                        run / CONFIG, "data")
+    cfg = parse_section(
+        pairs.PairDataConfig, read_json(run / CONFIG).get("data", {}), run / CONFIG, "data"
+    )
     corpus = pairs.PairCorpus(run / "data")
     held = pairs.split_pairs(corpus, cfg, np.ones(len(corpus), bool), 1)[1][:n]
     if len(held) == 0:
@@ -124,7 +127,7 @@ def teacher_forced_mixture(model: DenoiseSum, vocab, run: Path, n: int = 400
     table, sums = corpus.vocab_table(vocab), {"lambda": [], "p_gen": []}
     with torch.no_grad():
         for start in range(0, len(held), 8):
-            batch = pairs.collate(corpus, table, held[start:start + 8], cfg, None)
+            batch = pairs.collate(corpus, table, held[start : start + 8], cfg, None)
             _, _, parts, _, mask = model.teacher_forced(batch)  # mask [B, S]: real targets
             sums["lambda"].append(parts.lam[mask])
             sums["p_gen"].append(parts.doc.p_gen[mask])
@@ -136,9 +139,12 @@ def main() -> None:
     parser.add_argument("--probes", required=True)
     parser.add_argument("--json", type=Path, default=Path("runs/probes/dev.json"))
     parser.add_argument("--markdown", type=Path, help="also write the table here")
-    parser.add_argument("--run", type=Path,
-                        help="a `denoisesum train` run directory: also the mean λ and p_gen "
-                             "teacher-forced on its held-out synthetic pairs")
+    parser.add_argument(
+        "--run",
+        type=Path,
+        help="a `denoisesum train` run directory: also the mean λ and p_gen "
+        "teacher-forced on its held-out synthetic pairs",
+    )
     args = parser.parse_args()
     sets = list(read_review_sets(args.dev))
     summarizer = ProbeSummarizer.from_pretrained(args.model)
@@ -150,22 +156,33 @@ def main() -> None:
         means = configure(summarizer, original, probe)
         # the probe is no decode setting: run_variant gets none, and the row records the probe
         return {**run_variant(summarizer, base, sets, {}), "mixture": means.means()}
+
     measure_rows(rows, parse_variants(args.probes), args.json, measure)
     paired_tests(rows)
     write_json(args.json, rows)
-    command = (f"python -m studies.mixture_probes {args.model} {args.dev} --probes "
-               f"\"{args.probes}\" --json {args.json}"
-               + (f" --run {args.run}" if args.run else ""))
-    forced = "" if args.run is None else teacher_forced_line(
-        teacher_forced_mixture(original, summarizer.vocab, args.run))
-    emit(f"# Mixture probes (dev set)\n\n```bash\n{command}\n```\n\n"
-         + table(rows, args.model, args.dev, len(sets)) + mixture_table(rows) + forced,
-         args.markdown)
+    command = (
+        f"python -m studies.mixture_probes {args.model} {args.dev} --probes "
+        f'"{args.probes}" --json {args.json}' + (f" --run {args.run}" if args.run else "")
+    )
+    forced = (
+        ""
+        if args.run is None
+        else teacher_forced_line(teacher_forced_mixture(original, summarizer.vocab, args.run))
+    )
+    emit(
+        f"# Mixture probes (dev set)\n\n```bash\n{command}\n```\n\n"
+        + table(rows, args.model, args.dev, len(sets))
+        + mixture_table(rows)
+        + forced,
+        args.markdown,
+    )
 
 
 def teacher_forced_line(means: dict) -> str:
-    return (f"\nTeacher-forced on {means['pairs']} held-out synthetic pairs: mean λ "
-            f"{means['lambda']:.3f}, mean p_gen {means['p_gen']:.3f}.\n")
+    return (
+        f"\nTeacher-forced on {means['pairs']} held-out synthetic pairs: mean λ "
+        f"{means['lambda']:.3f}, mean p_gen {means['p_gen']:.3f}.\n"
+    )
 
 
 def mixture_table(rows: dict[str, dict]) -> str:
@@ -174,8 +191,9 @@ def mixture_table(rows: dict[str, dict]) -> str:
     lines = ["", "| probe | mean λ | mean p_gen |", "|---|--:|--:|"]
     for name, row in rows.items():
         m = row.get("mixture", {})
-        lines.append(f"| {name} | {m.get('lambda', float('nan')):.3f} | "
-                     f"{m.get('p_gen', float('nan')):.3f} |")
+        lines.append(
+            f"| {name} | {m.get('lambda', float('nan')):.3f} | {m.get('p_gen', float('nan')):.3f} |"
+        )
     return "\n".join(lines) + "\n"
 
 

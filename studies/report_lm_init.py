@@ -31,16 +31,28 @@ def main() -> None:
     args = parser.parse_args()
     curves = {run.name: curve(run) for run in args.runs}
     inits = {run.name: json.loads((run / "lm-init.json").read_text()) for run in args.runs}
-    lines = ["# Starting the summarizer from a language model: the learning curve", "",
-             f"```bash\n{args.command}\n```", "", "| run | LM | copied | skipped |",
-             "|---|---|---|---|"]
+    lines = [
+        "# Starting the summarizer from a language model: the learning curve",
+        "",
+        f"```bash\n{args.command}\n```",
+        "",
+        "| run | LM | copied | skipped |",
+        "|---|---|---|---|",
+    ]
     for name, init in inits.items():
-        lines.append(f"| {name} | `{init['lm']}` | {init['embedding_rows']:,} embedding rows; "
-                     f"{', '.join(init['copied']) or 'no LSTM'} | "
-                     f"{', '.join(init['skipped']) or 'nothing'} |")
+        lines.append(
+            f"| {name} | `{init['lm']}` | {init['embedding_rows']:,} embedding rows; "
+            f"{', '.join(init['copied']) or 'no LSTM'} | "
+            f"{', '.join(init['skipped']) or 'nothing'} |"
+        )
     steps = sorted(set().union(*(c.keys() for c in curves.values())))
-    lines += ["", "Held-out NLL (nats per summary token) by training step (8 pairs a step):", "",
-              "| step | " + " | ".join(curves) + " |", "|--:|" + "--:|" * len(curves)]
+    lines += [
+        "",
+        "Held-out NLL (nats per summary token) by training step (8 pairs a step):",
+        "",
+        "| step | " + " | ".join(curves) + " |",
+        "|--:|" + "--:|" * len(curves),
+    ]
     for step in steps:
         cells = [f"{c[step]:.3f}" if step in c else "–" for c in curves.values()]
         lines.append(f"| {step} | " + " | ".join(cells) + " |")

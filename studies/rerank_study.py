@@ -41,8 +41,9 @@ def decode_candidates(summarizer: Summarizer, sets: list, subsets: int) -> list[
     encoded = [summarizer.encode_reviews(s.reviews) for s in sets]
     sources, owner, origin = [], [], []
     for e, reviews in enumerate(encoded):
-        for j, keep in enumerate([list(range(len(reviews))),
-                                  *review_subsets(len(reviews), subsets)]):
+        for j, keep in enumerate(
+            [list(range(len(reviews))), *review_subsets(len(reviews), subsets)]
+        ):
             sources.append([reviews[i] for i in keep])
             owner.append(e)
             origin.append(j)
@@ -67,26 +68,35 @@ def choosers(summarizer: Summarizer) -> dict:
             scorer = OverlapScorer(reviews, ignore, n)
             pool = [i for i, c in enumerate(cands) if c["decode"] == 0 or not full_only]
             return max(pool, key=lambda i: (scorer.score(cands[i]["ids"]), -i))
+
         return pick
 
     def consensus(n: int, full_only: bool = False):
         """Minimum Bayes risk: the candidate closest to the other candidates."""
+
         def pick(cands: list[dict], reviews: list[list[int]]) -> int:
             pool = [i for i, c in enumerate(cands) if c["decode"] == 0 or not full_only]
 
             def agreement(i: int) -> float:
                 others = [cands[j]["ids"] for j in pool if j != i]
                 return OverlapScorer(others, ignore, n).score(cands[i]["ids"]) if others else 0.0
+
             return max(pool, key=lambda i: (agreement(i), -i))
+
         return pick
 
-    return {"model": lambda cands, reviews: 0, "overlap-1": overlap(1),
-            "overlap-2": overlap(2), "full-only overlap-2": overlap(2, True),
-            "consensus-1": consensus(1), "consensus-2": consensus(2),
-            "full-only consensus-2": consensus(2, True),
-            "pooled-1": lambda cands, reviews: max(
-                range(len(cands)), key=lambda i: (pooled_r1(cands[i]["ids"], reviews, ignore),
-                                                  -i))}
+    return {
+        "model": lambda cands, reviews: 0,
+        "overlap-1": overlap(1),
+        "overlap-2": overlap(2),
+        "full-only overlap-2": overlap(2, True),
+        "consensus-1": consensus(1),
+        "consensus-2": consensus(2),
+        "full-only consensus-2": consensus(2, True),
+        "pooled-1": lambda cands, reviews: max(
+            range(len(cands)), key=lambda i: (pooled_r1(cands[i]["ids"], reviews, ignore), -i)
+        ),
+    }
 
 
 def main() -> None:
@@ -112,20 +122,33 @@ def main() -> None:
     for name, pick in choosers(summarizer).items():
         chosen = [t[pick(c, r)] for c, r, t in zip(candidates, encoded, texts, strict=True)]
         results[name] = rouge_f1_per_entity(chosen, refs)
-    best = [max(rouge_f1_per_entity(t, [r] * len(t))["rouge1"]) for t, r in zip(texts, refs,
-                                                                                   strict=True)]
-    command = (f"python -m studies.rerank_study {args.model} {args.dev} --subsets {args.subsets} "
-               f"--candidates {args.candidates}")
-    lines = ["# Choosing among candidate summaries (dev set)", "", f"```bash\n{command}\n```",
-             "", f"Choosing among {np.mean([len(c) for c in candidates]):.1f} candidates per dev "
-             f"entity (beam hypotheses of the full review set and of {args.subsets} subsets), "
-             f"model `{args.model}`, rouge-score F1; ΔR1 and p against `model`.", "",
-             "| chooser | R1 | R2 | RL | ΔR1 | p |", "|---|--:|--:|--:|--:|--:|"]
+    best = [
+        max(rouge_f1_per_entity(t, [r] * len(t))["rouge1"])
+        for t, r in zip(texts, refs, strict=True)
+    ]
+    command = (
+        f"python -m studies.rerank_study {args.model} {args.dev} --subsets {args.subsets} "
+        f"--candidates {args.candidates}"
+    )
+    lines = [
+        "# Choosing among candidate summaries (dev set)",
+        "",
+        f"```bash\n{command}\n```",
+        "",
+        f"Choosing among {np.mean([len(c) for c in candidates]):.1f} candidates per dev "
+        f"entity (beam hypotheses of the full review set and of {args.subsets} subsets), "
+        f"model `{args.model}`, rouge-score F1; ΔR1 and p against `model`.",
+        "",
+        "| chooser | R1 | R2 | RL | ΔR1 | p |",
+        "|---|--:|--:|--:|--:|--:|",
+    ]
     for name, scores in results.items():
         test = paired_test(scores["rouge1"], results["model"]["rouge1"])
-        lines.append(f"| {name} | {np.mean(scores['rouge1']):.2f} | "
-                     f"{np.mean(scores['rouge2']):.2f} | {np.mean(scores['rougeL']):.2f} | "
-                     f"{test.difference:+.2f} | {test.p_value:.3f} |")
+        lines.append(
+            f"| {name} | {np.mean(scores['rouge1']):.2f} | "
+            f"{np.mean(scores['rouge2']):.2f} | {np.mean(scores['rougeL']):.2f} | "
+            f"{test.difference:+.2f} | {test.p_value:.3f} |"
+        )
     lines.append(f"| oracle (reference-based ceiling) | {np.mean(best):.2f} | | | | |")
     text = "\n".join(lines) + "\n"
     emit(text, args.markdown)

@@ -39,8 +39,13 @@ class RatingLexicon:
     slope: float = 0.0
 
     @classmethod
-    def fit(cls, rated: Iterable[tuple[str, float]], min_count: int = 20,
-            shrink: float = 20.0, calibrate: int = 20_000) -> RatingLexicon:
+    def fit(
+        cls,
+        rated: Iterable[tuple[str, float]],
+        min_count: int = 20,
+        shrink: float = 20.0,
+        calibrate: int = 20_000,
+    ) -> RatingLexicon:
         """(text, rating) pairs -> the lexicon of words in at least `min_count` of them, its
         line fit on the first `calibrate` pairs."""
         counts: Counter[str] = Counter()
@@ -56,10 +61,13 @@ class RatingLexicon:
         if not kept:
             raise ValueError("a rating lexicon needs rated texts; none were given")
         mean = total / (n + 1)
-        lexicon = cls(mean, {w: (sums[w] - c * mean) / (c + shrink)
-                             for w, c in counts.items() if c >= min_count})
-        lexicon.intercept, lexicon.slope = _line([lexicon.offset(t) for t, _ in kept],
-                                                 [r for _, r in kept], mean)
+        lexicon = cls(
+            mean,
+            {w: (sums[w] - c * mean) / (c + shrink) for w, c in counts.items() if c >= min_count},
+        )
+        lexicon.intercept, lexicon.slope = _line(
+            [lexicon.offset(t) for t, _ in kept], [r for _, r in kept], mean
+        )
         return lexicon
 
     def offset(self, text: str) -> float:
@@ -77,14 +85,25 @@ class RatingLexicon:
         return [self.weights.get(t.lower(), 0.0) for t in tokens]
 
     def save(self, path: Path) -> None:
-        write_json(path, {"mean": self.mean, "intercept": self.intercept, "slope": self.slope,
-                          "weights": self.weights})
+        write_json(
+            path,
+            {
+                "mean": self.mean,
+                "intercept": self.intercept,
+                "slope": self.slope,
+                "weights": self.weights,
+            },
+        )
 
     @classmethod
     def load(cls, path: Path) -> RatingLexicon:
         data = json.loads(Path(path).read_text())
-        return cls(float(data["mean"]), {str(k): float(v) for k, v in data["weights"].items()},
-                   float(data["intercept"]), float(data["slope"]))
+        return cls(
+            float(data["mean"]),
+            {str(k): float(v) for k, v in data["weights"].items()},
+            float(data["intercept"]),
+            float(data["slope"]),
+        )
 
 
 def _line(x: Sequence[float], y: Sequence[float], mean: float) -> tuple[float, float]:

@@ -76,8 +76,9 @@ class SteeredModel:
     """The beam-search protocol over `model` with each entity's words biased toward its
     reviews' tone (the module docstring's `strength`)."""
 
-    def __init__(self, model: DecodingModel, weights: torch.Tensor, strength: float,
-                 center: float) -> None:
+    def __init__(
+        self, model: DecodingModel, weights: torch.Tensor, strength: float, center: float
+    ) -> None:
         self.model, self.weights, self.strength, self.center = model, weights, strength, center
         # the weights of what the model scores: shortlist positions or the whole vocabulary
         self.out_weights = weights[model.rows] if isinstance(model, ShortlistModel) else weights
@@ -85,21 +86,24 @@ class SteeredModel:
     def encode(self, batch: SummaryBatch) -> SteeredState:
         real = length_mask(batch.review_lengths, batch.reviews.shape[1])  # [R, T]
         mine = [batch.review_pair == b for b in range(batch.n_pairs)]  # [R] each
-        tone = torch.tensor([  # [B] mean weight of each entity's input words (vocabulary ids)
-            mean_nonzero(self.weights[batch.reviews[rows][real[rows]]]) for rows in mine])
+        tone = torch.tensor(
+            [  # [B] mean weight of each entity's input words (vocabulary ids)
+                mean_nonzero(self.weights[batch.reviews[rows][real[rows]]]) for rows in mine
+            ]
+        )
         bias = self.strength * (tone - self.center)[:, None] * self.out_weights[None, :]
         return SteeredState(self.model.encode(batch), bias.to(batch.reviews.device))
 
-    def decode_step(self, state: SteeredState, prev_tokens: torch.Tensor
-                    ) -> tuple[torch.Tensor, SteeredState]:
+    def decode_step(
+        self, state: SteeredState, prev_tokens: torch.Tensor
+    ) -> tuple[torch.Tensor, SteeredState]:
         log_probs, inner = self.model.decode_step(state.inner, prev_tokens)  # [B*, V']
         return torch.log_softmax(log_probs + state.bias, -1), SteeredState(inner, state.bias)
 
 
 def vocab_tone(weights: torch.Tensor, vocab, texts: list[str]) -> list[float]:
     """Per tokenized text (tokens joined by spaces), the mean weight of its known tokens."""
-    return [mean_nonzero(weights[[vocab.index.get(t, 0) for t in text.split()]])
-            for text in texts]
+    return [mean_nonzero(weights[[vocab.index.get(t, 0) for t in text.split()]]) for text in texts]
 
 
 def load_lexicon(path: Path, corpus: list[str]) -> RatingLexicon:
@@ -117,14 +121,17 @@ def accuracy(lexicon: RatingLexicon, heldout: list[str], n: int = 20_000) -> str
     """How well the lexicon's estimates track the stars of `n` held-out rated reviews."""
     if not heldout:
         return ""
-    rated = list(islice(((r.text, r.rating) for r in CorpusReader(heldout)
-                         if r.rating is not None), n))  # reads no further than it needs
+    rated = list(
+        islice(((r.text, r.rating) for r in CorpusReader(heldout) if r.rating is not None), n)
+    )  # reads no further than it needs
     guess = np.array([lexicon.rating(t) for t, _ in rated])
     stars = np.array([r for _, r in rated])
-    return (f"The lexicon on {len(rated):,} held-out rated reviews: Pearson r "
-            f"{np.corrcoef(guess, stars)[0, 1]:.2f} with their stars, mean absolute error "
-            f"{np.abs(guess - stars).mean():.2f} stars (predicting the mean for all: "
-            f"{np.abs(lexicon.mean - stars).mean():.2f}).\n\n")
+    return (
+        f"The lexicon on {len(rated):,} held-out rated reviews: Pearson r "
+        f"{np.corrcoef(guess, stars)[0, 1]:.2f} with their stars, mean absolute error "
+        f"{np.abs(guess - stars).mean():.2f} stars (predicting the mean for all: "
+        f"{np.abs(lexicon.mean - stars).mean():.2f}).\n\n"
+    )
 
 
 def tone_table(rows: dict[str, dict], lexicon: RatingLexicon, sets: list) -> str:
@@ -133,18 +140,23 @@ def tone_table(rows: dict[str, dict], lexicon: RatingLexicon, sets: list) -> str
     refs = np.mean([lexicon.rating(s.summaries[0]) for s in sets])
     cuts = np.quantile(inputs, [1 / 3, 2 / 3])
     third = np.digitize(inputs, cuts)  # 0: the lowest-rated third of the dev reviews
-    lines = [f"Estimated ratings (lexicon mean {lexicon.mean:.2f}, {len(lexicon.weights):,} "
-             f"words): input reviews {inputs.mean():.2f}, human summaries {refs:.2f}. R1 by "
-             f"the reviews' estimated rating: thirds of the dev set, cut at {cuts[0]:.2f} and "
-             f"{cuts[1]:.2f}.", "",
-             "| decoding | summaries' rating | corr. with reviews' | R1 low third | R1 middle | "
-             "R1 high third |", "|---|--:|--:|--:|--:|--:|"]
+    lines = [
+        f"Estimated ratings (lexicon mean {lexicon.mean:.2f}, {len(lexicon.weights):,} "
+        f"words): input reviews {inputs.mean():.2f}, human summaries {refs:.2f}. R1 by "
+        f"the reviews' estimated rating: thirds of the dev set, cut at {cuts[0]:.2f} and "
+        f"{cuts[1]:.2f}.",
+        "",
+        "| decoding | summaries' rating | corr. with reviews' | R1 low third | R1 middle | "
+        "R1 high third |",
+        "|---|--:|--:|--:|--:|--:|",
+    ]
     for name, row in rows.items():
         tone = np.array([lexicon.rating(t) for t in row["summaries"]])
         r1 = np.array(row["per_entity"]["rouge1"])
         parts = " | ".join(f"{r1[third == k].mean():.2f}" for k in range(3))
-        lines.append(f"| {name} | {tone.mean():.2f} | {np.corrcoef(tone, inputs)[0, 1]:.2f} "
-                     f"| {parts} |")
+        lines.append(
+            f"| {name} | {tone.mean():.2f} | {np.corrcoef(tone, inputs)[0, 1]:.2f} | {parts} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -152,8 +164,12 @@ def main() -> None:
     parser = dev_parser(__doc__.splitlines()[0])
     parser.add_argument("--probes", default="")
     parser.add_argument("--corpus", nargs="*", default=[], help="rated review files or globs")
-    parser.add_argument("--heldout", nargs="*", default=[],
-                        help="rated review files the lexicon was not fit on: its accuracy there")
+    parser.add_argument(
+        "--heldout",
+        nargs="*",
+        default=[],
+        help="rated review files the lexicon was not fit on: its accuracy there",
+    )
     parser.add_argument("--lexicon", type=Path, default=Path("runs/sentiment/lexicon.json"))
     parser.add_argument("--json", type=Path, default=Path("runs/sentiment/dev.json"))
     parser.add_argument("--markdown", type=Path, help="also write the tables here")
@@ -170,21 +186,28 @@ def main() -> None:
     def measure(probe: dict) -> dict:
         summarizer.wrap = steering(probe, weights, summarizer, sets, rows)
         return run_variant(summarizer, base, sets, {})
+
     measure_rows(rows, parse_variants(args.probes), args.json, measure)
     paired_tests(rows)
     write_json(args.json, rows)
     corpus = " ".join(f"'{c}'" for c in args.corpus)
-    command = (f"python -m studies.sentiment_probe {args.model} {args.dev} --corpus {corpus} "
-               f"--probes \"{args.probes}\" --lexicon {args.lexicon} --json {args.json}")
+    command = (
+        f"python -m studies.sentiment_probe {args.model} {args.dev} --corpus {corpus} "
+        f'--probes "{args.probes}" --lexicon {args.lexicon} --json {args.json}'
+    )
     if args.heldout:
         command += " --heldout " + " ".join(f"'{h}'" for h in args.heldout)
-    emit(f"# Sentiment probe (dev set)\n\n```bash\n{command}\n```\n\n"
-         + accuracy(lexicon, args.heldout) + table(rows, args.model, args.dev, len(sets))
-         + "\n" + tone_table(rows, lexicon, sets), args.markdown)
+    emit(
+        f"# Sentiment probe (dev set)\n\n```bash\n{command}\n```\n\n"
+        + accuracy(lexicon, args.heldout)
+        + table(rows, args.model, args.dev, len(sets))
+        + "\n"
+        + tone_table(rows, lexicon, sets),
+        args.markdown,
+    )
 
 
-def steering(probe: dict, weights: torch.Tensor, summarizer: Summarizer, sets: list,
-             rows: dict):
+def steering(probe: dict, weights: torch.Tensor, summarizer: Summarizer, sets: list, rows: dict):
     """The wrap of one probe (the identity for an empty one)."""
     check_keys(probe, PROBE_KEYS)
     if not probe:
@@ -192,9 +215,16 @@ def steering(probe: dict, weights: torch.Tensor, summarizer: Summarizer, sets: l
     center = probe.get("center", "summaries")
     if center not in CENTERS:
         raise SystemExit(f"--probes: center must be one of {', '.join(CENTERS)}, not {center!r}")
-    texts = (rows["base"]["summaries"] if center == "summaries" else
-             [" ".join(t for r in summarizer.encode_reviews(s.reviews)
-                       for t in summarizer.vocab.decode(r)) for s in sets])
+    texts = (
+        rows["base"]["summaries"]
+        if center == "summaries"
+        else [
+            " ".join(
+                t for r in summarizer.encode_reviews(s.reviews) for t in summarizer.vocab.decode(r)
+            )
+            for s in sets
+        ]
+    )
     c = float(np.mean(vocab_tone(weights, summarizer.vocab, texts)))
     strength = float(probe.get("strength", 0))
     return lambda model: SteeredModel(model, weights, strength, c)

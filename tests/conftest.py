@@ -16,7 +16,8 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 needs_data = pytest.mark.skipif(
     not (SHARED_DATA / "yelp").is_dir(),
-    reason=f"shared data not found at {SHARED_DATA} (it is never shipped with the project)")
+    reason=f"shared data not found at {SHARED_DATA} (it is never shipped with the project)",
+)
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:
@@ -38,9 +39,11 @@ def synthetic_reviews(n_entities: int = 30, per_entity: int = 12, seed: int = 0)
         for _ in range(per_entity):
             good = rng.random() < 0.5
             adj = GOOD if good else BAD
-            text = (f"the {rng.choice(FOODS)} was {rng.choice(adj)} and the {rng.choice(STAFF)} "
-                    f"was {'friendly' if good else 'rude'} . "
-                    f"we {'will' if good else 'will not'} come back .")
+            text = (
+                f"the {rng.choice(FOODS)} was {rng.choice(adj)} and the {rng.choice(STAFF)} "
+                f"was {'friendly' if good else 'rude'} . "
+                f"we {'will' if good else 'will not'} come back ."
+            )
             out.append({"entity_id": f"biz-{e:03d}", "text": text, "rating": 5.0 if good else 1.0})
     return out
 
@@ -48,15 +51,22 @@ def synthetic_reviews(n_entities: int = 30, per_entity: int = 12, seed: int = 0)
 def synthetic_sets(n: int = 3) -> list[list[str]]:
     """n entities of 4 synthetic reviews each (the first 4*n of `synthetic_reviews`'s kind)."""
     texts = [r["text"] for r in synthetic_reviews(n_entities=n, per_entity=4)]
-    return [texts[i * 4:(i + 1) * 4] for i in range(n)]
+    return [texts[i * 4 : (i + 1) * 4] for i in range(n)]
 
 
 def write_dev_sets(path: Path, n: int = 3) -> Path:
     """A dev review-set file of `synthetic_sets(n)`, each with one reference summary."""
-    return write_jsonl(path, [
-        {"entity_id": f"e{i}", "reviews": reviews,
-         "summaries": ["the pizza was great and the staff was friendly ."]}
-        for i, reviews in enumerate(synthetic_sets(n))])
+    return write_jsonl(
+        path,
+        [
+            {
+                "entity_id": f"e{i}",
+                "reviews": reviews,
+                "summaries": ["the pizza was great and the staff was friendly ."],
+            }
+            for i, reviews in enumerate(synthetic_sets(n))
+        ],
+    )
 
 
 def save_tiny_summarizer(directory: Path, settings) -> Path:
@@ -76,9 +86,17 @@ def save_tiny_summarizer(directory: Path, settings) -> Path:
     vocab = Vocab.from_counts(counts, tokenizer=tokenizer)
     torch.manual_seed(0)
     cfg = DenoiseSumConfig(vocab_size=len(vocab), embed_dim=8, hidden_dim=12, n_topics=3)
-    save_model_dir(directory, DenoiseSum(cfg),
-                   {"kind": "denoisesum", "model": asdict(cfg), "summarize": asdict(settings),
-                    "train": {"lr": 0.001}}, vocab)
+    save_model_dir(
+        directory,
+        DenoiseSum(cfg),
+        {
+            "kind": "denoisesum",
+            "model": asdict(cfg),
+            "summarize": asdict(settings),
+            "train": {"lr": 0.001},
+        },
+        vocab,
+    )
     return directory
 
 

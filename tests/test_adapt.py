@@ -22,8 +22,16 @@ from denoisesum.evaluation.heldout import (
 from denoisesum.inference.summarizer import DEFAULT_MODEL_DIR
 
 # a few steps and greedy decoding: the 30k-word model is slow on one CPU thread
-QUICK = ["--preset", "tiny", "--set", "train.train.max_steps=3",
-         "--set", "train.summarize.decode.beam_size=1", "--set", "evaluate.entities=2"]
+QUICK = [
+    "--preset",
+    "tiny",
+    "--set",
+    "train.train.max_steps=3",
+    "--set",
+    "train.summarize.decode.beam_size=1",
+    "--set",
+    "evaluate.entities=2",
+]
 
 
 def read(path: Path) -> dict:
@@ -44,8 +52,10 @@ def test_fit_from_the_installed_model_works_the_first_time(adapted):
     model, base = adapted["model"], DEFAULT_MODEL_DIR
     config, shipped = read(model / "config.json"), read(base / "config.json")
     # the base model's sizes, topic count and vocabulary, and its whole decoding
-    assert config["model"] == {**shipped["model"], **{k: v for k, v in config["model"].items()
-                                                      if k not in shipped["model"]}}
+    assert config["model"] == {
+        **shipped["model"],
+        **{k: v for k, v in config["model"].items() if k not in shipped["model"]},
+    }
     assert config["model"]["n_topics"] == shipped["model"]["n_topics"] == 100
     assert read(model / "vocab.json")["tokens"] == read(base / "vocab.json")["tokens"]
     decode, base_decode = config["summarize"]["decode"], shipped["summarize"]["decode"]
@@ -56,8 +66,10 @@ def test_fit_from_the_installed_model_works_the_first_time(adapted):
     # it started from the base weights (three small steps away), not from an LM
     train = model / "work" / "train"
     assert not (train / "lm-init.json").exists()
-    before, after = load_file(str(base / "model.safetensors")), load_file(
-        str(model / "model.safetensors"))
+    before, after = (
+        load_file(str(base / "model.safetensors")),
+        load_file(str(model / "model.safetensors")),
+    )
     key = "decoder_c.out.weight" if "decoder_c.out.weight" in before else sorted(before)[0]
     assert (before[key].float() - after[key].float()).abs().max().item() < 0.05
     # one checkpoint kept: what resuming needs
@@ -82,8 +94,11 @@ def test_fit_ends_with_scores_on_held_out_businesses(adapted):
     assert [s["entity_id"] for s in summaries] == quality["held_out"]
     pairs = model / "work" / "pairs"
     assert read(pairs / "manifest.json")["excluded_entities"] == 2
-    made = [json.loads(line)["entity_id"] for shard in sorted((pairs / "shards").glob("*.gz"))
-            for line in gzip.decompress(shard.read_bytes()).decode().splitlines()]
+    made = [
+        json.loads(line)["entity_id"]
+        for shard in sorted((pairs / "shards").glob("*.gz"))
+        for line in gzip.decompress(shard.read_bytes()).decode().splitlines()
+    ]
     assert made and not set(made) & set(quality["held_out"])
     assert "[8/8] evaluate: done" in stderr
 
@@ -98,16 +113,20 @@ def test_progress_written_to_a_pipe_is_plain_lines(adapted):
 
 
 def test_a_rerun_skips_every_stage(adapted):
-    done = run_cli("fit", adapted["corpus"], "-o", adapted["model"], "--from",
-                   "denoisesum-yelp", *QUICK)
+    done = run_cli(
+        "fit", adapted["corpus"], "-o", adapted["model"], "--from", "denoisesum-yelp", *QUICK
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "fit: 8 skipped" in done.stdout
 
 
-@pytest.mark.parametrize("base, message", [
-    ("no-such-model", "no model directory or installed model named 'no-such-model'"),
-    ("{tmp}", "is not a trained summarizer (it has no model.safetensors"),
-])
+@pytest.mark.parametrize(
+    "base, message",
+    [
+        ("no-such-model", "no model directory or installed model named 'no-such-model'"),
+        ("{tmp}", "is not a trained summarizer (it has no model.safetensors"),
+    ],
+)
 def test_a_bad_from_is_refused_before_any_work(tmp_path, base, message):
     corpus = write_jsonl(tmp_path / "corpus.jsonl", synthetic_reviews(n_entities=3))
     empty = tmp_path / "empty"
@@ -120,8 +139,9 @@ def test_a_bad_from_is_refused_before_any_work(tmp_path, base, message):
 
 def test_from_with_an_lm_to_start_from_is_refused(tmp_path):
     corpus = write_jsonl(tmp_path / "corpus.jsonl", synthetic_reviews(n_entities=3))
-    done = run_cli("fit", corpus, "-o", tmp_path / "out", "--from", "denoisesum-yelp", "--lm",
-                   tmp_path, *QUICK)
+    done = run_cli(
+        "fit", corpus, "-o", tmp_path / "out", "--from", "denoisesum-yelp", "--lm", tmp_path, *QUICK
+    )
     assert refused(done, "give one (--noise-lm DIR"), done.stderr
 
 

@@ -84,7 +84,7 @@ def decode(tables, **config) -> list[list[int]]:
 
 
 def repeats_ngram(words: list[int], n: int) -> bool:
-    grams = [tuple(words[i: i + n]) for i in range(len(words) - n + 1)]
+    grams = [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
     return len(grams) != len(set(grams))
 
 
@@ -94,8 +94,16 @@ def repeats_ngram(words: list[int], n: int) -> bool:
 def test_beam_finds_the_sequence_greedy_misses():
     # greedy takes A (0.55) then the best of a flat row (0.34): 0.187;
     # B (0.45) then C (0.9) is 0.405
-    t = table({BOS_ID: {A: 0.55, B: 0.45}, A: {C: 0.34, D: 0.33, E: 0.33}, B: {C: 0.9, D: 0.1},
-               C: {EOS_ID: 1.0}, D: {EOS_ID: 1.0}, E: {EOS_ID: 1.0}})
+    t = table(
+        {
+            BOS_ID: {A: 0.55, B: 0.45},
+            A: {C: 0.34, D: 0.33, E: 0.33},
+            B: {C: 0.9, D: 0.1},
+            C: {EOS_ID: 1.0},
+            D: {EOS_ID: 1.0},
+            E: {EOS_ID: 1.0},
+        }
+    )
     assert decode(t, beam_size=1) == [[A, C]]
     assert decode(t, beam_size=2) == [[B, C]]
     assert decode(t) == [[B, C]]  # the default beam of 5
@@ -134,8 +142,9 @@ def test_a_beam_wider_than_the_search_space_is_exhaustive(alpha, seed):
 def test_length_normalisation_prefers_a_longer_confident_summary():
     # A </s> costs log 0.5 in total (-0.69, mean -0.35 over 2 tokens); B C D </s> costs
     # log(0.45*0.99^3) = -0.83, mean -0.21 over 4: plain beam search takes the short one
-    t = table({BOS_ID: {A: 0.5, B: 0.45}, A: {EOS_ID: 1.0}, B: {C: 0.99}, C: {D: 0.99},
-               D: {EOS_ID: 0.99}})
+    t = table(
+        {BOS_ID: {A: 0.5, B: 0.45}, A: {EOS_ID: 1.0}, B: {C: 0.99}, C: {D: 0.99}, D: {EOS_ID: 0.99}}
+    )
     assert decode(t, beam_size=3, length_penalty=0.0) == [[A]]
     assert decode(t, beam_size=3, length_penalty=1.0) == [[B, C, D]]
 
@@ -150,8 +159,7 @@ def test_greedy_is_beam_one():
         words, prev = [], BOS_ID
         while len(words) <= cfg.max_length:
             always = torch.tensor([i in (PAD_ID, UNK_ID, BOS_ID) for i in range(V)])
-            ban = constraint_mask(torch.tensor([words], dtype=torch.long), banning(always),
-                                  cfg)[0]
+            ban = constraint_mask(torch.tensor([words], dtype=torch.long), banning(always), cfg)[0]
             prev = int(model.log_tables[e, prev].masked_fill(ban, -math.inf).argmax())
             if prev == EOS_ID:
                 break
@@ -177,8 +185,9 @@ def test_max_length_forces_the_end():
 
 def test_specials_are_never_produced():
     # <unk>, <pad> and <s> are the most likely next words everywhere
-    t = table({i: {UNK_ID: 0.5, PAD_ID: 0.2, BOS_ID: 0.2, A: 0.05, B: 0.05} for i in range(V)},
-              floor=1e-3)
+    t = table(
+        {i: {UNK_ID: 0.5, PAD_ID: 0.2, BOS_ID: 0.2, A: 0.05, B: 0.05} for i in range(V)}, floor=1e-3
+    )
     for beam in (1, 5):
         words = decode(t, beam_size=beam, min_length=5, max_length=12)[0]
         assert len(words) >= 5 and not set(words) & {PAD_ID, UNK_ID, BOS_ID, EOS_ID}
@@ -186,8 +195,10 @@ def test_specials_are_never_produced():
 
 def test_no_immediate_repeat():
     t = table({i: {i: 0.9} for i in range(4, V)} | {BOS_ID: {A: 1.0}}, floor=1e-3)
-    assert decode(t, min_length=6, max_length=6, no_immediate_repeat=False,
-                  no_repeat_ngram=0)[0] == [A] * 6
+    assert (
+        decode(t, min_length=6, max_length=6, no_immediate_repeat=False, no_repeat_ngram=0)[0]
+        == [A] * 6
+    )
     words = decode(t, min_length=6, max_length=6, no_repeat_ngram=0)[0]
     assert all(a != b for a, b in itertools.pairwise(words))
 
@@ -216,7 +227,7 @@ def test_constraint_mask_bans_what_would_repeat_a_trigram():
     ban = constraint_mask(history, banning(torch.zeros(V, dtype=torch.bool)), cfg)
     assert ban[0].nonzero().flatten().tolist() == [C]  # "a b" was followed by c
     assert ban[1].nonzero().flatten().tolist() == [B]  # "b a" was followed by b
-    assert not ban[2, len(SPECIALS):].any()  # specials are always banned
+    assert not ban[2, len(SPECIALS) :].any()  # specials are always banned
 
 
 DOT = E  # the sentence end in the tests below
@@ -227,27 +238,31 @@ def masks(content=(A, B, C), ends=(DOT,)) -> WordMasks:
 
 
 def test_a_content_word_comes_back_only_in_a_later_sentence():
-    cfg = DecodeConfig(min_length=0, no_immediate_repeat=False, no_repeat_ngram=0,
-                       no_repeat_in_sentence=True)
+    cfg = DecodeConfig(
+        min_length=0, no_immediate_repeat=False, no_repeat_ngram=0, no_repeat_in_sentence=True
+    )
     history = torch.tensor([[A, D, B], [A, DOT, B], [D, D, D]])
     ban = constraint_mask(history, masks(), cfg)
     assert ban[0, [A, B]].all() and not ban[0, [C, D]].any()  # D is no content word
     assert ban[1, B] and not ban[1, A]  # A was in the finished sentence
-    assert not ban[2, len(SPECIALS):].any()  # specials are always banned
+    assert not ban[2, len(SPECIALS) :].any()  # specials are always banned
 
 
 def test_max_word_repeats_counts_the_whole_summary():
-    cfg = DecodeConfig(min_length=0, no_immediate_repeat=False, no_repeat_ngram=0,
-                       max_word_repeats=2)
+    cfg = DecodeConfig(
+        min_length=0, no_immediate_repeat=False, no_repeat_ngram=0, max_word_repeats=2
+    )
     ban = constraint_mask(torch.tensor([[A, DOT, A, B, DOT, D, D]]), masks(), cfg)
     # D is used twice too, but it is no content word
-    assert ban[0, len(SPECIALS):].nonzero().flatten().tolist() == [A - len(SPECIALS)]
+    assert ban[0, len(SPECIALS) :].nonzero().flatten().tolist() == [A - len(SPECIALS)]
 
 
 def test_sentence_blocking_changes_the_decoded_words():
     # the likeliest path says "a b a ." ; with the rule, A cannot come back before the "."
-    t = table({BOS_ID: {A: 0.9}, A: {B: 0.9}, B: {A: 0.8, C: 0.1}, C: {DOT: 0.9},
-               DOT: {EOS_ID: 0.9}}, floor=1e-4)
+    t = table(
+        {BOS_ID: {A: 0.9}, A: {B: 0.9}, B: {A: 0.8, C: 0.1}, C: {DOT: 0.9}, DOT: {EOS_ID: 0.9}},
+        floor=1e-4,
+    )
     t[A, EOS_ID] = 0.5
     cfg = DecodeConfig(min_length=3, max_length=4, no_repeat_ngram=0, length_penalty=0.0)
     words = WordLists((), [A, B, C], [DOT])
@@ -259,12 +274,17 @@ def test_sentence_blocking_changes_the_decoded_words():
 
 
 def test_a_sentence_that_restates_an_earlier_one_cannot_end():
-    cfg = DecodeConfig(min_length=0, no_immediate_repeat=False, no_repeat_ngram=0,
-                       restate_overlap=0.5)
-    history = torch.tensor([[A, B, DOT, B, A],  # the same two content words: restated
-                            [A, B, DOT, C, A],  # half of {C, A} was said: restated
-                            [A, B, DOT, C, D],  # one content word (D is none): may end
-                            [A, B, C, D, A]])  # no earlier sentence
+    cfg = DecodeConfig(
+        min_length=0, no_immediate_repeat=False, no_repeat_ngram=0, restate_overlap=0.5
+    )
+    history = torch.tensor(
+        [
+            [A, B, DOT, B, A],  # the same two content words: restated
+            [A, B, DOT, C, A],  # half of {C, A} was said: restated
+            [A, B, DOT, C, D],  # one content word (D is none): may end
+            [A, B, C, D, A],
+        ]
+    )  # no earlier sentence
     ban = constraint_mask(history, masks(), cfg)
     assert ban[:, DOT].tolist() == [True, True, False, False]
     assert ban[:, EOS_ID].tolist() == [True, True, False, False]
@@ -281,19 +301,34 @@ def test_restating_agrees_with_the_style_measure():
         rows = [[rng.choice([A, B, C, D, DOT]) for _ in range(length)] for _ in range(5)]
         got = restating(torch.tensor(rows), masks(), 0.5).tolist()
         for history, flag in zip(rows, got, strict=True):
-            done = history[:len(history) - history[::-1].index(DOT)] if DOT in history else []
-            ended = restated_sentences(" ".join(text[w] for w in history) + " .") - \
-                restated_sentences(" ".join(text[w] for w in done))
+            done = history[: len(history) - history[::-1].index(DOT)] if DOT in history else []
+            ended = restated_sentences(
+                " ".join(text[w] for w in history) + " ."
+            ) - restated_sentences(" ".join(text[w] for w in done))
             assert flag == (ended > 0), history
 
 
 def test_restatement_blocking_changes_the_decoded_words():
     # likeliest: "a b . a b" then </s>; blocked (share 0.7), the second sentence must bring in
     # a new content word before it may end: "a b . a b c"
-    t = table({BOS_ID: {A: 0.9}, A: {B: 0.9}, B: {DOT: 0.5, EOS_ID: 0.4, C: 0.05},
-               DOT: {A: 0.9}, C: {EOS_ID: 0.9}}, floor=1e-4)
-    cfg = DecodeConfig(beam_size=3, min_length=5, max_length=7, no_repeat_ngram=0,
-                       no_immediate_repeat=False, length_penalty=0.0)
+    t = table(
+        {
+            BOS_ID: {A: 0.9},
+            A: {B: 0.9},
+            B: {DOT: 0.5, EOS_ID: 0.4, C: 0.05},
+            DOT: {A: 0.9},
+            C: {EOS_ID: 0.9},
+        },
+        floor=1e-4,
+    )
+    cfg = DecodeConfig(
+        beam_size=3,
+        min_length=5,
+        max_length=7,
+        no_repeat_ngram=0,
+        no_immediate_repeat=False,
+        length_penalty=0.0,
+    )
     words = WordLists((), [A, B, C], [DOT])
     loose = beam_search(Markov(t[None]), fake_batch(), cfg, words=words)[0][0].tokens
     assert loose == [A, B, DOT, A, B]
@@ -310,18 +345,20 @@ def test_input_salience_is_the_share_of_an_entity_s_reviews_using_a_content_word
     assert got.shape == (2, V)
     assert got[0, [A, B, C, D]].tolist() == [1.0, 0.5, 0.5, 0.0]  # A twice in a review: once
     assert got[1, [A, B, C, D]].tolist() == [0.0, 1.0, 0.0, 0.0]
-    assert not got[:, :len(SPECIALS)].any()
+    assert not got[:, : len(SPECIALS)].any()
 
 
 def bonus_batch(reviews: list[list[int]]):
-    return SimpleNamespace(n_pairs=1, reviews=torch.tensor(reviews),
-                           review_pair=torch.zeros(len(reviews), dtype=torch.long))
+    return SimpleNamespace(
+        n_pairs=1,
+        reviews=torch.tensor(reviews),
+        review_pair=torch.zeros(len(reviews), dtype=torch.long),
+    )
 
 
 def test_input_bonus_prefers_the_words_of_the_reviews():
     # the model slightly prefers C, which no review uses; both reviews use B
-    t = table({BOS_ID: {C: 0.5, B: 0.4, A: 0.1}, B: {EOS_ID: 0.9}, C: {EOS_ID: 0.9}},
-              floor=1e-4)
+    t = table({BOS_ID: {C: 0.5, B: 0.4, A: 0.1}, B: {EOS_ID: 0.9}, C: {EOS_ID: 0.9}}, floor=1e-4)
     words = WordLists((), [A, B, C], [DOT])
     batch = bonus_batch([[B, D], [B, A]])
     cfg = DecodeConfig(min_length=0, no_repeat_ngram=0)
@@ -345,8 +382,10 @@ def test_input_bonus_rewards_only_the_first_use_of_a_word():
 
 def test_input_words_only_bans_the_content_words_no_review_uses():
     # C is likelier, but no review says it; D is no content word, so it stays allowed
-    t = table({BOS_ID: {C: 0.5, D: 0.3, B: 0.2}, B: {EOS_ID: 0.9}, C: {EOS_ID: 0.9},
-               D: {EOS_ID: 0.9}}, floor=1e-4)
+    t = table(
+        {BOS_ID: {C: 0.5, D: 0.3, B: 0.2}, B: {EOS_ID: 0.9}, C: {EOS_ID: 0.9}, D: {EOS_ID: 0.9}},
+        floor=1e-4,
+    )
     words = WordLists((), [A, B, C], [DOT])
     cfg = DecodeConfig(min_length=0, no_repeat_ngram=0, input_words_only=True)
     found = beam_search(Markov(t[None]), bonus_batch([[B, A]]), cfg, words=words)[0]
@@ -369,8 +408,9 @@ def test_first_person_blocking():
     assert banned_words(DecodeConfig(), index) == []
     cfg = DecodeConfig(block_first_person=True)
     assert banned_words(cfg, index) == [A, B]
-    t = table({BOS_ID: {A: 0.6, B: 0.3, C: 0.1}, A: {B: 0.9}, B: {C: 0.9}, C: {D: 0.9},
-               D: {EOS_ID: 0.9}})
+    t = table(
+        {BOS_ID: {A: 0.6, B: 0.3, C: 0.1}, A: {B: 0.9}, B: {C: 0.9}, C: {D: 0.9}, D: {EOS_ID: 0.9}}
+    )
     model = Markov(t.unsqueeze(0))
     loose = beam_search(model, fake_batch(), DecodeConfig(min_length=0))[0][0].tokens
     assert loose == [A, B, C, D]
@@ -380,14 +420,17 @@ def test_first_person_blocking():
 
 
 def test_bad_settings_are_named():
-    for bad, key in [({"beam_size": 0}, "beam_size"), ({"min_length": 9, "max_length": 5},
-                                                        "min_length"),
-                     ({"length_penalty": -1.0}, "length_penalty"),
-                     ({"max_word_repeats": -1}, "max_word_repeats"),
-                     ({"restate_overlap": 1.5}, "restate_overlap"),
-                     ({"input_bonus": -0.5}, "input_bonus"),
-                     ({"unsaid_penalty": -1.0}, "unsaid_penalty"),
-                     ({"subsets": 2}, "subsets"), ({"rerank_ngrams": 0}, "rerank_ngrams")]:
+    for bad, key in [
+        ({"beam_size": 0}, "beam_size"),
+        ({"min_length": 9, "max_length": 5}, "min_length"),
+        ({"length_penalty": -1.0}, "length_penalty"),
+        ({"max_word_repeats": -1}, "max_word_repeats"),
+        ({"restate_overlap": 1.5}, "restate_overlap"),
+        ({"input_bonus": -0.5}, "input_bonus"),
+        ({"unsaid_penalty": -1.0}, "unsaid_penalty"),
+        ({"subsets": 2}, "subsets"),
+        ({"rerank_ngrams": 0}, "rerank_ngrams"),
+    ]:
         with pytest.raises(ConfigError, match=f"'decode.{key}'"):
             beam_search(Markov(torch.ones(1, V, V)), fake_batch(), DecodeConfig(**bad))
 
@@ -402,7 +445,7 @@ def test_batched_equals_one_entity_at_a_time():
     cfg = DecodeConfig(beam_size=3, min_length=2, max_length=12)
     together = beam_search(Markov(tables), fake_batch(5), cfg)
     for e in range(5):
-        alone = beam_search(Markov(tables[e: e + 1]), fake_batch(), cfg)[0]
+        alone = beam_search(Markov(tables[e : e + 1]), fake_batch(), cfg)[0]
         assert [h.tokens for h in together[e]] == [h.tokens for h in alone]
         assert [h.score for h in together[e]] == pytest.approx([h.score for h in alone])
     assert len(together[1][0].tokens) == 2
@@ -413,8 +456,7 @@ def test_finished_entities_leave_the_batch():
     tables[0, :, EOS_ID] = 1e3  # entity 0 ends at once; entity 1 runs to max_length
     tables[1, :, EOS_ID] = 1e-9
     model = Markov(tables)
-    hyps = beam_search(model, fake_batch(2), DecodeConfig(beam_size=2, min_length=1,
-                                                          max_length=20))
+    hyps = beam_search(model, fake_batch(2), DecodeConfig(beam_size=2, min_length=1, max_length=20))
     assert [len(h[0].tokens) for h in hyps] == [1, 20]
     assert model.steps == 21
 
@@ -422,11 +464,14 @@ def test_finished_entities_leave_the_batch():
 def tiny_model_and_review_sets(seed: int, set_sizes: tuple[int, ...]):
     """A random tiny DenoiseSum and review sets of random word ids with the given sizes."""
     torch.manual_seed(seed)
-    model = DenoiseSum(DenoiseSumConfig(vocab_size=40, embed_dim=8, hidden_dim=12, n_topics=3,
-                                        dropout=0.0)).eval()
+    model = DenoiseSum(
+        DenoiseSumConfig(vocab_size=40, embed_dim=8, hidden_dim=12, n_topics=3, dropout=0.0)
+    ).eval()
     rng = random.Random(seed)
-    sets = [[[rng.randrange(4, 40) for _ in range(rng.randint(2, 9))]
-             for _ in range(n)] for n in set_sizes]
+    sets = [
+        [[rng.randrange(4, 40) for _ in range(rng.randint(2, 9))] for _ in range(n)]
+        for n in set_sizes
+    ]
     return model, sets
 
 
@@ -468,5 +513,6 @@ def test_skipping_the_static_encoder_tensors_changes_nothing():
     cfg = DecodeConfig(beam_size=4, min_length=2, max_length=12)
     fast = beam_search(model, inference_batch(sets), cfg)
     plain = beam_search(OpaqueModel(model), inference_batch(sets), cfg)
-    assert [[(h.tokens, h.score) for h in hyps] for hyps in fast] == \
-        [[(h.tokens, h.score) for h in hyps] for hyps in plain]
+    assert [[(h.tokens, h.score) for h in hyps] for hyps in fast] == [
+        [(h.tokens, h.score) for h in hyps] for hyps in plain
+    ]

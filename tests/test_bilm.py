@@ -12,8 +12,9 @@ V = 50
 @pytest.fixture
 def model():
     torch.manual_seed(0)
-    return BiLM(BiLMConfig(vocab_size=V, embed_dim=8, hidden_dim=12, proj_dim=16,
-                           cutoffs=[20, 35])).eval()
+    return BiLM(
+        BiLMConfig(vocab_size=V, embed_dim=8, hidden_dim=12, proj_dim=16, cutoffs=[20, 35])
+    ).eval()
 
 
 def test_add_boundaries():

@@ -21,9 +21,14 @@ N_ENTITIES = 12
 
 
 def run_cli(*args, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "denoisesum.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=180,
-                          env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "denoisesum.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
+        **kwargs,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -54,18 +59,29 @@ def reference(tiny, sets_file, tmp_path_factory) -> list[str]:
     done = run_cli("summarize", sets_file, "--model", tiny, "-o", out, "--batch-size", "2")
     assert done.returncode == 0, done.stderr
     lines = out.read_text().splitlines()
-    assert [json.loads(line)["entity_id"] for line in lines] == \
-        [s["entity_id"] for s in entity_sets()]
+    assert [json.loads(line)["entity_id"] for line in lines] == [
+        s["entity_id"] for s in entity_sets()
+    ]
     return lines
 
 
 def test_a_killed_run_resumes_to_the_uninterrupted_output(tiny, sets_file, reference, tmp_path):
     out = tmp_path / "out.jsonl"
-    args = [sys.executable, "-m", "denoisesum.cli", "summarize", str(sets_file), "--model",
-            str(tiny), "-o", str(out), "--batch-size", "2"]
+    args = [
+        sys.executable,
+        "-m",
+        "denoisesum.cli",
+        "summarize",
+        str(sets_file),
+        "--model",
+        str(tiny),
+        "-o",
+        str(out),
+        "--batch-size",
+        "2",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "DENOISESUM_TEST_BATCH_SLEEP": "0.5"}
-    process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # at least two batches written, not all
@@ -77,12 +93,14 @@ def test_a_killed_run_resumes_to_the_uninterrupted_output(tiny, sets_file, refer
         process.wait(timeout=30)
     assert process.returncode == -signal.SIGKILL
     partial = out.read_text().splitlines()
-    assert 4 <= len(partial) < N_ENTITIES and partial == reference[:len(partial)]
+    assert 4 <= len(partial) < N_ENTITIES and partial == reference[: len(partial)]
     done = run_cli(*args[3:])
     assert done.returncode == 0, done.stderr
     assert out.read_text().splitlines() == reference
-    assert f"{N_ENTITIES - len(partial)} summaries -> {out} ({len(partial)} from before " \
+    assert (
+        f"{N_ENTITIES - len(partial)} summaries -> {out} ({len(partial)} from before "
         "kept)" in done.stderr
+    )
     # once more: nothing left to do, nothing duplicated
     again = run_cli(*args[3:])
     assert again.returncode == 0 and out.read_text().splitlines() == reference
@@ -91,14 +109,30 @@ def test_a_killed_run_resumes_to_the_uninterrupted_output(tiny, sets_file, refer
 
 def test_ctrl_c_says_how_to_continue(tiny, sets_file, reference, tmp_path):
     out = tmp_path / "out.csv"
-    args = [sys.executable, "-m", "denoisesum.cli", "summarize", str(sets_file), "--model",
-            str(tiny), "-o", str(out), "--batch-size", "2"]
+    args = [
+        sys.executable,
+        "-m",
+        "denoisesum.cli",
+        "summarize",
+        str(sets_file),
+        "--model",
+        str(tiny),
+        "-o",
+        str(out),
+        "--batch-size",
+        "2",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "DENOISESUM_TEST_BATCH_SLEEP": "0.5"}
     # a suite started in the background (nohup, `&` in a script) ignores SIGINT, and the child
     # would inherit that: give it the default disposition, as a terminal's Ctrl-C finds it
-    process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    process = subprocess.Popen(
+        args,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # the header and a batch
         if out.exists() and len(out.read_bytes().splitlines()) >= 3:
@@ -107,8 +141,7 @@ def test_ctrl_c_says_how_to_continue(tiny, sets_file, reference, tmp_path):
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130 and "Traceback" not in stderr
-    assert f"summaries of this run are in {out}; run the same command again to continue" \
-        in stderr
+    assert f"summaries of this run are in {out}; run the same command again to continue" in stderr
     done = run_cli(*args[3:])
     assert done.returncode == 0, done.stderr
     assert bulk.read_output(out) == [json.loads(line) for line in reference]
@@ -129,8 +162,9 @@ def test_resuming_with_other_settings_is_refused(tiny, sets_file, tmp_path):
     out = tmp_path / "out.jsonl"
     assert run_cli("summarize", sets_file, "--model", tiny, "-o", out).returncode == 0
     before = out.read_bytes()
-    done = run_cli("summarize", sets_file, "--model", tiny, "-o", out, "--beam", "3",
-                   "--slice", "praise")
+    done = run_cli(
+        "summarize", sets_file, "--model", tiny, "-o", out, "--beam", "3", "--slice", "praise"
+    )
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert "was made with other settings" in done.stderr
     assert "summarize.decode.beam_size: 2 there, 3 now" in done.stderr
@@ -143,8 +177,7 @@ def test_resuming_with_other_settings_is_refused(tiny, sets_file, tmp_path):
     assert done.returncode != 0 and "has no other.jsonl.settings.json" in done.stderr
     assert other.read_text() == '{"entity_id": "x", "summary": "mine"}\n'
     # --overwrite starts over
-    done = run_cli("summarize", sets_file, "--model", tiny, "-o", out, "--beam", "3",
-                   "--overwrite")
+    done = run_cli("summarize", sets_file, "--model", tiny, "-o", out, "--beam", "3", "--overwrite")
     assert done.returncode == 0, done.stderr
     assert len(out.read_text().splitlines()) == N_ENTITIES
     saved = json.loads(bulk.sidecar(out).read_text())["settings"]
@@ -160,8 +193,13 @@ def test_csv_and_parquet_outputs_read_back_as_the_jsonl(tiny, sets_file, referen
         assert bulk.read_output(out) == expected, name
         assert not bulk.spool(out).exists()
     with (tmp_path / "out.csv").open(newline="") as handle:
-        assert next(csv.reader(handle)) == ["entity_id", "summary", "reviews_read",
-                                            "reviews_total", "warnings"]
+        assert next(csv.reader(handle)) == [
+            "entity_id",
+            "summary",
+            "reviews_read",
+            "reviews_total",
+            "warnings",
+        ]
     # a parquet run killed midway leaves a spool that the rerun continues
     spooled = tmp_path / "again.parquet"
     assert run_cli("summarize", sets_file, "--model", tiny, "-o", spooled).returncode == 0
@@ -180,8 +218,10 @@ def test_csv_and_parquet_outputs_read_back_as_the_jsonl(tiny, sets_file, referen
 
 
 def test_explain_and_warnings_survive_csv_and_parquet(tiny, tmp_path):
-    sets = write_jsonl(tmp_path / "sets.jsonl", [
-        *entity_sets(2), {"entity_id": "emoji", "reviews": ["😀😀🍜🍜👍", "🔥🔥 😋"]}])
+    sets = write_jsonl(
+        tmp_path / "sets.jsonl",
+        [*entity_sets(2), {"entity_id": "emoji", "reviews": ["😀😀🍜🍜👍", "🔥🔥 😋"]}],
+    )
     runs = {}
     for name in ("out.jsonl", "out.csv", "out.parquet"):
         done = run_cli("summarize", sets, "--model", tiny, "-o", tmp_path / name, "--explain")
@@ -193,8 +233,9 @@ def test_explain_and_warnings_survive_csv_and_parquet(tiny, tmp_path):
 
 def test_an_unknown_extension_is_refused_before_any_work(tiny, sets_file, tmp_path):
     for name in ("out.xlsx", "predictions"):
-        done = run_cli("summarize", sets_file, "--model", tmp_path / "no-model", "-o",
-                       tmp_path / name)
+        done = run_cli(
+            "summarize", sets_file, "--model", tmp_path / "no-model", "-o", tmp_path / name
+        )
         assert done.returncode != 0 and "Traceback" not in done.stderr
         assert "unknown output format" in done.stderr, done.stderr
         assert ".jsonl, .csv, .parquet, .txt" in done.stderr
@@ -207,8 +248,17 @@ def test_an_unknown_extension_is_refused_before_any_work(tiny, sets_file, tmp_pa
 
 
 def test_progress_lines_on_a_non_terminal_stderr(tiny, sets_file, tmp_path):
-    done = run_cli("summarize", sets_file, "--model", tiny, "-o", tmp_path / "o.jsonl",
-                   "--batch-size", "2", env={"DENOISESUM_PROGRESS_SECONDS": "0"})
+    done = run_cli(
+        "summarize",
+        sets_file,
+        "--model",
+        tiny,
+        "-o",
+        tmp_path / "o.jsonl",
+        "--batch-size",
+        "2",
+        env={"DENOISESUM_PROGRESS_SECONDS": "0"},
+    )
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stderr.splitlines() if "entities/s" in line]
     assert "summarize: reading the input first, 1 review sets so far" in done.stderr
@@ -230,8 +280,9 @@ def test_progress_counts_rate_and_eta():
     assert stream.getvalue() == ""
     now[0] = 10.0
     progress.update(12)
-    assert stream.getvalue() == ("summarize: 40/100 entities (40%), 20 from before, "
-                                 "2.00 entities/s, ETA 30s, elapsed 10s\n")
+    assert stream.getvalue() == (
+        "summarize: 40/100 entities (40%), 20 from before, 2.00 entities/s, ETA 30s, elapsed 10s\n"
+    )
 
 
 def test_a_corpus_is_grouped_in_bounded_memory(tmp_path):
@@ -247,8 +298,12 @@ def test_a_corpus_is_grouped_in_bounded_memory(tmp_path):
 
 def test_a_jsonl_corpus_is_summarized_as_the_review_sets(tiny, tmp_path):
     sets = entity_sets(3)
-    rows = [{"entity_id": s["entity_id"], "text": t} for i in range(4) for s in sets
-            for t in s["reviews"][i:i + 1]]  # interleaved
+    rows = [
+        {"entity_id": s["entity_id"], "text": t}
+        for i in range(4)
+        for s in sets
+        for t in s["reviews"][i : i + 1]
+    ]  # interleaved
     corpus = write_jsonl(tmp_path / "corpus.jsonl", rows)
     as_sets = write_jsonl(tmp_path / "sets.jsonl", sets)
     a = run_cli("summarize", corpus, "--model", tiny)
@@ -266,8 +321,10 @@ class CountingSummarizer:
         from denoisesum.inference.summarizer import SummaryResult
 
         assert len(sets) <= batch_size
-        return [SummaryResult(f"Long {len(reviews[0])}", ["long", str(len(reviews[0]))])
-                for reviews in sets]
+        return [
+            SummaryResult(f"Long {len(reviews[0])}", ["long", str(len(reviews[0]))])
+            for reviews in sets
+        ]
 
     def input_warnings(self, reviews):
         return []
@@ -292,8 +349,9 @@ def test_memory_is_bounded_by_the_batch_not_the_input(tmp_path, monkeypatch):
     bulk.run(CountingSummarizer(), str(warm), str(tmp_path / "warm.out.jsonl"))  # imports
     tracemalloc.start()
     try:
-        written, before = bulk.run(CountingSummarizer(), str(source), str(tmp_path / "o.jsonl"),
-                                   batch_size=8)
+        written, before = bulk.run(
+            CountingSummarizer(), str(source), str(tmp_path / "o.jsonl"), batch_size=8
+        )
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -314,13 +372,13 @@ def test_memory_is_bounded_by_the_batch_not_the_input(tmp_path, monkeypatch):
 def test_by_length_batches_alike_when_resumed(tiny, sets_file, reference, tmp_path):
     from types import SimpleNamespace
 
-    sets = [SimpleNamespace(entity_id=f"e{i}", reviews=["x" * (i * 7 % 10 + 1)])
-            for i in range(40)]
+    sets = [SimpleNamespace(entity_id=f"e{i}", reviews=["x" * (i * 7 % 10 + 1)]) for i in range(40)]
     length = lambda s: len(s.reviews[0])  # noqa: E731
     whole = list(bulk.batches(sets, 3, by_length=length, window=4))
     assert [len(b) for b in whole] == [3, 3, 3, 3] * 3 + [3, 1]
-    assert [length(s) for s in whole[0] + whole[1] + whole[2] + whole[3]] == \
-        sorted(length(s) for s in sets[:12])
+    assert [length(s) for s in whole[0] + whole[1] + whole[2] + whole[3]] == sorted(
+        length(s) for s in sets[:12]
+    )
     order = [s.entity_id for b in whole for s in b]
     done = set(order[:7])  # a run killed after two batches and a truncated line
     rest = [s.entity_id for b in bulk.batches(sets, 3, done, length, window=4) for s in b]

@@ -12,8 +12,9 @@ runner = CliRunner()
 
 def run_cli(*args):
     """Run the real console entry point, as a user would."""
-    return subprocess.run([sys.executable, "-m", "denoisesum.cli", *map(str, args)],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "denoisesum.cli", *map(str, args)], capture_output=True, text=True
+    )
 
 
 def test_help_lists_subcommands():
@@ -50,27 +51,62 @@ def test_bad_config_override_is_a_clear_error(synthetic_corpus, tmp_path):
 
 def test_tokenize_command():
     result = runner.invoke(app, ["tokenize", "It was great.The staff can't wait"])
-    assert result.output.splitlines() == ["it was great . the staff ca n't wait",
-                                          "It was great. The staff can't wait"]
+    assert result.output.splitlines() == [
+        "it was great . the staff ca n't wait",
+        "It was great. The staff can't wait",
+    ]
 
 
 @pytest.mark.parametrize("workers", [1])
 def test_vocab_train_lm_and_cloze(synthetic_corpus, tmp_path, workers):
-    result = runner.invoke(app, ["vocab", str(synthetic_corpus), "-o", str(tmp_path / "v.json"),
-                                 "--min-count", "2", "--workers", str(workers)])
+    result = runner.invoke(
+        app,
+        [
+            "vocab",
+            str(synthetic_corpus),
+            "-o",
+            str(tmp_path / "v.json"),
+            "--min-count",
+            "2",
+            "--workers",
+            str(workers),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "covering 100.00%" in result.output
     out = tmp_path / "lm"
-    args = ["train-lm", str(synthetic_corpus), "-o", str(out), "--max-steps", "60",
-            "--set", "model.hidden_dim=32", "--set", "model.embed_dim=16",
-            "--set", "model.proj_dim=16", "--set", "model.cutoffs=[10]",
-            "--set", "train.batch_tokens=256", "--set", "train.heldout_percent=20",
-            "--set", "train.lr=0.01", "--set", "train.eval_every=30", "--set", "train.threads=1"]
+    args = [
+        "train-lm",
+        str(synthetic_corpus),
+        "-o",
+        str(out),
+        "--max-steps",
+        "60",
+        "--set",
+        "model.hidden_dim=32",
+        "--set",
+        "model.embed_dim=16",
+        "--set",
+        "model.proj_dim=16",
+        "--set",
+        "model.cutoffs=[10]",
+        "--set",
+        "train.batch_tokens=256",
+        "--set",
+        "train.heldout_percent=20",
+        "--set",
+        "train.lr=0.01",
+        "--set",
+        "train.eval_every=30",
+        "--set",
+        "train.threads=1",
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "held-out perplexity" in result.output
     assert {"model.safetensors", "config.json", "vocab.json", "results.json"} <= {
-        p.name for p in out.iterdir()}
+        p.name for p in out.iterdir()
+    }
     # more steps on top of the finished run
     result = runner.invoke(app, [*args[:5], "80", *args[6:], "--resume"])
     assert result.exit_code == 0, result.output

@@ -9,14 +9,18 @@ import pytest
 from conftest import refused, run_cli
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--beam", "abc"], "--beam: must be a whole number of at least 1 (got 'abc')"),
-    (["--beam", "0"], "--beam: must be a whole number of at least 1 (got '0')"),
-    # the flags older than --set are the settings they stand for, checked by the settings' bounds
-    (["--restate-overlap", "2"], "'decode.restate_overlap': 2.0 must be between 0 and 1"),
-    (["--opinion-weight", "nan"], "'decode.opinion_weight': nan must be between 0 and 100"),
-    (["--bogus", "1"], "no such option: --bogus"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--beam", "abc"], "--beam: must be a whole number of at least 1 (got 'abc')"),
+        (["--beam", "0"], "--beam: must be a whole number of at least 1 (got '0')"),
+        # the flags older than --set are the settings they stand for, checked by the
+        # settings' bounds
+        (["--restate-overlap", "2"], "'decode.restate_overlap': 2.0 must be between 0 and 1"),
+        (["--opinion-weight", "nan"], "'decode.opinion_weight': nan must be between 0 and 100"),
+        (["--bogus", "1"], "no such option: --bogus"),
+    ],
+)
 def test_a_bad_option_is_one_plain_line(tmp_path, args, message):
     done = run_cli("summarize", tmp_path / "none.jsonl", *args)
     assert refused(done, message), done.stderr

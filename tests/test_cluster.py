@@ -22,9 +22,13 @@ N_ENTITIES = 10
 
 
 def run_cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "denoisesum.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=180,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    return subprocess.run(
+        [sys.executable, "-m", "denoisesum.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -42,19 +46,21 @@ def sets_file(tmp_path_factory) -> Path:
     for r in synthetic_reviews(n_entities=N_ENTITIES, per_entity=4, seed=5):
         grouped.setdefault(r["entity_id"], []).append(r["text"])
     grouped["unreadable"] = ["12345 67890", "!!!"]  # a warning, said by the command
-    return write_jsonl(tmp_path_factory.mktemp("in") / "sets.jsonl",
-                       [{"entity_id": e, "reviews": t} for e, t in grouped.items()])
+    return write_jsonl(
+        tmp_path_factory.mktemp("in") / "sets.jsonl",
+        [{"entity_id": e, "reviews": t} for e, t in grouped.items()],
+    )
 
 
-def test_a_local_cluster_of_two_workers_writes_the_single_process_output(tiny, sets_file,
-                                                                          tmp_path):
+def test_a_local_cluster_of_two_workers_writes_the_single_process_output(tiny, sets_file, tmp_path):
     from denoisesum.inference.summarizer import Summarizer
 
     common = [sets_file, "--model", tiny, "--batch-size", "2", "--explain"]
     single, spread = tmp_path / "single.jsonl", tmp_path / "dask.jsonl"
     # the single-process run (in this process: the command's code path, without its start-up)
-    bulk.run(Summarizer.from_pretrained(tiny), str(sets_file), str(single), batch_size=2,
-             explain=True)
+    bulk.run(
+        Summarizer.from_pretrained(tiny), str(sets_file), str(single), batch_size=2, explain=True
+    )
     assert len(single.read_text().splitlines()) == N_ENTITIES + 1
     # a run cut after 3 entities (its sidecar as the single run wrote it), continued on the
     # cluster: the rest decoded on the workers, appended in order, to the same bytes (one
@@ -97,8 +103,14 @@ def test_without_dask_the_option_names_the_extra(monkeypatch):
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "distributed" else real(name, *a))
-    with pytest.raises(DenoiseSumError, match=r"--dask needs the dask extra: pip install "
-                                              r"'denoisesum\[dask\]'"):
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "distributed" else real(name, *a),
+    )
+    with pytest.raises(
+        DenoiseSumError,
+        match=r"--dask needs the dask extra: pip install "
+        r"'denoisesum\[dask\]'",
+    ):
         cluster.parse_target("2")

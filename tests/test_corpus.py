@@ -16,7 +16,7 @@ from denoisesum.errors import InputError
 
 RECORDS = [
     {"entity_id": "a", "text": "Great pizza.", "rating": 5, "category": "food"},
-    {"entity_id": "a", "text": "Cold, but \"ok\", fries\nsecond line", "rating": 3},
+    {"entity_id": "a", "text": 'Cold, but "ok", fries\nsecond line', "rating": 3},
     {"entity_id": "b", "text": "Friendly staff!", "rating": None},
 ]
 
@@ -47,8 +47,11 @@ COMPRESS = {
 @pytest.mark.parametrize("compression", list(COMPRESS))
 @pytest.mark.parametrize("fmt", [".jsonl", ".csv", ".tsv"])
 def test_text_formats_and_compressions(tmp_path, fmt, compression):
-    data = _jsonl_bytes(RECORDS) if fmt == ".jsonl" else _csv_bytes(
-        RECORDS, "\t" if fmt == ".tsv" else ",")
+    data = (
+        _jsonl_bytes(RECORDS)
+        if fmt == ".jsonl"
+        else _csv_bytes(RECORDS, "\t" if fmt == ".tsv" else ",")
+    )
     path = tmp_path / f"reviews{fmt}{compression}"
     path.write_bytes(COMPRESS[compression](data))
     reviews = list(CorpusReader(path))
@@ -98,8 +101,12 @@ BAD_JSONL = [
     (b'{"entity_id": "a", "text": "   "}\n', 1, "text", "empty text"),
     (b'{"entity_id": "a", "text": 5}\n', 1, "text", "must be a string"),
     (b'{"entity_id": "a", "text": "x", "rating": "five"}\n', 1, "rating", "must be a number"),
-    (b'{"entity_id": "a", "text": "x"}\n{"entity_id": "a", "text": "x",\n', 2, None,
-     "invalid JSON"),
+    (
+        b'{"entity_id": "a", "text": "x"}\n{"entity_id": "a", "text": "x",\n',
+        2,
+        None,
+        "invalid JSON",
+    ),
     (b'["a", "b"]\n', 1, None, "expected an object"),
     (b'{"entity_id": "a", "text": "caf\xe9"}\n', 1, None, "undecodable bytes"),
 ]
@@ -166,8 +173,10 @@ def test_parquet_missing_column_and_null_text(tmp_path):
     pq.write_table(pa.Table.from_pylist([{"entity_id": "a", "body": "x"}]), path)
     with pytest.raises(InputError, match="field 'text': no such column"):
         list(CorpusReader(path))
-    pq.write_table(pa.Table.from_pylist([{"entity_id": "a", "text": "x"},
-                                         {"entity_id": "a", "text": None}]), path)
+    pq.write_table(
+        pa.Table.from_pylist([{"entity_id": "a", "text": "x"}, {"entity_id": "a", "text": None}]),
+        path,
+    )
     with pytest.raises(InputError, match="row 2, field 'text': missing field"):
         list(CorpusReader(path))
 

@@ -71,10 +71,16 @@ def test_the_shipped_vocabulary_separates_english_from_other_languages():
     summarizer = Summarizer.from_pretrained()
     for review_set in read_review_sets(EXAMPLES):
         assert summarizer.input_warnings(review_set.reviews) == [], review_set.entity_id
-    others = {"zh": ["这家餐厅的拉面非常好吃，服务也很周到。"],
-              "fr": ["Le restaurant était excellent, le service rapide et les plats délicieux.",
-                     "Très bon rapport qualité-prix, je recommande vivement ce petit bistrot."],
-              "de": ["Das Essen war sehr lecker und die Bedienung freundlich."],
-              "emoji": ["😀😀🍜🍜👍"], "punctuation": ["!!! ???"], "zero-width": ["\u200b\u200b"]}
+    others = {
+        "zh": ["这家餐厅的拉面非常好吃，服务也很周到。"],
+        "fr": [
+            "Le restaurant était excellent, le service rapide et les plats délicieux.",
+            "Très bon rapport qualité-prix, je recommande vivement ce petit bistrot.",
+        ],
+        "de": ["Das Essen war sehr lecker und die Bedienung freundlich."],
+        "emoji": ["😀😀🍜🍜👍"],
+        "punctuation": ["!!! ???"],
+        "zero-width": ["\u200b\u200b"],
+    }
     for name, reviews in others.items():
         assert summarizer.input_warnings(reviews), name

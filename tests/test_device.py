@@ -22,8 +22,9 @@ from denoisesum.models.precision import resolve_device
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "review_sets.jsonl"
 HAS_CUDA = torch.cuda.is_available()
-needs_cuda = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU here (torch.cuda."
-                                                     "is_available() is False)")
+needs_cuda = pytest.mark.skipif(
+    not HAS_CUDA, reason="no CUDA GPU here (torch.cuda.is_available() is False)"
+)
 without_cuda = pytest.mark.skipif(HAS_CUDA, reason="this machine has a CUDA GPU")
 # the share of summaries that must be the CPU's word for word: float16 changes a log-probability
 # in its third digit, so a close beam may go another way
@@ -93,8 +94,19 @@ def test_fit_device_sets_the_trainers_device(monkeypatch, tmp_path, sets_file):
 
     from denoisesum.cli import app
 
-    CliRunner().invoke(app, ["fit", str(sets_file), "-o", str(tmp_path / "m"), "--device",
-                             "CPU", "--set", "synthesize.pairs=5"])
+    CliRunner().invoke(
+        app,
+        [
+            "fit",
+            str(sets_file),
+            "-o",
+            str(tmp_path / "m"),
+            "--device",
+            "CPU",
+            "--set",
+            "synthesize.pairs=5",
+        ],
+    )
     assert seen["overrides"] == ["synthesize.pairs=5", 'train.train.device="cpu"']
     CliRunner().invoke(app, ["fit", str(sets_file), "-o", str(tmp_path / "m")])
     assert seen["overrides"] == []
@@ -108,8 +120,14 @@ def example_sets() -> list[list[str]]:
 
 
 # per-call variants, so that the figure rests on more than the 5 bundled review sets
-VARIANTS = [{}, {"beam": 1}, {"max_words": 40}, {"beam": 3, "first_person": True},
-            {"slice": "praise"}, {"slice": "complaints"}]
+VARIANTS = [
+    {},
+    {"beam": 1},
+    {"max_words": 40},
+    {"beam": 3, "first_person": True},
+    {"slice": "praise"},
+    {"slice": "complaints"},
+]
 
 
 def summaries(summarizer: Summarizer, sets: list[list[str]]) -> list[str]:
@@ -140,9 +158,11 @@ def test_the_gpu_summarizes_as_the_cpu_does():
     n = len(on_cpu)
     same = sum(a == b for a, b in zip(on_cpu, on_gpu, strict=True))
     same_fp32 = sum(a == b for a, b in zip(on_cpu, on_gpu_fp32, strict=True))
-    print(f"\n{torch.cuda.get_device_name()}: float16 {same}/{n} summaries identical to the "
-          f"CPU's, fp32 {same_fp32}/{n}; {n} summaries in {cpu_s:.1f} s on the CPU "
-          f"({torch.get_num_threads()} threads), {gpu_s:.1f} s on the GPU")
+    print(
+        f"\n{torch.cuda.get_device_name()}: float16 {same}/{n} summaries identical to the "
+        f"CPU's, fp32 {same_fp32}/{n}; {n} summaries in {cpu_s:.1f} s on the CPU "
+        f"({torch.get_num_threads()} threads), {gpu_s:.1f} s on the GPU"
+    )
     for i, (a, b) in enumerate(zip(on_cpu, on_gpu, strict=True)):
         if a != b:
             print(f"  differs [{i}]:\n    cpu: {a}\n    gpu: {b}")

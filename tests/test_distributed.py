@@ -47,8 +47,11 @@ def test_shard_splits_a_batch_into_disjoint_shares():
     assert [s.tolist() for s, _ in shares] == [[10, 13, 16], [11, 14], [12, 15]]
     assert all(counted for _, counted in shares)
     # a batch smaller than the world: the rank left over runs one item, not counted
-    assert [(s.tolist(), c) for s, c in (Distributed(r, 3).shard(batch[:2]) for r in range(3))] \
-        == [([10], True), ([11], True), ([10], False)]
+    assert [(s.tolist(), c) for s, c in (Distributed(r, 3).shard(batch[:2]) for r in range(3))] == [
+        ([10], True),
+        ([11], True),
+        ([10], False),
+    ]
     assert Distributed().shard(batch)[0] is batch  # one process: the batch itself
 
 
@@ -65,17 +68,32 @@ def write_pairs(directory: Path) -> Path:
         e = p % 8
         good = e % 2 == 0
         adjs = GOOD if good else BAD
-        summary = (f"the {FOODS[e % 6]} was {rng.choice(adjs)}"
-                   + " and the staff was friendly" * (p % 3) + " .")
+        summary = (
+            f"the {FOODS[e % 6]} was {rng.choice(adjs)}"
+            + " and the staff was friendly" * (p % 3)
+            + " ."
+        )
         words = summary.split()
-        lines.append(json.dumps({
-            "pair_id": p, "entity_id": f"biz-{e:02d}", "summary": summary,
-            "segment_noise": [" ".join(rng.sample(words, len(words) - 1)) for _ in range(2)],
-            "document_noise": [f"we had the {FOODS[e % 6]} . it was {rng.choice(adjs)} ."
-                               for _ in range(1 + p % 2)]}))
+        lines.append(
+            json.dumps(
+                {
+                    "pair_id": p,
+                    "entity_id": f"biz-{e:02d}",
+                    "summary": summary,
+                    "segment_noise": [
+                        " ".join(rng.sample(words, len(words) - 1)) for _ in range(2)
+                    ],
+                    "document_noise": [
+                        f"we had the {FOODS[e % 6]} . it was {rng.choice(adjs)} ."
+                        for _ in range(1 + p % 2)
+                    ],
+                }
+            )
+        )
     (directory / "shards").mkdir(parents=True)
     (directory / "shards" / "shard-00000.jsonl.gz").write_bytes(
-        gzip.compress(("\n".join(lines) + "\n").encode()))
+        gzip.compress(("\n".join(lines) + "\n").encode())
+    )
     return directory
 
 
@@ -84,23 +102,45 @@ def summarizer_config(topics: Path, max_steps: int) -> SummarizerRunConfig:
         model=DenoiseSumConfig(embed_dim=8, hidden_dim=8, dropout=0.0),
         vocab=PairVocabConfig(max_size=100, min_count=1),
         data=PairDataConfig(heldout_percent=20.0, topics=str(topics)),
-        train=SummarizerTrainConfig(batch_size=3, lr=0.01, grad_clip=1e6, max_steps=max_steps,
-                                    eval_every=2, save_every=2, log_every=1, patience=0,
-                                    threads=1))
+        train=SummarizerTrainConfig(
+            batch_size=3,
+            lr=0.01,
+            grad_clip=1e6,
+            max_steps=max_steps,
+            eval_every=2,
+            save_every=2,
+            log_every=1,
+            patience=0,
+            threads=1,
+        ),
+    )
 
 
 def lm_config() -> LMRunConfig:
     return LMRunConfig(
         model=BiLMConfig(embed_dim=8, hidden_dim=8, proj_dim=8, cutoffs=[10], dropout=0.0),
         vocab=VocabConfig(max_size=100, min_count=1),
-        train=LMTrainConfig(batch_tokens=120, max_len=12, lr=0.01, warmup_steps=2,
-                            max_steps=LM_STEPS, eval_every=LM_STEPS, save_every=LM_STEPS,
-                            heldout_percent=20.0, eval_reviews=20, threads=1))
+        train=LMTrainConfig(
+            batch_tokens=120,
+            max_len=12,
+            lr=0.01,
+            warmup_steps=2,
+            max_steps=LM_STEPS,
+            eval_every=LM_STEPS,
+            save_every=LM_STEPS,
+            heldout_percent=20.0,
+            eval_reviews=20,
+            threads=1,
+        ),
+    )
 
 
 def _snapshot(model: torch.nn.Module, grads: bool = False) -> dict[str, torch.Tensor]:
-    return {n: (p.grad if grads else p).detach().clone() for n, p in model.named_parameters()
-            if not grads or p.grad is not None}
+    return {
+        n: (p.grad if grads else p).detach().clone()
+        for n, p in model.named_parameters()
+        if not grads or p.grad is not None
+    }
 
 
 def run_summarizer(pairs: Path, topics: Path, out: Path, resume_at: int | None) -> dict:
@@ -113,9 +153,15 @@ def run_summarizer(pairs: Path, topics: Path, out: Path, resume_at: int | None) 
         if step == 1:
             found["grads"] = _snapshot(trainer.model, grads=True)
 
-    for steps, resume in ([(resume_at, False), (STEPS, True)] if resume_at else [(STEPS, False)]):
-        trainer = SummarizerTrainer(pairs, out, summarizer_config(topics, steps), resume=resume,
-                                    on_step=on_step, progress=False)
+    for steps, resume in [(resume_at, False), (STEPS, True)] if resume_at else [(STEPS, False)]:
+        trainer = SummarizerTrainer(
+            pairs,
+            out,
+            summarizer_config(topics, steps),
+            resume=resume,
+            on_step=on_step,
+            progress=False,
+        )
         found["summary"] = trainer.fit()
     found["params"] = _snapshot(trainer.model)
     found["batches"] = [len(b) for b in trainer._epoch_order(0)]
@@ -137,19 +183,34 @@ def run_lm(corpus: Path, out: Path) -> dict:
 
 
 def run_both(data: dict[str, Path], out: Path, resume_at: int | None) -> dict:
-    return {"summarizer": run_summarizer(data["pairs"], data["topics"], out / "summarizer",
-                                         resume_at),
-            "lm": run_lm(data["corpus"], out / "lm")}
+    return {
+        "summarizer": run_summarizer(data["pairs"], data["topics"], out / "summarizer", resume_at),
+        "lm": run_lm(data["corpus"], out / "lm"),
+    }
 
 
-WRITES = {"open", "os.mkdir", "os.rename", "os.remove", "os.rmdir", "shutil.rmtree",
-          "os.truncate", "os.link", "os.symlink"}
+WRITES = {
+    "open",
+    "os.mkdir",
+    "os.rename",
+    "os.remove",
+    "os.rmdir",
+    "shutil.rmtree",
+    "os.truncate",
+    "os.link",
+    "os.symlink",
+}
 
 
 def _worker(rank: int, port: int, data: dict[str, Path], out: Path) -> None:
     """One of the ranks torchrun would start: the same environment variables."""
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
-                      LOCAL_RANK=str(rank), WORLD_SIZE=str(WORLD))
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        RANK=str(rank),
+        LOCAL_RANK=str(rank),
+        WORLD_SIZE=str(WORLD),
+    )
     torch.set_num_threads(1)
     torch.set_default_dtype(torch.float64)  # so that "equal" can mean within 1e-9
     watched, writes = str(out.resolve()), []
@@ -162,8 +223,11 @@ def _worker(rank: int, port: int, data: dict[str, Path], out: Path) -> None:
             return
         if event == "open":
             mode, flags = args[1], args[2]
-            writing = any(c in mode for c in "wax+") if mode else bool(
-                flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
+            writing = (
+                any(c in mode for c in "wax+")
+                if mode
+                else bool(flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
+            )
             if not writing:
                 return
         path = os.path.abspath(os.fsdecode(target))
@@ -188,18 +252,31 @@ def runs(tmp_path_factory) -> dict:
     """The same training on one process (here) and on two gloo processes (spawned)."""
     root = tmp_path_factory.mktemp("distributed")
     write_pairs(root / "pairs")
-    CategoryTopics(["bad", "good"], {f"biz-{e:02d}": {"good" if e % 2 == 0 else "bad": 1.0}
-                                     for e in range(8)}).save(root / "topics")
+    CategoryTopics(
+        ["bad", "good"], {f"biz-{e:02d}": {"good" if e % 2 == 0 else "bad": 1.0} for e in range(8)}
+    ).save(root / "topics")
     rng = random.Random(1)
-    reviews = [{"entity_id": f"biz-{e}", "text": f"the {rng.choice(FOODS)} was "
-                + " and ".join(rng.choice(GOOD + BAD) for _ in range(1 + i % 4)) + " ."}
-               for e in range(10) for i in range(4)]
+    reviews = [
+        {
+            "entity_id": f"biz-{e}",
+            "text": f"the {rng.choice(FOODS)} was "
+            + " and ".join(rng.choice(GOOD + BAD) for _ in range(1 + i % 4))
+            + " .",
+        }
+        for e in range(10)
+        for i in range(4)
+    ]
     (root / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reviews))
     EncodedCorpus.build(CorpusReader(root / "corpus.jsonl"), root / "encoded", Tokenizer())
     data = {"pairs": root / "pairs", "topics": root / "topics", "corpus": root / "encoded"}
 
-    context = mp.start_processes(_worker, args=(_free_port(), data, root / "two"),
-                                 nprocs=WORLD, join=False, start_method="spawn")
+    context = mp.start_processes(
+        _worker,
+        args=(_free_port(), data, root / "two"),
+        nprocs=WORLD,
+        join=False,
+        start_method="spawn",
+    )
     threads, dtype = torch.get_num_threads(), torch.get_default_dtype()
     torch.set_num_threads(1)
     torch.set_default_dtype(torch.float64)
@@ -239,13 +316,18 @@ def test_summarizer_on_two_processes_takes_the_single_process_steps(runs):
         _close(rank["grads"], one["grads"])  # (a) step 1: the same gradient
         _close(rank["params"], one["params"])  # (b) after 4 steps (and a resume at step 2)
         assert rank["losses"].keys() == {1, 2, 3, 4}
-        np.testing.assert_allclose([rank["losses"][s] for s in range(1, 5)],
-                                   [one["losses"][s] for s in range(1, 5)], rtol=1e-9)
+        np.testing.assert_allclose(
+            [rank["losses"][s] for s in range(1, 5)],
+            [one["losses"][s] for s in range(1, 5)],
+            rtol=1e-9,
+        )
         assert rank["summary"]["processes"] == 2 and one["summary"]["processes"] == 1
-        assert rank["summary"]["best_val_loss"] == pytest.approx(one["summary"]["best_val_loss"],
-                                                                 rel=1e-9)
-    assert all(torch.equal(ranks[0]["params"][k], ranks[1]["params"][k])
-               for k in ranks[0]["params"])
+        assert rank["summary"]["best_val_loss"] == pytest.approx(
+            one["summary"]["best_val_loss"], rel=1e-9
+        )
+    assert all(
+        torch.equal(ranks[0]["params"][k], ranks[1]["params"][k]) for k in ranks[0]["params"]
+    )
     # rank 0 logged every step once, with the whole batch's loss and the sharded validation
     logged = {name: _metrics(runs["root"] / name / "summarizer") for name in ("one", "two")}
     assert [m["step"] for m in logged["two"] if "loss" in m] == [1, 2, 3, 4]
@@ -260,11 +342,13 @@ def test_lm_on_two_processes_takes_the_single_process_steps(runs):
     for rank in ranks:
         _close(rank["grads"], one["grads"])
         _close(rank["params"], one["params"])
-        np.testing.assert_allclose(list(rank["losses"].values()), list(one["losses"].values()),
-                                   rtol=1e-9)
+        np.testing.assert_allclose(
+            list(rank["losses"].values()), list(one["losses"].values()), rtol=1e-9
+        )
         assert rank["summary"]["heldout"]["tokens"] == one["summary"]["heldout"]["tokens"] > 0
         assert rank["summary"]["heldout"]["nll"] == pytest.approx(
-            one["summary"]["heldout"]["nll"], rel=1e-9)
+            one["summary"]["heldout"]["nll"], rel=1e-9
+        )
     assert len(one["losses"]) == LM_STEPS
 
 
@@ -273,13 +357,18 @@ def test_only_rank_zero_writes(runs):
     first, second = (r["writes"] for r in runs["ranks"])
     assert second == []
     written = {Path(path).relative_to(two).parts[:2] for _, path in first}
-    assert {("summarizer", "checkpoints"), ("summarizer", "data"), ("summarizer", "metrics.jsonl"),
-            ("summarizer", "results.json"), ("summarizer", "model.safetensors"),
-            ("lm", "checkpoints"), ("lm", "results.json")} <= written
+    assert {
+        ("summarizer", "checkpoints"),
+        ("summarizer", "data"),
+        ("summarizer", "metrics.jsonl"),
+        ("summarizer", "results.json"),
+        ("summarizer", "model.safetensors"),
+        ("lm", "checkpoints"),
+        ("lm", "results.json"),
+    } <= written
     latest = (two / "summarizer" / "checkpoints" / "LATEST").read_text().strip()
     assert latest == f"step-{STEPS:09d}"
-    saved = torch.load(two / "summarizer" / "checkpoints" / latest / "state.pt",
-                       weights_only=False)
+    saved = torch.load(two / "summarizer" / "checkpoints" / latest / "state.pt", weights_only=False)
     assert len(saved["rank_rng"]) == WORLD  # each rank's random state, for an exact resume
     assert not list(two.rglob("*.tmp"))
 
@@ -287,17 +376,47 @@ def test_only_rank_zero_writes(runs):
 def test_torchrun_runs_the_command_line(tmp_path):
     """The documented entry point: torchrun -m denoisesum.cli; one tokenizer, one report."""
     rng = random.Random(2)
-    reviews = [{"entity_id": f"biz-{e}", "text": f"the {rng.choice(FOODS)} was "
-                f"{rng.choice(GOOD + BAD)} ."} for e in range(10) for _ in range(3)]
+    reviews = [
+        {"entity_id": f"biz-{e}", "text": f"the {rng.choice(FOODS)} was {rng.choice(GOOD + BAD)} ."}
+        for e in range(10)
+        for _ in range(3)
+    ]
     (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reviews))
-    tiny = [f"--set={k}" for k in ("model.embed_dim=8", "model.hidden_dim=8", "model.proj_dim=8",
-                                   "model.cutoffs=[10]", "vocab.min_count=1",
-                                   "train.heldout_percent=20", "train.eval_every=2")]
+    tiny = [
+        f"--set={k}"
+        for k in (
+            "model.embed_dim=8",
+            "model.hidden_dim=8",
+            "model.proj_dim=8",
+            "model.cutoffs=[10]",
+            "vocab.min_count=1",
+            "train.heldout_percent=20",
+            "train.eval_every=2",
+        )
+    ]
     result = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-         "-m", "denoisesum.cli", "train-lm", str(tmp_path / "corpus.jsonl"), "-o",
-         str(tmp_path / "lm"), "--max-steps", "2", *tiny],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "denoisesum.cli",
+            "train-lm",
+            str(tmp_path / "corpus.jsonl"),
+            "-o",
+            str(tmp_path / "lm"),
+            "--max-steps",
+            "2",
+            *tiny,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("held-out perplexity") == 1, result.stdout  # rank 0 reports
     assert result.stderr.count("training segments; starting at step 0") == 1

@@ -36,10 +36,12 @@ def _perl_rouge_works() -> bool:
 
 needs_perl = pytest.mark.skipif(
     not _perl_rouge_works(),
-    reason="ROUGE-1.5.5 needs perl with XML::Parser (apt-get install libxml-parser-perl)")
+    reason="ROUGE-1.5.5 needs perl with XML::Parser (apt-get install libxml-parser-perl)",
+)
 needs_java = pytest.mark.skipif(
     shutil.which("java") is None,
-    reason="METEOR 1.5 needs java (apt-get install default-jre-headless)")
+    reason="METEOR 1.5 needs java (apt-get install default-jre-headless)",
+)
 
 
 def pct(scores: dict[str, float]) -> dict[str, float]:
@@ -47,6 +49,7 @@ def pct(scores: dict[str, float]) -> dict[str, float]:
 
 
 # ---------------------------------------------------------------- rouge-score and pooled ROUGE
+
 
 def test_rouge_score_by_hand():
     # hyp: the cat sat on the mat / ref: the cat lay on the mat (no word > 3 chars: no stemming)
@@ -90,7 +93,12 @@ def test_pooled_rouge_l_hits_are_clipped_by_the_hypothesis():
 def test_pooled_tokenization_is_py_rouges():
     # WordNet exceptions before Porter (ORIGINAL_ALGORITHM); words of <= 3 chars untouched.
     assert tokenize_sentence("The children were better, always!") == [
-        "the", "child", "be", "well", "alwai"]
+        "the",
+        "child",
+        "be",
+        "well",
+        "alwai",
+    ]
     # NLTK's tokenizer splits "gotta"; "cannot" is kept whole; punctuation is a separator.
     assert tokenize_sentence("Gotta go... cannot wait") == ["got", "ta", "go", "cannot", "wait"]
     assert tokenize_sentence("Gotta go", split_contractions=False) == ["gotta", "go"]
@@ -100,20 +108,27 @@ def test_pooled_length_limit_truncates_the_summary():
     # The first 3 words of the hypothesis are exactly the reference.
     scorer = PooledRouge(length_limit=3, length_unit="words")
     assert pct(scorer.score("the cat sat on the mat", ["the cat sat"]))["rouge1"] == 100.0
-    assert pct(PooledRouge(length_limit=7, length_unit="bytes").score(
-        "the cat sat", ["the cat"]))["rouge2"] == 100.0  # "the cat" is 7 characters
+    assert (
+        pct(PooledRouge(length_limit=7, length_unit="bytes").score("the cat sat", ["the cat"]))[
+            "rouge2"
+        ]
+        == 100.0
+    )  # "the cat" is 7 characters
     with pytest.raises(DenoiseSumError, match="length_unit"):
         PooledRouge(length_unit="tokens")
 
 
 def test_tokenized_and_raw_text_score_alike():
     # Released outputs are lower-cased with split clitics; references are raw text.
-    for score in (rouge_f1("i can ' t wait .", ["I can't wait."]),
-                  PooledRouge().score("i can ' t wait .", ["I can't wait."])):
+    for score in (
+        rouge_f1("i can ' t wait .", ["I can't wait."]),
+        PooledRouge().score("i can ' t wait .", ["I can't wait."]),
+    ):
         assert pct(score) == {"rouge1": 100.0, "rouge2": 100.0, "rougeL": 100.0}
 
 
 # ---------------------------------------------------------------- SU4 and METEOR (system tools)
+
 
 @needs_perl
 def test_su4_recall_by_hand():
@@ -130,9 +145,10 @@ def test_su4_recall_by_hand():
     #    the/cat/can/t + 4 unigrams = 10. ref B "cats": one word -> no unit at all.
     #    Pooled over references: R = (10 + 0) / (14 + 0) = 0.71429.
     # 3) an empty hypothesis scores 0.
-    recall = su4_recall(["police killed the gunman", "the cat can ' t sit", ""],
-                        [["the gunman killed the policeman"], ["the cat can't sat", "cats"],
-                         ["anything at all"]])
+    recall = su4_recall(
+        ["police killed the gunman", "the cat can ' t sit", ""],
+        [["the gunman killed the policeman"], ["the cat can't sat", "cats"], ["anything at all"]],
+    )
     assert recall == [0.28571, 0.71429, 0.0]
 
 
@@ -151,15 +167,22 @@ def test_meteor_by_hand():
     # 5) tokenized output vs raw reference: the same after normalization -> exact match.
     assert normalize("i can ' t wait .") == normalize("I can't wait.") == "i ca n't wait ."
     segments, corpus = meteor(
-        ["pizza pasta steak", "pasta steak pizza", "The staff was friendly.", "xx yy",
-         "i can ' t wait ."],
-        [["pizza pasta salad soup"]] * 2 + [["The staff was friendly."], ["aa bb"],
-                                            ["I can't wait."]])
+        [
+            "pizza pasta steak",
+            "pasta steak pizza",
+            "The staff was friendly.",
+            "xx yy",
+            "i can ' t wait .",
+        ],
+        [["pizza pasta salad soup"]] * 2
+        + [["The staff was friendly."], ["aa bb"], ["I can't wait."]],
+    )
     assert [round(s, 6) for s in segments] == [0.24814, 0.207792, 1.0, 0.0, 1.0]
     assert 0 < corpus < 1
 
 
 # ---------------------------------------------------------------- statistics
+
 
 def test_bootstrap_interval_is_seeded_and_holds_the_mean():
     scores = np.random.default_rng(1).normal(30, 8, size=100)
@@ -184,8 +207,7 @@ def test_paired_test_separates_different_systems_only():
     assert same.p_value == 1.0 and same.difference == 0
     # Noise only: no evidence of a difference.
     assert paired_test(a + rng.normal(0, 1, size=100), a, trials=2000).p_value > 0.05
-    assert paired_test(better, a, trials=500, seed=3) == paired_test(better, a, trials=500,
-                                                                      seed=3)
+    assert paired_test(better, a, trials=500, seed=3) == paired_test(better, a, trials=500, seed=3)
 
 
 def test_evaluate_report_and_compare():
@@ -201,8 +223,9 @@ def test_evaluate_report_and_compare():
     low, high = report.intervals["rouge1"]
     assert low <= report.means["rouge1"] <= high
     data = report.to_dict()
-    assert data["scores"]["pooled_rouge1"]["mean"] == pytest.approx(report.means["pooled_rouge1"],
-                                                                    abs=1e-4)
+    assert data["scores"]["pooled_rouge1"]["mean"] == pytest.approx(
+        report.means["pooled_rouge1"], abs=1e-4
+    )
     assert data["lengths"] == {"prediction_words": 6.0, "reference_words": 5.25}
     bad_report = evaluate(bad, refs, metrics=["rouge", "pooled"], resamples=200)
     assert all(v == [0.0, 0.0] for v in bad_report.scores.values())
@@ -216,28 +239,41 @@ def test_evaluate_report_and_compare():
 
 # ---------------------------------------------------------------- input checks
 
+
 def test_mismatched_entity_ids_name_the_file_and_ids(tmp_path):
-    gold = write_jsonl(tmp_path / "gold.jsonl", [
-        {"entity_id": f"e{i}", "reviews": ["r"], "summaries": ["s"]} for i in range(8)])
-    preds = write_jsonl(tmp_path / "preds.jsonl", [
-        {"entity_id": e, "summary": "s"} for e in ["e0", "x1", "x2"]])
+    gold = write_jsonl(
+        tmp_path / "gold.jsonl",
+        [{"entity_id": f"e{i}", "reviews": ["r"], "summaries": ["s"]} for i in range(8)],
+    )
+    preds = write_jsonl(
+        tmp_path / "preds.jsonl", [{"entity_id": e, "summary": "s"} for e in ["e0", "x1", "x2"]]
+    )
     with pytest.raises(InputError) as err:
         check_ids(load_predictions(preds), load_references(gold), preds, gold)
     message = str(err.value)
     assert message.startswith(f"{preds}: entity ids do not match the gold file {gold}")
-    assert "7 gold entities missing from the predictions ('e1', 'e2', 'e3', 'e4', 'e5' and 2 " \
-           "more)" in message
+    assert (
+        "7 gold entities missing from the predictions ('e1', 'e2', 'e3', 'e4', 'e5' and 2 "
+        "more)" in message
+    )
     assert "2 predicted entities not in the gold file" in message and "'x2'" in message
     with pytest.raises(InputError, match="missing from the predictions"):
         evaluate({"e0": "s"}, {"e0": ["s"], "e1": ["s"]}, metrics=["rouge"])
 
 
 def test_gold_entities_need_summaries(tmp_path):
-    gold = write_jsonl(tmp_path / "gold.jsonl", [
-        {"entity_id": "a", "reviews": ["r"], "summaries": ["ok"]},
-        {"entity_id": "b", "reviews": ["r"]}])
-    with pytest.raises(InputError, match=r"gold.jsonl, field 'summaries': 1 entity has no "
-                                         r"reference summaries: 'b'"):
+    gold = write_jsonl(
+        tmp_path / "gold.jsonl",
+        [
+            {"entity_id": "a", "reviews": ["r"], "summaries": ["ok"]},
+            {"entity_id": "b", "reviews": ["r"]},
+        ],
+    )
+    with pytest.raises(
+        InputError,
+        match=r"gold.jsonl, field 'summaries': 1 entity has no "
+        r"reference summaries: 'b'",
+    ):
         load_references(gold)
     write_jsonl(gold, [{"entity_id": "a", "reviews": ["r"], "summaries": ["ok", " "]}])
     with pytest.raises(InputError, match="entity 'a': reference summary 1 is empty"):
@@ -248,17 +284,29 @@ def test_gold_entities_need_summaries(tmp_path):
 
 # ---------------------------------------------------------------- CLI
 
+
 @pytest.fixture
 def tiny_eval(tmp_path: Path) -> tuple[Path, Path, Path]:
-    refs = ["the food was great and the staff was friendly", "the pizza was cold",
-            "we will come back for the tacos"]
-    gold = write_jsonl(tmp_path / "gold.jsonl", [
-        {"entity_id": f"b{i}", "reviews": ["a review"], "summaries": [r]}
-        for i, r in enumerate(refs)])
-    good = write_jsonl(tmp_path / "good.jsonl", [
-        {"entity_id": f"b{i}", "summary": r.replace("the", "a")} for i, r in enumerate(refs)])
-    bad = write_jsonl(tmp_path / "bad.jsonl", [
-        {"entity_id": f"b{i}", "summary": "nothing to see"} for i in range(3)])
+    refs = [
+        "the food was great and the staff was friendly",
+        "the pizza was cold",
+        "we will come back for the tacos",
+    ]
+    gold = write_jsonl(
+        tmp_path / "gold.jsonl",
+        [
+            {"entity_id": f"b{i}", "reviews": ["a review"], "summaries": [r]}
+            for i, r in enumerate(refs)
+        ],
+    )
+    good = write_jsonl(
+        tmp_path / "good.jsonl",
+        [{"entity_id": f"b{i}", "summary": r.replace("the", "a")} for i, r in enumerate(refs)],
+    )
+    bad = write_jsonl(
+        tmp_path / "bad.jsonl",
+        [{"entity_id": f"b{i}", "summary": "nothing to see"} for i in range(3)],
+    )
     return gold, good, bad
 
 
@@ -272,8 +320,21 @@ def test_cli_evaluate_table_json_and_per_entity(tiny_eval, tmp_path):
     assert "length (words): predictions" in result.output
 
     out = tmp_path / "per_entity.jsonl"
-    result = runner.invoke(app, ["evaluate", str(good), str(gold), "--metrics", "rouge",
-                                 "--compare", str(bad), "--per-entity", str(out), "--json"])
+    result = runner.invoke(
+        app,
+        [
+            "evaluate",
+            str(good),
+            str(gold),
+            "--metrics",
+            "rouge",
+            "--compare",
+            str(bad),
+            "--per-entity",
+            str(out),
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["entities"] == 3 and set(data["scores"]) == {"rouge1", "rouge2", "rougeL"}
@@ -283,16 +344,29 @@ def test_cli_evaluate_table_json_and_per_entity(tiny_eval, tmp_path):
     assert [r["entity_id"] for r in rows] == ["b0", "b1", "b2"]
     assert rows[0]["compare"]["rouge1"] == 0.0 and rows[0]["rouge1"] > 50
 
-    result = runner.invoke(app, ["evaluate", str(good), str(gold), "--compare", str(bad),
-                                 "--metrics", "rouge"])
+    result = runner.invoke(
+        app, ["evaluate", str(good), str(gold), "--compare", str(bad), "--metrics", "rouge"]
+    )
     assert "A vs B" in result.output and "approximate randomization" in result.output
 
 
 def test_cli_evaluate_errors_are_one_line(tiny_eval, tmp_path):
     gold, good, _ = tiny_eval
     short = write_jsonl(tmp_path / "short.jsonl", [{"entity_id": "b0", "summary": "x"}])
-    result = subprocess.run([sys.executable, "-m", "denoisesum.cli", "evaluate", str(short),
-                             str(gold), "--metrics", "rouge"], capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "denoisesum.cli",
+            "evaluate",
+            str(short),
+            str(gold),
+            "--metrics",
+            "rouge",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f"error: {short}: entity ids do not match the gold file {gold}" in result.stderr
     result = runner.invoke(app, ["evaluate", str(good), str(gold), "--metrics", "rouge,bleu"])
@@ -305,16 +379,21 @@ YELP = SHARED_DATA / "yelp"
 
 
 def _released(system: str) -> tuple[dict[str, str], dict[str, list[str]]]:
-    return (load_predictions(YELP / "systems" / f"{system}.test.jsonl"),
-            load_references(YELP / "meansum_test.jsonl"))
+    return (
+        load_predictions(YELP / "systems" / f"{system}.test.jsonl"),
+        load_references(YELP / "meansum_test.jsonl"),
+    )
 
 
 @needs_data
-@pytest.mark.parametrize("system, expected", [
-    ("denoisesum", (29.77, 5.02, 17.63)),
-    ("plansum", (34.37, 7.11, 19.66)),
-    ("copycat", (28.20, 4.92, 17.53)),
-])
+@pytest.mark.parametrize(
+    "system, expected",
+    [
+        ("denoisesum", (29.77, 5.02, 17.63)),
+        ("plansum", (34.37, 7.11, 19.66)),
+        ("copycat", (28.20, 4.92, 17.53)),
+    ],
+)
 def test_rouge_score_of_released_systems(system, expected):
     report = evaluate(*_released(system), metrics=["rouge"], resamples=100)
     measured = tuple(report.means[m] for m in ("rouge1", "rouge2", "rougeL"))
@@ -331,8 +410,13 @@ def test_pooled_rouge_of_released_denoisesum():
     # The 0.01 left is tokenization: the quoted figures keep "gotta"/"gonna"/"wanna" whole
     # (6 + 1 + 1 in the references), where py-rouge's NLTK tokenizer splits them.
     scorer = PooledRouge(split_contractions=False)
-    totals = np.mean([list(scorer.score(predictions[e], refs).values())
-                      for e, refs in references.items()], axis=0) * 100
+    totals = (
+        np.mean(
+            [list(scorer.score(predictions[e], refs).values()) for e, refs in references.items()],
+            axis=0,
+        )
+        * 100
+    )
     assert tuple(totals) == pytest.approx((30.15, 4.99, 17.66), abs=0.005)
 
 
@@ -351,22 +435,33 @@ def test_pooled_rouge_matches_the_py_rouge_package(monkeypatch):
     shim = types.ModuleType("pkg_resources")
     shim.resource_filename = lambda _package, name: str(package_dir / name)
     monkeypatch.setitem(sys.modules, "pkg_resources", shim)
-    monkeypatch.setattr(nltk, "word_tokenize", lambda text, language="english":
-                        NLTKWordTokenizer().tokenize(text))
+    monkeypatch.setattr(
+        nltk, "word_tokenize", lambda text, language="english": NLTKWordTokenizer().tokenize(text)
+    )
     for name in ("rouge", "rouge.rouge"):
         monkeypatch.delitem(sys.modules, name, raising=False)
     py_rouge = importlib.import_module("rouge.rouge")
 
     predictions, references = _released("denoisesum")
     ids = list(references)[:40]
-    evaluator = py_rouge.Rouge(metrics=["rouge-n", "rouge-l"], max_n=2, limit_length=False,
-                               apply_avg=False, apply_best=False, stemming=True)
+    evaluator = py_rouge.Rouge(
+        metrics=["rouge-n", "rouge-l"],
+        max_n=2,
+        limit_length=False,
+        apply_avg=False,
+        apply_best=False,
+        stemming=True,
+    )
     theirs = evaluator.get_scores([predictions[e] for e in ids], [references[e] for e in ids])
     ours = [PooledRouge().score(predictions[e], references[e]) for e in ids]
-    for ours_key, their_key in (("rouge1", "rouge-1"), ("rouge2", "rouge-2"),
-                                ("rougeL", "rouge-l")):
+    for ours_key, their_key in (
+        ("rouge1", "rouge-1"),
+        ("rouge2", "rouge-2"),
+        ("rougeL", "rouge-l"),
+    ):
         assert [s[ours_key] for s in ours] == pytest.approx(
-            [s["f"][0] for s in theirs[their_key]], abs=1e-12)
+            [s["f"][0] for s in theirs[their_key]], abs=1e-12
+        )
 
 
 @needs_data

@@ -294,9 +294,7 @@ def test_per_call_options(summarizer):
     )
     # DecodeConfig's own names are options too (a length cap by either name)
     assert summarizer.summarize(texts[0], max_length=6) == short
-    with pytest.raises(
-        DenoiseSumError, match="unknown option 'max_len'; valid options: max_words"
-    ):
+    with pytest.raises(DenoiseSumError, match="unknown option 'max_len'; valid options: max_words"):
         summarizer.summarize(texts[0], max_len=5)
     with pytest.raises(DenoiseSumError, match="option beam"):
         summarizer.summarize(texts[0], beam=0)
@@ -314,11 +312,25 @@ def test_against_reviews_scopes(rating):
 
 
 def test_cli_max_words_ends_at_a_sentence(tmp_path, summarizer):
-    sets = write_jsonl(tmp_path / "sets.jsonl", [
-        {"entity_id": f"e{i}", "reviews": reviews} for i, reviews in enumerate(sets_of(2)[0])])
+    sets = write_jsonl(
+        tmp_path / "sets.jsonl",
+        [{"entity_id": f"e{i}", "reviews": reviews} for i, reviews in enumerate(sets_of(2)[0])],
+    )
     out = tmp_path / "out.jsonl"
-    result = runner.invoke(app, ["summarize", str(sets), "--model", str(summarizer.path),
-                                 "--max-words", "8", "--raw", "-o", str(out)])
+    result = runner.invoke(
+        app,
+        [
+            "summarize",
+            str(sets),
+            "--model",
+            str(summarizer.path),
+            "--max-words",
+            "8",
+            "--raw",
+            "-o",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     for line in out.read_text().splitlines():
         tokens = json.loads(line)["summary"].split()

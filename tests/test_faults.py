@@ -103,9 +103,15 @@ def run_cli(*args) -> Ran:
     import subprocess
     import sys
 
-    return Ran(subprocess.run([sys.executable, "-m", "denoisesum.cli", *map(str, args)],
-                              capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "OMP_NUM_THREADS": "1"}))
+    return Ran(
+        subprocess.run(
+            [sys.executable, "-m", "denoisesum.cli", *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -121,8 +127,16 @@ def tiny_model(tmp_path_factory):
 @pytest.fixture
 def sets_file(tmp_path):
     path = tmp_path / "sets.jsonl"
-    path.write_text(json.dumps({"entity_id": "a", "reviews": ["good food", "nice staff"],
-                                "summaries": ["good food and staff"]}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "entity_id": "a",
+                "reviews": ["good food", "nice staff"],
+                "summaries": ["good food and staff"],
+            }
+        )
+        + "\n"
+    )
     return path
 
 
@@ -141,22 +155,35 @@ def test_no_command_overwrites_its_input(tiny_model, sets_file, tmp_path):
     predictions = tmp_path / "p.jsonl"
     predictions.write_text(json.dumps({"entity_id": "a", "summary": "good food"}) + "\n")
     kept = predictions.read_text()
-    result = run_cli("evaluate", predictions, sets_file, "--metrics", "rouge",
-                     "--per-entity", predictions)
+    result = run_cli(
+        "evaluate", predictions, sets_file, "--metrics", "rouge", "--per-entity", predictions
+    )
     assert result.exit_code != 0 and "is also an input" in result.output
     assert predictions.read_text() == kept
     result = run_cli("baseline", "first", sets_file, "-o", sets_file)
     assert result.exit_code != 0 and sets_file.read_text() == before
-    result = run_cli("leaderboard", sets_file, "--predictions", f"p={predictions}",
-                     "--metrics", "rouge", "--baselines", "first", "-o", predictions)
+    result = run_cli(
+        "leaderboard",
+        sets_file,
+        "--predictions",
+        f"p={predictions}",
+        "--metrics",
+        "rouge",
+        "--baselines",
+        "first",
+        "-o",
+        predictions,
+    )
     assert result.exit_code != 0 and predictions.read_text() == kept
 
 
 def test_a_directory_given_as_an_input_file_is_named_as_one(tiny_model, tmp_path):
     (tmp_path / "d").mkdir()
-    for args in (("summarize", tmp_path / "d", "--model", tiny_model),
-                 ("evaluate", tmp_path / "d", tmp_path / "d", "--metrics", "rouge"),
-                 ("stats", tmp_path / "d")):
+    for args in (
+        ("summarize", tmp_path / "d", "--model", tiny_model),
+        ("evaluate", tmp_path / "d", tmp_path / "d", "--metrics", "rouge"),
+        ("stats", tmp_path / "d"),
+    ):
         result = run_cli(*args)
         assert result.exit_code != 0 and "is a directory" in result.output, args
         assert "no such file" not in result.output
@@ -168,11 +195,16 @@ def test_an_output_directory_that_is_a_file_is_refused(tmp_path):
     assert result.exit_code != 0 and "is a file; the output must be a directory" in result.output
 
 
-UNREADABLE = {"chinese": ["这家餐厅的拉面非常好吃，服务也很周到。", "价格合理，环境干净，推荐！"],
-              "french": ["Le restaurant était excellent, le service rapide.",
-                         "Très bon rapport qualité-prix, je recommande vivement ce bistrot."],
-              "punctuation": ["!!! ??? ...", "--- ;;; ,,,"], "emoji": ["😀😀🍜🍜👍", "🔥🔥 😋"],
-              "zero-width": ["\u200b\u200b\u200b", "\u200c\u200d\ufeff"]}
+UNREADABLE = {
+    "chinese": ["这家餐厅的拉面非常好吃，服务也很周到。", "价格合理，环境干净，推荐！"],
+    "french": [
+        "Le restaurant était excellent, le service rapide.",
+        "Très bon rapport qualité-prix, je recommande vivement ce bistrot.",
+    ],
+    "punctuation": ["!!! ??? ...", "--- ;;; ,,,"],
+    "emoji": ["😀😀🍜🍜👍", "🔥🔥 😋"],
+    "zero-width": ["\u200b\u200b\u200b", "\u200c\u200d\ufeff"],
+}
 
 
 def test_unreadable_input_is_flagged_and_refused_under_strict(tiny_model, tmp_path):
@@ -180,8 +212,12 @@ def test_unreadable_input_is_flagged_and_refused_under_strict(tiny_model, tmp_pa
 
     english = [r["text"] for r in synthetic_reviews(1, 4)]
     sets = tmp_path / "sets.jsonl"
-    sets.write_text("".join(json.dumps({"entity_id": name, "reviews": reviews}) + "\n"
-                            for name, reviews in [*UNREADABLE.items(), ("en", english)]))
+    sets.write_text(
+        "".join(
+            json.dumps({"entity_id": name, "reviews": reviews}) + "\n"
+            for name, reviews in [*UNREADABLE.items(), ("en", english)]
+        )
+    )
     out = tmp_path / "out.jsonl"
     result = run_cli("summarize", sets, "--model", tiny_model, "-o", out)
     assert result.exit_code == 0, result.output
@@ -190,10 +226,14 @@ def test_unreadable_input_is_flagged_and_refused_under_strict(tiny_model, tmp_pa
         assert records[name]["warnings"], name
         assert f"warning: entity {name}:" in result.output
     assert "warnings" not in records["en"]
-    strict = run_cli("summarize", sets, "--model", tiny_model, "-o", tmp_path / "s.jsonl",
-                     "--strict")
-    assert strict.exit_code != 0 and "--strict: 5 review set(s) the model cannot read" in \
-        strict.output and not (tmp_path / "s.jsonl").exists()
+    strict = run_cli(
+        "summarize", sets, "--model", tiny_model, "-o", tmp_path / "s.jsonl", "--strict"
+    )
+    assert (
+        strict.exit_code != 0
+        and "--strict: 5 review set(s) the model cannot read" in strict.output
+        and not (tmp_path / "s.jsonl").exists()
+    )
 
 
 def test_the_python_api_warns_on_unreadable_input(tiny_model):

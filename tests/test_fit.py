@@ -53,8 +53,10 @@ def test_fit_runs_every_stage_into_one_directory(fitted):
     model, output = fitted["model"], fitted["output"]
     for number, stage in enumerate(STAGES, 1):  # each stage says its name, then one summary line
         assert f"[{number}/7] {stage}: " in output
-        assert sum(line.startswith(f"[{number}/7] {stage}: done in ") for line in
-                   output.splitlines()) == 1
+        assert (
+            sum(line.startswith(f"[{number}/7] {stage}: done in ") for line in output.splitlines())
+            == 1
+        )
     assert "24 pairs of the 24 asked for; 360 of 360 reviews qualify" in output
     saved = report(model)
     assert saved["finished"] and [s["stage"] for s in saved["stages"]] == STAGES
@@ -67,14 +69,17 @@ def test_fit_runs_every_stage_into_one_directory(fitted):
     assert decode["how"] == "candidate-median" and decode["min_length"] in (15, 16)
     assert config["summarize"]["decode"]["min_length"] == decode["min_length"]
     assert config["train"]["select_on"] == "synthetic-loss"
-    weights, trained = (load_file(str(d / "model.safetensors"))
-                        for d in (model, model / "work" / "train"))
+    weights, trained = (
+        load_file(str(d / "model.safetensors")) for d in (model, model / "work" / "train")
+    )
     assert all(torch.equal(weights[k], trained[k]) for k in trained)
     # the LM had the summarizer's sizes: every LSTM was copied
     init = json.loads((model / "work" / "train" / "lm-init.json").read_text())
     assert init["skipped"] == [] and len(init["copied"]) == 4
-    sets = write_jsonl(fitted["root"] / "sets.jsonl", [
-        {"entity_id": "a", "reviews": ["the pizza was great and the staff was friendly ."]}])
+    sets = write_jsonl(
+        fitted["root"] / "sets.jsonl",
+        [{"entity_id": "a", "reviews": ["the pizza was great and the staff was friendly ."]}],
+    )
     result = CliRunner().invoke(app, ["summarize", str(sets), "--model", str(model)])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output.splitlines()[0])["summary"]
@@ -98,23 +103,38 @@ def test_a_truncated_exported_model_is_made_again(fitted, tmp_path):
     os.truncate(model / "model.safetensors", 100)
     result = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
     assert result.exit_code == 0, result.output
-    assert "[7/7] export: its output changed since it ran (model.safetensors: 100 bytes, " \
+    assert (
+        "[7/7] export: its output changed since it ran (model.safetensors: 100 bytes, "
         in result.output
+    )
     assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 6 + ["ran"]
-    assert (model / "model.safetensors").read_bytes() == \
-        (model / "work" / "train" / "model.safetensors").read_bytes()
+    assert (model / "model.safetensors").read_bytes() == (
+        model / "work" / "train" / "model.safetensors"
+    ).read_bytes()
 
 
-@pytest.mark.parametrize(("damage", "stage", "says"), [
-    (lambda p: os.truncate(p / "train" / "model.safetensors", 100), "train",
-     "work/train/model.safetensors: 100 bytes, "),
-    (lambda p: (p / "lm" / "vocab.json").unlink(), "lm", "work/lm/vocab.json: missing"),
-    (lambda p: (p / "pairs" / "manifest.json").write_text(
-        (p / "pairs" / "manifest.json").read_text().replace("1", "2", 1)), "synthesize",
-     "work/pairs/manifest.json: changed since made (another SHA-256)"),
-], ids=["truncated", "deleted", "edited"])
-def test_a_damaged_output_of_a_long_stage_is_refused_before_any_work(fitted, tmp_path, damage,
-                                                                     stage, says):
+@pytest.mark.parametrize(
+    ("damage", "stage", "says"),
+    [
+        (
+            lambda p: os.truncate(p / "train" / "model.safetensors", 100),
+            "train",
+            "work/train/model.safetensors: 100 bytes, ",
+        ),
+        (lambda p: (p / "lm" / "vocab.json").unlink(), "lm", "work/lm/vocab.json: missing"),
+        (
+            lambda p: (p / "pairs" / "manifest.json").write_text(
+                (p / "pairs" / "manifest.json").read_text().replace("1", "2", 1)
+            ),
+            "synthesize",
+            "work/pairs/manifest.json: changed since made (another SHA-256)",
+        ),
+    ],
+    ids=["truncated", "deleted", "edited"],
+)
+def test_a_damaged_output_of_a_long_stage_is_refused_before_any_work(
+    fitted, tmp_path, damage, stage, says
+):
     """A stage that cannot make its output again refuses to be skipped over a damaged one."""
     model = tmp_path / "model"
     shutil.copytree(fitted["model"], model)
@@ -124,7 +144,8 @@ def test_a_damaged_output_of_a_long_stage_is_refused_before_any_work(fitted, tmp
     assert isinstance(result.exception, DenoiseSumError)
     assert str(result.exception).startswith(
         f"stage '{stage}' (work/{'pairs' if stage == 'synthesize' else stage}): its output "
-        f"changed since it ran ({says}")
+        f"changed since it ran ({says}"
+    )
     assert "delete work/" in str(result.exception)
     assert (model / "fit-report.json").read_bytes() == before  # nothing ran
     if stage == "train":  # as the message says: its output deleted, the stage is made again
@@ -172,8 +193,9 @@ def test_a_run_made_before_the_content_fingerprint_is_upgraded(fitted, tmp_path)
     assert str(result.exception).startswith("stage 'tokenize' (work/encoded) was run with corpus")
 
 
-@pytest.mark.parametrize(("override", "stage"), [("train.train.lr=0.02", "train"),
-                                                 ("synthesize.pairs=30", "synthesize")])
+@pytest.mark.parametrize(
+    ("override", "stage"), [("train.train.lr=0.02", "train"), ("synthesize.pairs=30", "synthesize")]
+)
 def test_a_changed_setting_is_refused_before_any_work(fitted, override, stage):
     model = fitted["model"]
     records = {p.name: p.read_bytes() for p in (model / "work").glob("*.stage.json")}
@@ -193,18 +215,19 @@ def test_a_changed_decoding_setting_remakes_the_last_stages_only(fitted, tmp_pat
     shutil.copytree(fitted["model"], model)
     weights = (model / "model.safetensors").read_bytes()
     assert json.loads((model / "config.json").read_text())["summarize"]["shortlist"] == 0
-    result = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--set",
-                                              "decode.shortlist=3"))
+    result = CliRunner().invoke(
+        app, fit_args(fitted["corpus"], model, "--set", "decode.shortlist=3")
+    )
     assert result.exit_code == 0, result.output
     assert "decode: decode.shortlist changed since it ran: making it again" in result.output
     assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 5 + ["ran"] * 2
     assert json.loads((model / "config.json").read_text())["summarize"]["shortlist"] == 3
     assert (model / "model.safetensors").read_bytes() == weights
-    again = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--set",
-                                             "decode.shortlist=3"))
+    again = CliRunner().invoke(
+        app, fit_args(fitted["corpus"], model, "--set", "decode.shortlist=3")
+    )
     assert again.exit_code == 0 and "fit: 7 skipped" in again.output
-    bad = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--set",
-                                           "decode.shortlist=-1"))
+    bad = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--set", "decode.shortlist=-1"))
     assert "'decode.shortlist': -1 must be at least 0" in str(bad.exception)
 
 
@@ -254,7 +277,8 @@ def test_changed_inputs_remake_a_cheap_stage_and_refuse_the_others(fitted, tmp_p
     result = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--lm", str(other)))
     assert isinstance(result.exception, DenoiseSumError)
     assert str(result.exception).startswith(
-        "stage 'synthesize' (work/pairs) was run on other inputs (lm changed since)")
+        "stage 'synthesize' (work/pairs) was run on other inputs (lm changed since)"
+    )
 
 
 def test_a_separate_lm_noises_the_pairs(fitted, tmp_path):
@@ -279,38 +303,74 @@ def test_a_separate_lm_noises_the_pairs(fitted, tmp_path):
     # without --noise-lm the pairs would be noised by --lm: those on disk are not theirs
     result = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--lm", str(lm)))
     assert str(result.exception).startswith(
-        "stage 'synthesize' (work/pairs) was run on other inputs (lm changed since)")
+        "stage 'synthesize' (work/pairs) was run on other inputs (lm changed since)"
+    )
 
 
 def test_settings_fit_owns_are_refused(fitted, tmp_path):
-    result = CliRunner().invoke(app, fit_args(fitted["corpus"], tmp_path / "m", "--set",
-                                              'train.train.init_lm="x"'))
+    result = CliRunner().invoke(
+        app, fit_args(fitted["corpus"], tmp_path / "m", "--set", 'train.train.init_lm="x"')
+    )
     assert isinstance(result.exception, ConfigError)
     assert "'train.train.init_lm' is set by 'fit" in str(result.exception)
-    dev = write_jsonl(tmp_path / "dev.jsonl", [
-        {"entity_id": f"d{i}", "reviews": ["good ."] * (3 + i), "summaries": ["good ."]}
-        for i in range(2)])
-    cfg = fit_config(FitRequest([str(fitted["corpus"])], tmp_path / "m", preset="tiny", dev=dev,
-                                overrides=["synthesize.n_std=0.25"], budget_hours=1))
+    dev = write_jsonl(
+        tmp_path / "dev.jsonl",
+        [
+            {"entity_id": f"d{i}", "reviews": ["good ."] * (3 + i), "summaries": ["good ."]}
+            for i in range(2)
+        ],
+    )
+    cfg = fit_config(
+        FitRequest(
+            [str(fitted["corpus"])],
+            tmp_path / "m",
+            preset="tiny",
+            dev=dev,
+            overrides=["synthesize.n_std=0.25"],
+            budget_hours=1,
+        )
+    )
     assert (cfg.synthesize.n_mean, cfg.synthesize.n_std) == (3.5, 0.25)  # --set wins over --dev
     assert cfg.train.train.select_on == "dev-rouge" and cfg.train.train.max_minutes == 48
     with pytest.raises(ConfigError, match="needs --dev"):
-        fit_config(FitRequest([str(fitted["corpus"])], tmp_path / "m", preset="tiny",
-                              overrides=['train.train.select_on="dev-rouge"']))
+        fit_config(
+            FitRequest(
+                [str(fitted["corpus"])],
+                tmp_path / "m",
+                preset="tiny",
+                overrides=['train.train.select_on="dev-rouge"'],
+            )
+        )
     with pytest.raises(ConfigError, match="levers are chosen on dev ROUGE: they need --dev"):
-        fit_config(FitRequest([str(fitted["corpus"])], tmp_path / "m", preset="tiny",
-                              overrides=["decode.levers.greedy.beam_size=1"]))
+        fit_config(
+            FitRequest(
+                [str(fitted["corpus"])],
+                tmp_path / "m",
+                preset="tiny",
+                overrides=["decode.levers.greedy.beam_size=1"],
+            )
+        )
     with pytest.raises(ConfigError, match=r"'decode\.levers\.x\.restate_overlap': 2\.0 must be"):
-        fit_config(FitRequest([str(fitted["corpus"])], tmp_path / "m", preset="tiny", dev=dev,
-                              overrides=["decode.levers.x.restate_overlap=2"]))
+        fit_config(
+            FitRequest(
+                [str(fitted["corpus"])],
+                tmp_path / "m",
+                preset="tiny",
+                dev=dev,
+                overrides=["decode.levers.x.restate_overlap=2"],
+            )
+        )
 
 
 def test_a_run_killed_while_training_finishes_with_the_same_model(fitted, tmp_path):
     """SIGKILL once the summarizer has written a checkpoint, then the same command again."""
     source, model = fitted["model"] / "work", tmp_path / "model"
     redo = {"train", "train.stage.json", "decode.stage.json", "export.stage.json"}
-    shutil.copytree(source, model / "work",  # the earlier stages' outputs, done: skipped
-                    ignore=lambda d, names: redo & set(names) if Path(d) == source else set())
+    shutil.copytree(
+        source,
+        model / "work",  # the earlier stages' outputs, done: skipped
+        ignore=lambda d, names: redo & set(names) if Path(d) == source else set(),
+    )
     command = [sys.executable, "-m", "denoisesum.cli", *fit_args(fitted["corpus"], model)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     latest = model / "work" / "train" / "checkpoints" / "LATEST"
@@ -330,18 +390,27 @@ def test_a_run_killed_while_training_finishes_with_the_same_model(fitted, tmp_pa
     assert "(resuming: cut off in an earlier run)" in done.stderr
     assert "continuing from the checkpoint of step" in done.stderr
     statuses = {s["stage"]: s["status"] for s in report(model)["stages"]}
-    assert statuses == {"tokenize": "skipped", "lm": "skipped", "synthesize": "skipped",
-                        "topics": "skipped", "train": "resumed", "decode": "ran", "export": "ran"}
-    resumed, reference = (load_file(str(d / "model.safetensors")) for d in (model,
-                                                                             fitted["model"]))
+    assert statuses == {
+        "tokenize": "skipped",
+        "lm": "skipped",
+        "synthesize": "skipped",
+        "topics": "skipped",
+        "train": "resumed",
+        "decode": "ran",
+        "export": "ran",
+    }
+    resumed, reference = (load_file(str(d / "model.safetensors")) for d in (model, fitted["model"]))
     assert resumed.keys() == reference.keys()
     assert all(torch.equal(resumed[k], reference[k]) for k in reference)
 
 
 def test_decoding_min_length_on_dev_rouge(fitted):
-    sets = [ReviewSet(entity_id=f"e{i}", reviews=[r["text"] for r in group],
-                      summaries=[group[0]["text"]])
-            for i, group in enumerate([synthetic_reviews(1, 4, seed=s) for s in (1, 2)])]
+    sets = [
+        ReviewSet(
+            entity_id=f"e{i}", reviews=[r["text"] for r in group], summaries=[group[0]["text"]]
+        )
+        for i, group in enumerate([synthetic_reviews(1, 4, seed=s) for s in (1, 2)])
+    ]
     logged = []
     rows = search_min_length(fitted["model"] / "work" / "train", sets, [5, 12], logged.append)
     assert [r["min_length"] for r in rows] == [5, 12] and len(logged) == 2
@@ -367,9 +436,16 @@ def test_budget_splits_training_time_between_lm_and_summarizer():
 
 
 def test_too_few_candidates_is_a_warning_with_the_counts():
-    manifest = {"settings": {"pairs": 12}, "pairs": 9,
-                "candidate_filter": {"reviews": 40, "rejected_length": 30,
-                                     "rejected_symbols": 1, "eligible": 9}}
+    manifest = {
+        "settings": {"pairs": 12},
+        "pairs": 9,
+        "candidate_filter": {
+            "reviews": 40,
+            "rejected_length": 30,
+            "rejected_symbols": 1,
+            "eligible": 9,
+        },
+    }
     warning = shortfall(manifest)
     assert warning.startswith("9 pairs made of the 12 asked for: only 9 of 40 reviews qualify")
     assert "length 30, symbols 1" in warning
@@ -379,18 +455,37 @@ def test_too_few_candidates_is_a_warning_with_the_counts():
 def test_decoding_levers_chosen_on_dev_go_into_the_exported_model(fitted, tmp_path):
     """With --dev and decode.levers: each lever is decoded and tested against the chosen
     min_length; the best (never a reranking one) is written into the model's config."""
-    dev = write_jsonl(tmp_path / "dev.jsonl", [
-        {"entity_id": f"d{i}", "reviews": [r["text"] for r in group],
-         "summaries": [group[0]["text"]]}
-        for i, group in enumerate(synthetic_reviews(1, 4, seed=s) for s in (1, 2, 3))])
+    dev = write_jsonl(
+        tmp_path / "dev.jsonl",
+        [
+            {
+                "entity_id": f"d{i}",
+                "reviews": [r["text"] for r in group],
+                "summaries": [group[0]["text"]],
+            }
+            for i, group in enumerate(synthetic_reviews(1, 4, seed=s) for s in (1, 2, 3))
+        ],
+    )
     config = tmp_path / "fit.toml"
-    config.write_text("[decode]\nmin_lengths = [8]\n[decode.levers]\n"
-                      "wide = {beam_size = 4}\nrestate = {restate_overlap = 0.5}\n"
-                      "rerank = {rerank = true, subsets = 1}\n")
+    config.write_text(
+        "[decode]\nmin_lengths = [8]\n[decode.levers]\n"
+        "wide = {beam_size = 4}\nrestate = {restate_overlap = 0.5}\n"
+        "rerank = {rerank = true, subsets = 1}\n"
+    )
     model = tmp_path / "model"
-    result = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--dev", str(dev),
-                                              "--lm", str(fitted["model"] / "work" / "lm"),
-                                              "--config", str(config)))
+    result = CliRunner().invoke(
+        app,
+        fit_args(
+            fitted["corpus"],
+            model,
+            "--dev",
+            str(dev),
+            "--lm",
+            str(fitted["model"] / "work" / "lm"),
+            "--config",
+            str(config),
+        ),
+    )
     assert result.exit_code == 0, result.output
     choice = json.loads((model / "work" / "decode.stage.json").read_text())["result"]
     assert list(choice["levers"]) == ["base", "wide", "restate", "rerank"]
@@ -408,9 +503,19 @@ def test_fit_can_continue_a_trained_summarizer(fitted, tmp_path):
     """train.train.init_model: the summarizer starts from those weights, not from the LM."""
     start = fitted["model"] / "work" / "train"
     model = tmp_path / "model"
-    result = CliRunner().invoke(app, fit_args(
-        fitted["corpus"], model, "--lm", str(fitted["model"] / "work" / "lm"), "--set",
-        f'train.train.init_model="{start}"', "--set", "train.train.max_steps=2"))
+    result = CliRunner().invoke(
+        app,
+        fit_args(
+            fitted["corpus"],
+            model,
+            "--lm",
+            str(fitted["model"] / "work" / "lm"),
+            "--set",
+            f'train.train.init_model="{start}"',
+            "--set",
+            "train.train.max_steps=2",
+        ),
+    )
     assert result.exit_code == 0, result.output
     assert not (model / "work" / "train" / "lm-init.json").exists()
     assert "from the LM" not in result.output
@@ -425,9 +530,19 @@ def test_the_summarizer_can_take_the_lms_vocabulary(fitted, tmp_path):
     not one built from the pairs."""
     lm = fitted["model"] / "work" / "lm"
     model = tmp_path / "model"
-    result = CliRunner().invoke(app, fit_args(
-        fitted["corpus"], model, "--lm", str(lm), "--set", 'train.vocab.source="lm"',
-        "--set", "train.train.max_steps=2"))
+    result = CliRunner().invoke(
+        app,
+        fit_args(
+            fitted["corpus"],
+            model,
+            "--lm",
+            str(lm),
+            "--set",
+            'train.vocab.source="lm"',
+            "--set",
+            "train.train.max_steps=2",
+        ),
+    )
     assert result.exit_code == 0, result.output
     assert (model / "vocab.json").read_bytes() == (lm / "vocab.json").read_bytes()
     assert (fitted["model"] / "vocab.json").read_bytes() != (lm / "vocab.json").read_bytes()
@@ -436,9 +551,21 @@ def test_the_summarizer_can_take_the_lms_vocabulary(fitted, tmp_path):
     # continuing a trained summarizer (train_yelp.sh's INIT_MODEL with fit-yelp.toml): its own
     # vocabulary, with no LM start (fit then sets no train.init_lm)
     start, again = fitted["model"] / "work" / "train", tmp_path / "again"
-    result = CliRunner().invoke(app, fit_args(
-        fitted["corpus"], again, "--lm", str(lm), "--set", 'train.vocab.source="lm"',
-        "--set", f'train.train.init_model="{start}"', "--set", "train.train.max_steps=2"))
+    result = CliRunner().invoke(
+        app,
+        fit_args(
+            fitted["corpus"],
+            again,
+            "--lm",
+            str(lm),
+            "--set",
+            'train.vocab.source="lm"',
+            "--set",
+            f'train.train.init_model="{start}"',
+            "--set",
+            "train.train.max_steps=2",
+        ),
+    )
     assert result.exit_code == 0, result.output
     assert (again / "vocab.json").read_bytes() == (start / "vocab.json").read_bytes()
 
@@ -449,20 +576,27 @@ def test_a_new_time_or_step_limit_continues_training(fitted, tmp_path):
     uninterrupted run with the larger limit makes."""
     source, model = fitted["model"] / "work", tmp_path / "model"
     redo = {"train", "train.stage.json", "decode.stage.json", "export.stage.json"}
-    shutil.copytree(source, model / "work",
-                    ignore=lambda d, names: redo & set(names) if Path(d) == source else set())
-    short = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--set",
-                                             "train.train.max_steps=20"))
+    shutil.copytree(
+        source,
+        model / "work",
+        ignore=lambda d, names: redo & set(names) if Path(d) == source else set(),
+    )
+    short = CliRunner().invoke(
+        app, fit_args(fitted["corpus"], model, "--set", "train.train.max_steps=20")
+    )
     assert short.exit_code == 0, short.output
     assert json.loads((model / "work" / "train" / "results.json").read_text())["steps"] == 20
     longer = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
     assert longer.exit_code == 0, longer.output
-    assert ("[5/7] train: its limits changed since it ran (max_minutes 0, max_steps 20 -> "
-            "max_minutes 0, max_steps 30): continuing from its checkpoint") in longer.output
+    assert (
+        "[5/7] train: its limits changed since it ran (max_minutes 0, max_steps 20 -> "
+        "max_minutes 0, max_steps 30): continuing from its checkpoint"
+    ) in longer.output
     statuses = [s["status"] for s in report(model)["stages"]]
     assert statuses == ["skipped"] * 4 + ["continued", "ran", "ran"]
-    continued, reference = (load_file(str(d / "model.safetensors")) for d in (model,
-                                                                               fitted["model"]))
+    continued, reference = (
+        load_file(str(d / "model.safetensors")) for d in (model, fitted["model"])
+    )
     assert all(torch.equal(continued[k], reference[k]) for k in reference)
     # a record written before limits were kept apart holds them among its settings
     path = model / "work" / "train.stage.json"
@@ -472,8 +606,9 @@ def test_a_new_time_or_step_limit_continues_training(fitted, tmp_path):
     again = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
     assert again.exit_code == 0 and "fit: 7 skipped" in again.output
     shutil.rmtree(model / "work" / "train" / "checkpoints")
-    refused = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--set",
-                                               "train.train.max_steps=40"))
+    refused = CliRunner().invoke(
+        app, fit_args(fitted["corpus"], model, "--set", "train.train.max_steps=40")
+    )
     assert "has no checkpoint to continue from" in str(refused.exception)
 
 
@@ -481,11 +616,14 @@ def test_a_new_time_or_step_limit_continues_training(fitted, tmp_path):
 def test_the_yelp_recipes_fit_configs_load(tmp_path, name):
     """scripts/train_yelp.sh's configs: valid under the cpu preset with a dev set, the LM's
     vocabulary, the levers known DecodeConfig settings."""
-    dev = write_jsonl(tmp_path / "dev.jsonl", [
-        {"entity_id": "a", "reviews": ["good food .", "bad service ."], "summary": "mixed ."}])
+    dev = write_jsonl(
+        tmp_path / "dev.jsonl",
+        [{"entity_id": "a", "reviews": ["good food .", "bad service ."], "summary": "mixed ."}],
+    )
     config = Path(__file__).resolve().parents[1] / "configs" / f"{name}.toml"
-    cfg = fit_config(FitRequest(["corpus.jsonl"], tmp_path / "m", preset="cpu", dev=dev,
-                                config=config))
+    cfg = fit_config(
+        FitRequest(["corpus.jsonl"], tmp_path / "m", preset="cpu", dev=dev, config=config)
+    )
     assert cfg.train.vocab.source == "lm" and cfg.train.train.select_on == "dev-rouge"
     assert cfg.train.model.hidden_dim == cfg.lm.model.hidden_dim == 256
     assert cfg.decode.levers and cfg.decode.min_lengths == [55, 65, 75]
@@ -493,12 +631,17 @@ def test_the_yelp_recipes_fit_configs_load(tmp_path, name):
     assert cfg.synthesize.candidate_config().allow_first_person is not third_person
 
 
-@pytest.mark.parametrize(("content", "says"), [
-    (b'{"stage": "\xff"}', "undecodable bytes (not UTF-8) at byte 11"),
-    (b"[" * 100_000 + b"]" * 100_000, "invalid JSON: nested too deeply"),
-], ids=["not-utf8", "deep"])
-def test_a_stage_record_not_utf8_or_nested_deep_is_one_line_naming_it(fitted, tmp_path, content,
-                                                                      says):
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b'{"stage": "\xff"}', "undecodable bytes (not UTF-8) at byte 11"),
+        (b"[" * 100_000 + b"]" * 100_000, "invalid JSON: nested too deeply"),
+    ],
+    ids=["not-utf8", "deep"],
+)
+def test_a_stage_record_not_utf8_or_nested_deep_is_one_line_naming_it(
+    fitted, tmp_path, content, says
+):
     """Issue 33: it was a UnicodeDecodeError or RecursionError traceback."""
     model = tmp_path / "model"
     shutil.copytree(fitted["model"], model)

@@ -151,7 +151,10 @@ def test_stdout_onto_dev_full_is_one_line(command, sets):
     with open("/dev/full", "w") as full:
         done = subprocess.run(
             [sys.executable, "-m", "denoisesum.cli", *command, str(sets)],
-            stdout=full, stderr=subprocess.PIPE, text=True, timeout=300,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
             env={**os.environ, "OMP_NUM_THREADS": "1"},
         )
     assert refused(done, "standard output: cannot write: No space left on device"), done.stderr
@@ -185,8 +188,7 @@ def fail_with(errno_: int):
     return fail
 
 
-def test_output_into_a_directory_without_write_permission_is_one_line(
-        monkeypatch, sets, tmp_path):
+def test_output_into_a_directory_without_write_permission_is_one_line(monkeypatch, sets, tmp_path):
     import errno
     import tempfile
 
@@ -211,8 +213,7 @@ def test_output_onto_a_file_owned_by_someone_else_is_one_line(monkeypatch, sets,
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".p.jsonl")] == []
 
 
-def test_a_full_disk_keeps_the_old_file_leaves_no_temp_file_one_line(monkeypatch, sets,
-                                                                     tmp_path):
+def test_a_full_disk_keeps_the_old_file_leaves_no_temp_file_one_line(monkeypatch, sets, tmp_path):
     import errno
 
     out = tmp_path / "p.jsonl"
@@ -249,23 +250,29 @@ DEEP = b"[" * 100_000 + b"]" * 100_000
     ids=["not-utf8", "deep"],
 )
 def test_a_model_file_not_utf8_or_nested_deep_is_one_line_naming_it(
-        name, content, message, tiny_model, sets, tmp_path):
+    name, content, message, tiny_model, sets, tmp_path
+):
     model = model_copy(tiny_model, tmp_path)
     (model / name).write_bytes(content)
     done = run_cli("summarize", sets, "--model", model)
-    assert refused(done, f"{model / name}: {message}" if message[0] == "u"
-                   else f"{model / name}: invalid JSON: {message}"), done.stderr
+    assert refused(
+        done,
+        f"{model / name}: {message}"
+        if message[0] == "u"
+        else f"{model / name}: invalid JSON: {message}",
+    ), done.stderr
 
 
-def test_a_vocabulary_whose_token_is_a_number_names_the_file_and_entry(tiny_model, sets,
-                                                                       tmp_path):
+def test_a_vocabulary_whose_token_is_a_number_names_the_file_and_entry(tiny_model, sets, tmp_path):
     model = model_copy(tiny_model, tmp_path)
     vocab = json.loads((model / "vocab.json").read_text())
     vocab["tokens"][7] = 5
     (model / "vocab.json").write_text(json.dumps(vocab))
     done = run_cli("summarize", sets, "--model", model)
-    assert refused(done, f"{model / 'vocab.json'}: malformed vocabulary: entry 7 of 'tokens' "
-                         "is 5, not a string"), done.stderr
+    assert refused(
+        done,
+        f"{model / 'vocab.json'}: malformed vocabulary: entry 7 of 'tokens' is 5, not a string",
+    ), done.stderr
 
 
 def test_a_fit_stage_record_not_utf8_or_nested_deep_is_one_line_naming_it(tmp_path):
@@ -286,10 +293,14 @@ def test_a_fit_stage_record_not_utf8_or_nested_deep_is_one_line_naming_it(tmp_pa
     "line, message",
     [
         ("[1,2,3]", "sets.jsonl, line 1: must be a JSON object with entity_id and reviews"),
-        ('{"entity_id": "e1", "reviews": [" "]}',
-         "sets.jsonl, line 1, field 'reviews': review 0 is empty"),
-        ('{"entity_id": "e1", "reviews": []}',
-         "sets.jsonl, line 1, field 'reviews': must hold at least 1 review (it holds 0)"),
+        (
+            '{"entity_id": "e1", "reviews": [" "]}',
+            "sets.jsonl, line 1, field 'reviews': review 0 is empty",
+        ),
+        (
+            '{"entity_id": "e1", "reviews": []}',
+            "sets.jsonl, line 1, field 'reviews': must hold at least 1 review (it holds 0)",
+        ),
     ],
     ids=["array", "blank-review", "no-review"],
 )

@@ -11,13 +11,33 @@ import denoisesum
 
 PACKAGE = Path(denoisesum.__file__).parent
 # lowest first; errors/extras/io/config/text/progress are the shared base every stage may use
-LAYERS = ["errors", "extras", "io", "config", "text", "progress", "data", "models", "noising",
-          "topics", "training", "inference", "evaluation", "baselines", "fit", "serving", "cli",
-          "__init__", "__main__"]
+LAYERS = [
+    "errors",
+    "extras",
+    "io",
+    "config",
+    "text",
+    "progress",
+    "data",
+    "models",
+    "noising",
+    "topics",
+    "training",
+    "inference",
+    "evaluation",
+    "baselines",
+    "fit",
+    "serving",
+    "cli",
+    "__init__",
+    "__main__",
+]
 BASE = {"config", "io", "errors", "extras", "text", "progress"}
-ALLOWED_UP = {("training", "denoisesum.inference.summarizer"),
-              ("training", "denoisesum.evaluation.decoded"),
-              ("training", "denoisesum.evaluation.rouge")}
+ALLOWED_UP = {
+    ("training", "denoisesum.inference.summarizer"),
+    ("training", "denoisesum.evaluation.decoded"),
+    ("training", "denoisesum.evaluation.rouge"),
+}
 
 
 def stage_of(module: str) -> str:
@@ -39,16 +59,20 @@ def imports_of(path: Path) -> set[str]:
 
 def module_name(path: Path) -> str:
     rel = path.relative_to(PACKAGE.parent).with_suffix("")
-    return ".".join(rel.parts).removesuffix(".__init__") if rel.name == "__init__" \
+    return (
+        ".".join(rel.parts).removesuffix(".__init__")
+        if rel.name == "__init__"
         else ".".join(rel.parts)
+    )
 
 
 def violations() -> list[str]:
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         name = module_name(path)
-        stage = stage_of(name) if path.name != "__init__.py" or path.parent != PACKAGE \
-            else "__init__"
+        stage = (
+            stage_of(name) if path.name != "__init__.py" or path.parent != PACKAGE else "__init__"
+        )
         if stage not in LAYERS:
             found.append(f"{name}: stage '{stage}' has no place in LAYERS")
             continue
@@ -76,6 +100,7 @@ def test_the_check_sees_function_level_imports(tmp_path):
 # ---- no import circles (issue 32): a module that imports one which imports it back (even for a
 # type hint) cannot be read or loaded on its own; shared things go to a module both import
 
+
 def load_time_imports(path: Path, modules: set[str]) -> set[str]:
     """The package's modules that `path` imports when it is loaded: its top-level imports, those
     under a top-level `if` (TYPE_CHECKING included) or `try` too, never those in functions.
@@ -87,9 +112,12 @@ def load_time_imports(path: Path, modules: set[str]) -> set[str]:
             if isinstance(node, ast.Import):
                 found.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                found.update(f"{node.module}.{alias.name}"
-                             if f"{node.module}.{alias.name}" in modules else node.module
-                             for alias in node.names)
+                found.update(
+                    f"{node.module}.{alias.name}"
+                    if f"{node.module}.{alias.name}" in modules
+                    else node.module
+                    for alias in node.names
+                )
             elif isinstance(node, ast.If | ast.Try):
                 for handler in getattr(node, "handlers", []):
                     visit(handler.body)
@@ -112,7 +140,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
         path.append(module)
         for target in sorted(graph.get(module, ())):
             if target in path:
-                found.append([*path[path.index(target):], target])
+                found.append([*path[path.index(target) :], target])
             elif target not in done:
                 walk(target)
         path.pop()
@@ -130,16 +158,21 @@ def test_no_module_imports_one_that_imports_it_back():
 
 def test_the_check_sees_a_circle_closed_by_a_type_hint(tmp_path):
     source = tmp_path / "routes.py"
-    source.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                      "    from denoisesum.serving.app import ServiceLimits\n"
-                      "def f():\n    from denoisesum.cli import app\n")
+    source.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from denoisesum.serving.app import ServiceLimits\n"
+        "def f():\n    from denoisesum.cli import app\n"
+    )
     modules = {"denoisesum.serving.app", "denoisesum.serving.routes", "denoisesum.cli"}
     imported = load_time_imports(source, modules)
     assert imported == {"denoisesum.serving.app"}  # not the one inside f
-    graph = {"denoisesum.serving.routes": imported,
-             "denoisesum.serving.app": {"denoisesum.serving.routes"}}
-    assert circles(graph) == [["denoisesum.serving.app", "denoisesum.serving.routes",
-                               "denoisesum.serving.app"]]
+    graph = {
+        "denoisesum.serving.routes": imported,
+        "denoisesum.serving.app": {"denoisesum.serving.routes"},
+    }
+    assert circles(graph) == [
+        ["denoisesum.serving.app", "denoisesum.serving.routes", "denoisesum.serving.app"]
+    ]
 
 
 # ---- the product apart from the studies (issue 32) ------------------------------------------
@@ -156,8 +189,11 @@ def python_files(root: Path) -> list[Path]:
     """The Python files under root, outside virtual environments, runs and hidden folders."""
     found = []
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in NOT_SOURCE and not d.startswith(".")
-                         and not d.endswith(".egg-info"))
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d not in NOT_SOURCE and not d.startswith(".") and not d.endswith(".egg-info")
+        )
         found += [Path(folder) / f for f in sorted(files) if f.endswith(".py")]
     return found
 
@@ -171,9 +207,14 @@ def imported_names(path: Path) -> set[str]:
             out |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
         elif isinstance(node, ast.Import):
             out.update(alias.name for alias in node.names)
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr == "import_module" and node.args
-              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             out.add(node.args[0].value)
     return out
 
@@ -183,8 +224,12 @@ def studies_imported(path: Path) -> set[str]:
 
 
 def _is_sys_path(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Attribute) and node.attr == "path"
-            and isinstance(node.value, ast.Name) and node.value.id == "sys")
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "path"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "sys"
+    )
 
 
 def path_edits(path: Path) -> list[int]:
@@ -192,28 +237,37 @@ def path_edits(path: Path) -> list[int]:
     an item or slice of it, and site.addsitedir."""
     lines = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and (
                 (node.func.attr in PATH_EDITS and _is_sys_path(node.func.value))
-                or node.func.attr == "addsitedir"):
+                or node.func.attr == "addsitedir"
+            )
+        ):
             lines.append(node.lineno)
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            if any(_is_sys_path(t) or (isinstance(t, ast.Subscript) and _is_sys_path(t.value))
-                   for t in targets):
+            if any(
+                _is_sys_path(t) or (isinstance(t, ast.Subscript) and _is_sys_path(t.value))
+                for t in targets
+            ):
                 lines.append(node.lineno)
     return sorted(lines)
 
 
 def test_the_package_never_imports_a_study():
-    found = {str(p.relative_to(PACKAGE.parent)): studies_imported(p)
-             for p in python_files(PACKAGE)}
+    found = {str(p.relative_to(PACKAGE.parent)): studies_imported(p) for p in python_files(PACKAGE)}
     assert {k: v for k, v in found.items() if v} == {}
 
 
 def test_nothing_outside_studies_imports_a_study():
     assert STUDIES.is_dir()
-    found = {str(p.relative_to(ROOT)): studies_imported(p) for p in python_files(ROOT)
-             if STUDIES not in p.parents}
+    found = {
+        str(p.relative_to(ROOT)): studies_imported(p)
+        for p in python_files(ROOT)
+        if STUDIES not in p.parents
+    }
     assert {k: v for k, v in found.items() if v} == {}
 
 
@@ -225,13 +279,19 @@ def test_no_file_edits_sys_path():
 
 def test_the_checks_see_study_imports_and_path_edits(tmp_path):
     source = tmp_path / "x.py"
-    source.write_text("import sys, site\nimport studies.decoding_levers\n"
-                      "from studies import _harness\n"
-                      "def f():\n    import importlib\n"
-                      "    importlib.import_module('studies.mixture_probes')\n"
-                      "    sys.path.insert(0, 'a')\n    sys.path += ['b']\n    sys.path[0] = 'c'\n"
-                      "    sys.path = []\n    site.addsitedir('d')\n"
-                      "print(sys.path, 'sys.path.insert(0, x)')\n")
-    assert studies_imported(source) == {"studies", "studies.decoding_levers", "studies._harness",
-                                        "studies.mixture_probes"}
+    source.write_text(
+        "import sys, site\nimport studies.decoding_levers\n"
+        "from studies import _harness\n"
+        "def f():\n    import importlib\n"
+        "    importlib.import_module('studies.mixture_probes')\n"
+        "    sys.path.insert(0, 'a')\n    sys.path += ['b']\n    sys.path[0] = 'c'\n"
+        "    sys.path = []\n    site.addsitedir('d')\n"
+        "print(sys.path, 'sys.path.insert(0, x)')\n"
+    )
+    assert studies_imported(source) == {
+        "studies",
+        "studies.decoding_levers",
+        "studies._harness",
+        "studies.mixture_probes",
+    }
     assert path_edits(source) == [7, 8, 9, 10, 11]

@@ -19,13 +19,17 @@ from denoisesum.noising.document_noise import idf_rouge1_f1
 from denoisesum.text import idf_weights
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-SETTINGS = SummarizerConfig(max_review_tokens=20,
-                            decode=DecodeConfig(beam_size=2, min_length=4, max_length=8))
+SETTINGS = SummarizerConfig(
+    max_review_tokens=20, decode=DecodeConfig(beam_size=2, min_length=4, max_length=8)
+)
 GOOD = ["great", "delicious", "amazing", "fresh", "tasty"]
 STAFF = ["staff", "server", "waiter", "owner", "manager"]
 # 10 near-duplicates about pizza and a friendly staff, and two reviews about other things
-PIZZA = [f"the pizza was {GOOD[i % 5]} and the {STAFF[i // 2]} was friendly . we will come "
-         "back for the pizza ." for i in range(10)]
+PIZZA = [
+    f"the pizza was {GOOD[i % 5]} and the {STAFF[i // 2]} was friendly . we will come "
+    "back for the pizza ."
+    for i in range(10)
+]
 OUTLIERS = ["the soup was cold and bland .", "sushi , tacos , steak : awful , soggy , stale ."]
 # the outliers where "first" would read them
 REVIEWS = [OUTLIERS[0], *PIZZA[:4], OUTLIERS[1], *PIZZA[4:]]
@@ -75,8 +79,10 @@ def test_first_and_random_modes(summarizer):
     first = with_settings(summarizer, select="first")
     assert first.reviews_read(REVIEWS) == list(range(8))
     assert first.encode_reviews(REVIEWS) == summarizer.encode_reviews(REVIEWS[:8])
-    picks = {seed: with_settings(summarizer, select="random", seed=seed).reviews_read(REVIEWS)
-             for seed in range(6)}
+    picks = {
+        seed: with_settings(summarizer, select="random", seed=seed).reviews_read(REVIEWS)
+        for seed in range(6)
+    }
     for read in picks.values():
         assert len(read) == len(set(read)) == 8 and read == sorted(read)
         assert all(0 <= i < len(REVIEWS) for i in read)
@@ -109,7 +115,9 @@ def test_the_counts_are_reported_when_the_model_chose(summarizer):
     # a max_reviews below read_reviews is a plain cut (as before selection): nothing chosen
     assert with_settings(summarizer, max_reviews=5).reading_fields(12) == {}
     assert with_settings(summarizer, max_reviews=10).reading_fields(1500) == {
-        "reviews_read": 8, "reviews_total": 1500}
+        "reviews_read": 8,
+        "reviews_total": 1500,
+    }
 
 
 def test_bad_selection_settings_are_clear_errors(summarizer, tmp_path):
@@ -122,8 +130,9 @@ def test_bad_selection_settings_are_clear_errors(summarizer, tmp_path):
         (edited / name).write_bytes((model_dir / name).read_bytes())
     config = json.loads((model_dir / "config.json").read_text())
     for key, value in (("select", "best"), ("read_reviews", 0)):
-        (edited / "config.json").write_text(json.dumps(
-            config | {"summarize": config["summarize"] | {key: value}}))
+        (edited / "config.json").write_text(
+            json.dumps(config | {"summarize": config["summarize"] | {key: value}})
+        )
         with pytest.raises(InputError, match=f"summarize.{key}"):
             Summarizer.from_pretrained(edited)
 
@@ -135,14 +144,19 @@ def test_the_command_says_how_many_reviews_were_read(tmp_path, summarizer):
     model_dir = summarizer.path
     source = tmp_path / "sets.jsonl"
     sets = {"many": REVIEWS, "few": PIZZA[:3]}
-    source.write_text("".join(json.dumps({"entity_id": e, "reviews": r}) + "\n"
-                              for e, r in sets.items()))
+    source.write_text(
+        "".join(json.dumps({"entity_id": e, "reviews": r}) + "\n" for e, r in sets.items())
+    )
     runner = CliRunner()
     result = runner.invoke(app, ["summarize", str(source), "--model", str(model_dir)])
     assert result.exit_code == 0, result.output
     many, few = (json.loads(line) for line in result.stdout.splitlines())
-    assert many == {"entity_id": "many", "summary": summarizer.summarize(REVIEWS),
-                    "reviews_read": 8, "reviews_total": 12}
+    assert many == {
+        "entity_id": "many",
+        "summary": summarizer.summarize(REVIEWS),
+        "reviews_read": 8,
+        "reviews_total": 12,
+    }
     assert few == {"entity_id": "few", "summary": summarizer.summarize(PIZZA[:3])}  # all read
     result = runner.invoke(app, ["summarize", str(source), "--model", str(model_dir), "--text"])
     assert result.exit_code == 0, result.output
@@ -169,8 +183,10 @@ def test_the_service_takes_200_reviews_and_says_how_many_it_read(summarizer):
         assert (body["reviews_read"], body["reviews_total"]) == (8, 200)
         few = client.post("/v1/summarize", json={"reviews": PIZZA[:3]}).json()
         assert "reviews_read" not in few and "reviews_total" not in few  # all read
-        response = client.post("/v1/summarize/batch", json={"sets": [
-            {"id": "many", "reviews": many}, {"id": "few", "reviews": PIZZA[:3]}]})
+        response = client.post(
+            "/v1/summarize/batch",
+            json={"sets": [{"id": "many", "reviews": many}, {"id": "few", "reviews": PIZZA[:3]}]},
+        )
         assert response.status_code == 200, response.text
         first, second = response.json()["results"]
         assert (first["id"], first["reviews_read"], first["reviews_total"]) == ("many", 8, 200)

@@ -27,9 +27,14 @@ JAVA_HINT = "apt-get install -y default-jre-headless"
 @pytest.fixture
 def no_tools(monkeypatch):
     """su4 and meteor report their tools missing; scoring them anyway fails the test."""
-    monkeypatch.setattr(report, "AVAILABILITY", {
-        "su4": lambda: f"ROUGE-SU4 needs perl, which was not found ({SU4_HINT})",
-        "meteor": lambda: f"METEOR needs java, which was not found ({JAVA_HINT})"})
+    monkeypatch.setattr(
+        report,
+        "AVAILABILITY",
+        {
+            "su4": lambda: f"ROUGE-SU4 needs perl, which was not found ({SU4_HINT})",
+            "meteor": lambda: f"METEOR needs java, which was not found ({JAVA_HINT})",
+        },
+    )
 
     def never(*_):
         raise AssertionError("a missing tool was run")
@@ -39,10 +44,17 @@ def no_tools(monkeypatch):
 
 
 def test_optional_metrics_whose_tool_is_missing_are_left_out_and_named(no_tools):
-    result = evaluate(PREDICTIONS, REFERENCES, DEFAULT_METRICS, optional=DEFAULT_METRICS,
-                      resamples=10)
-    assert set(result.scores) == {"rouge1", "rouge2", "rougeL", "pooled_rouge1",
-                                  "pooled_rouge2", "pooled_rougeL"}
+    result = evaluate(
+        PREDICTIONS, REFERENCES, DEFAULT_METRICS, optional=DEFAULT_METRICS, resamples=10
+    )
+    assert set(result.scores) == {
+        "rouge1",
+        "rouge2",
+        "rougeL",
+        "pooled_rouge1",
+        "pooled_rouge2",
+        "pooled_rougeL",
+    }
     assert set(result.not_computed) == {"su4", "meteor"}
     assert SU4_HINT in result.not_computed["su4"]
     assert result.to_dict()["not_computed"]["meteor"].endswith(f"({JAVA_HINT})")
@@ -64,8 +76,7 @@ def test_an_optional_metric_that_fails_is_left_out_and_nothing_at_all_is_an_erro
 
     monkeypatch.setattr(report, "AVAILABILITY", {})
     monkeypatch.setitem(report.SCORERS, "meteor", broken)
-    result = evaluate(PREDICTIONS, REFERENCES, "rouge,meteor", optional=["meteor"],
-                      resamples=10)
+    result = evaluate(PREDICTIONS, REFERENCES, "rouge,meteor", optional=["meteor"], resamples=10)
     assert result.not_computed == {"meteor": "METEOR failed: out of memory"}
     with pytest.raises(DenoiseSumError, match="out of memory"):
         evaluate(PREDICTIONS, REFERENCES, "rouge,meteor", resamples=10)
@@ -87,8 +98,10 @@ def test_perl_without_xml_parser_is_found_before_rouge_runs(tmp_path, monkeypatc
     fake.write_text("#!/bin/sh\nexit 2\n")
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", str(fake.parent))
-    assert su4.unavailable() == ("ROUGE-SU4 needs perl's XML::Parser module, which was not "
-                                 f"found (Debian/Ubuntu: {SU4_HINT})")
+    assert su4.unavailable() == (
+        "ROUGE-SU4 needs perl's XML::Parser module, which was not "
+        f"found (Debian/Ubuntu: {SU4_HINT})"
+    )
     monkeypatch.setenv("PATH", str(tmp_path))
     assert su4.unavailable().startswith("ROUGE-SU4 needs perl, which was not found")
 
@@ -100,17 +113,27 @@ def run_without_tools(tmp_path: Path, *args) -> subprocess.CompletedProcess:
     empty = tmp_path / "empty-bin"
     empty.mkdir(exist_ok=True)
     env = {**os.environ, "PATH": str(empty), "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "denoisesum.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "denoisesum.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
 
 
 @pytest.fixture
 def files(tmp_path):
-    gold = write_jsonl(tmp_path / "gold.jsonl", [
-        {"entity_id": e, "reviews": [f"{refs[0]} indeed", "so so"], "summaries": refs}
-        for e, refs in REFERENCES.items()])
-    predictions = write_jsonl(tmp_path / "p.jsonl", [
-        {"entity_id": e, "summary": s} for e, s in PREDICTIONS.items()])
+    gold = write_jsonl(
+        tmp_path / "gold.jsonl",
+        [
+            {"entity_id": e, "reviews": [f"{refs[0]} indeed", "so so"], "summaries": refs}
+            for e, refs in REFERENCES.items()
+        ],
+    )
+    predictions = write_jsonl(
+        tmp_path / "p.jsonl", [{"entity_id": e, "summary": s} for e, s in PREDICTIONS.items()]
+    )
     return gold, predictions
 
 
@@ -125,8 +148,9 @@ def test_cli_evaluate_by_default_scores_what_it_can_and_warns(files, tmp_path):
     assert "warning: metric 'meteor' not computed:" in result.stderr
     assert JAVA_HINT in result.stderr and "Traceback" not in result.stderr
 
-    result = run_without_tools(tmp_path, "evaluate", predictions, gold, "--json",
-                               "--compare", predictions)
+    result = run_without_tools(
+        tmp_path, "evaluate", predictions, gold, "--json", "--compare", predictions
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert set(data["not_computed"]) == {"su4", "meteor"} and "rouge1" in data["scores"]
@@ -137,18 +161,29 @@ def test_cli_evaluate_by_default_scores_what_it_can_and_warns(files, tmp_path):
 def test_cli_evaluate_fails_when_a_named_metric_cannot_run(files, tmp_path):
     gold, predictions = files
     scores = tmp_path / "scores.jsonl"
-    result = run_without_tools(tmp_path, "evaluate", predictions, gold,
-                               "--metrics", "rouge,meteor", "--per-entity", scores)
+    result = run_without_tools(
+        tmp_path, "evaluate", predictions, gold, "--metrics", "rouge,meteor", "--per-entity", scores
+    )
     assert result.returncode == 2 and result.stdout == "" and not scores.exists()
-    assert result.stderr.strip() == (f"error: METEOR needs java, which was not found "
-                                     f"(Debian/Ubuntu: {JAVA_HINT})")
+    assert result.stderr.strip() == (
+        f"error: METEOR needs java, which was not found (Debian/Ubuntu: {JAVA_HINT})"
+    )
 
 
 def test_cli_leaderboard_by_default_leaves_out_what_cannot_run(files, tmp_path):
     gold, predictions = files
     page = tmp_path / "board.md"
-    result = run_without_tools(tmp_path, "leaderboard", gold, "--baselines", "first",
-                               "--predictions", f"mine={predictions}", "-o", page)
+    result = run_without_tools(
+        tmp_path,
+        "leaderboard",
+        gold,
+        "--baselines",
+        "first",
+        "--predictions",
+        f"mine={predictions}",
+        "-o",
+        page,
+    )
     assert result.returncode == 0, result.stderr
     assert "warning: metric 'su4' not computed" in result.stderr and SU4_HINT in result.stderr
     text = page.read_text()
@@ -156,12 +191,12 @@ def test_cli_leaderboard_by_default_leaves_out_what_cannot_run(files, tmp_path):
     assert "**Not computed.**" in text and "- `meteor`: METEOR needs java" in text
 
 
-def test_cli_leaderboard_fails_before_any_baseline_when_a_named_metric_cannot_run(
-        files, tmp_path):
+def test_cli_leaderboard_fails_before_any_baseline_when_a_named_metric_cannot_run(files, tmp_path):
     gold, _ = files
     page = tmp_path / "board.md"
-    result = run_without_tools(tmp_path, "leaderboard", gold, "--baselines", "first",
-                               "--metrics", "rouge,su4", "-o", page)
+    result = run_without_tools(
+        tmp_path, "leaderboard", gold, "--baselines", "first", "--metrics", "rouge,su4", "-o", page
+    )
     assert result.returncode == 2 and not page.exists()
     assert "first:" not in result.stderr  # no baseline ran
     assert result.stderr.strip().startswith("error: ROUGE-SU4 needs perl, which was not found")

@@ -26,8 +26,9 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 def tiny(seed: int = 0, **switches) -> DenoiseSum:
     torch.manual_seed(seed)
-    config = DenoiseSumConfig(vocab_size=V, embed_dim=8, hidden_dim=12, dropout=0.0,
-                              n_topics=K, **switches)
+    config = DenoiseSumConfig(
+        vocab_size=V, embed_dim=8, hidden_dim=12, dropout=0.0, n_topics=K, **switches
+    )
     return DenoiseSum(config).eval()
 
 
@@ -91,8 +92,9 @@ def teacher_forced_log_probs(model: DenoiseSum, batch: SummaryBatch) -> torch.Te
 
 def test_tiny_model_overfits_and_greedy_decoding_reproduces_the_summaries():
     torch.manual_seed(0)
-    model = DenoiseSum(DenoiseSumConfig(vocab_size=V, embed_dim=16, hidden_dim=32, dropout=0.0,
-                                        n_topics=K))
+    model = DenoiseSum(
+        DenoiseSumConfig(vocab_size=V, embed_dim=16, hidden_dim=32, dropout=0.0, n_topics=K)
+    )
     rng = random.Random(1)
     summaries = [[5, 9, 13, 7, 21], [8, 14, 22, 6], [11, 17, 25, 29, 10, 12]]
     seg = [[words(rng) for _ in range(2)] for _ in summaries]
@@ -174,8 +176,12 @@ def test_padding_and_batch_company_do_not_change_outputs():
     padded.summary = torch.cat([padded.summary, torch.randint(4, V, (1, 4))], 1)
     # ... and batched with a longer pair, with the review rows shuffled
     seg_b = [words(rng, 9, 12) for _ in range(4)]
-    company = make_batch([seg_a, seg_b], [doc_a, reviews(rng, 3)], [sum_a, words(rng, 8, 8)],
-                         torch.cat([topics(1), topics(1, seed=5)]))
+    company = make_batch(
+        [seg_a, seg_b],
+        [doc_a, reviews(rng, 3)],
+        [sum_a, words(rng, 8, 8)],
+        torch.cat([topics(1), topics(1, seed=5)]),
+    )
     perm = torch.randperm(len(company.reviews), generator=torch.Generator().manual_seed(0))
     for name in ("reviews", "review_lengths", "review_pair", "review_kind"):
         setattr(company, name, getattr(company, name)[perm])
@@ -480,8 +486,9 @@ def test_coverage_forward_equals_step_by_step_decoding_and_its_loss():
             expected[:, t] += torch.minimum(attn, torch.as_tensor(past[key])).sum(-1)
             past[key] = past[key] + attn
     assert out["coverage"].item() > 0
-    assert math.isclose(out["coverage"].item(), (expected * mask).sum().item() / out["n_tokens"],
-                        rel_tol=1e-5)
+    assert math.isclose(
+        out["coverage"].item(), (expected * mask).sum().item() / out["n_tokens"], rel_tol=1e-5
+    )
     assert torch.allclose(out["loss"], out["nll"] + out["kl"] + out["coverage"])
 
 

@@ -32,9 +32,11 @@ SENTENCES = [
     "the prices are fair and the {s} is quick .",
     "parking is easy and the place is clean .",
 ]
-WORDS = {"f": ["pizza", "pasta", "soup", "tacos", "steak"],
-         "a": ["great", "cold", "amazing", "bland", "fresh"],
-         "s": ["staff", "server", "owner", "waiter"]}
+WORDS = {
+    "f": ["pizza", "pasta", "soup", "tacos", "steak"],
+    "a": ["great", "cold", "amazing", "bland", "fresh"],
+    "s": ["staff", "server", "owner", "waiter"],
+}
 
 
 def noising_reviews(n_entities=8, per_entity=10, seed=0):
@@ -43,8 +45,10 @@ def noising_reviews(n_entities=8, per_entity=10, seed=0):
     for e in range(n_entities):
         for _ in range(per_entity):
             k = rng.randint(1, 5)
-            text = " ".join(rng.choice(SENTENCES).format(**{x: rng.choice(v) for x, v in
-                                                            WORDS.items()}) for _ in range(k))
+            text = " ".join(
+                rng.choice(SENTENCES).format(**{x: rng.choice(v) for x, v in WORDS.items()})
+                for _ in range(k)
+            )
             if rng.random() < 0.1:
                 text += " $ $ $ *"
             out.append({"entity_id": f"e{e}", "text": text})
@@ -59,15 +63,32 @@ def workspace(tmp_path_factory):
     cfg = LMRunConfig(
         model=BiLMConfig(embed_dim=16, hidden_dim=24, proj_dim=16, cutoffs=[10], dropout=0.0),
         vocab=VocabConfig(max_size=1000, min_count=1),
-        train=LMTrainConfig(batch_tokens=512, max_len=40, lr=0.01, warmup_steps=5, max_steps=60,
-                            eval_every=60, save_every=60, heldout_percent=0.0, threads=1))
+        train=LMTrainConfig(
+            batch_tokens=512,
+            max_len=40,
+            lr=0.01,
+            warmup_steps=5,
+            max_steps=60,
+            eval_every=60,
+            save_every=60,
+            heldout_percent=0.0,
+            threads=1,
+        ),
+    )
     LMTrainer(corpus, root / "lm", cfg, progress=False).fit()
     return {"root": root, "corpus_path": corpus_path, "corpus": corpus, "lm": root / "lm"}
 
 
 def synth_config(**kw):
-    base = dict(pairs=24, candidates=CandidateConfig(20, 60, 2, True, False), n_mean=4,
-                n_std=1.5, inventory_reviews=40, shard_size=5, seed=3)
+    base = dict(
+        pairs=24,
+        candidates=CandidateConfig(20, 60, 2, True, False),
+        n_mean=4,
+        n_std=1.5,
+        inventory_reviews=40,
+        shard_size=5,
+        seed=3,
+    )
     base.update(kw)
     return pipeline.SynthesisConfig(**base)
 
@@ -80,6 +101,7 @@ def read_pairs(out):
 
 
 # ----------------------------------------------------------------------------- candidates
+
 
 def test_candidate_presets():
     yelp, rt = preset("yelp"), preset("rt")
@@ -99,14 +121,20 @@ def test_vectorised_filter_matches_the_rule_per_review(workspace):
     allowed = np.ones(len(corpus), bool)
     allowed[:5] = False
     eligible, report = eligible_candidates(corpus, cfg, allowed)
-    expected = [i for i in range(5, len(corpus)) if rejection(
-        [corpus.types[t] for t in corpus.ids[corpus.offsets[i]:corpus.offsets[i + 1]]], cfg)
-        is None]
+    expected = [
+        i
+        for i in range(5, len(corpus))
+        if rejection(
+            [corpus.types[t] for t in corpus.ids[corpus.offsets[i] : corpus.offsets[i + 1]]], cfg
+        )
+        is None
+    ]
     assert eligible.tolist() == expected
     assert report["eligible"] == len(expected) and report["reviews"] == len(corpus) - 5
 
 
 # ----------------------------------------------------------------------------- token noise
+
 
 def reference_nucleus(probs_row: np.ndarray, top_p: float) -> dict[int, float]:
     """Brute force: renormalise without specials, keep words by rank until mass >= top_p."""
@@ -176,8 +204,12 @@ def test_head_first_nucleus_expands_only_the_clusters_that_can_enter():
     head = torch.nn.AdaptiveLogSoftmaxWithLoss(16, 3000, cutoffs=[100, 1000], div_value=2.0)
     contexts = torch.randn(300, 16) * torch.linspace(0.5, 12.0, 300).unsqueeze(1)
     computed = [0, 0]
-    hooks = [tail.register_forward_hook(lambda m, inp, out, i=i: computed.__setitem__(
-        i, computed[i] + len(inp[0]))) for i, tail in enumerate(head.tail)]
+    hooks = [
+        tail.register_forward_hook(
+            lambda m, inp, out, i=i: computed.__setitem__(i, computed[i] + len(inp[0]))
+        )
+        for i, tail in enumerate(head.tail)
+    ]
     samples = lm_nucleus_sample(head, contexts, 0.9, 200, torch.Generator().manual_seed(6))
     for hook in hooks:
         hook.remove()
@@ -203,30 +235,44 @@ def test_replacement_rate_is_p_r_times_probability_of_a_different_word(workspace
     samples = lm_nucleus_sample(model.head, contexts, 0.9, 100, generator)
     copies = token_noise(ids, samples, 0.8, generator)
     measured = (copies != ids).float().mean().item()
-    differ = np.mean([1 - reference_nucleus(log_probs[j].exp().double().numpy(), 0.9)
-                      .get(int(ids[j]), 0.0) for j in range(len(ids))])
+    differ = np.mean(
+        [
+            1 - reference_nucleus(log_probs[j].exp().double().numpy(), 0.9).get(int(ids[j]), 0.0)
+            for j in range(len(ids))
+        ]
+    )
     assert len(ids) > 300
     assert measured == pytest.approx(0.8 * differ, abs=0.015)
 
 
 # ----------------------------------------------------------------------------- chunks
 
+
 def test_chunk_grammar():
     tokens = "the very good pizza was great and we would definitely come back for it".split()
     tags = "DT RB JJ NN VBD JJ CC PRP MD RB VB RB IN PRP".split()
     chunks = [(label, " ".join(tokens[a:b])) for label, a, b in chunk_tags(tokens, tags)]
-    assert chunks == [("NP", "the very good pizza"), ("VP", "was"), ("ADJP", "great"),
-                      ("O", "and"), ("NP", "we"), ("VP", "would definitely come"),
-                      ("ADVP", "back"), ("PP", "for"), ("NP", "it")]
+    assert chunks == [
+        ("NP", "the very good pizza"),
+        ("VP", "was"),
+        ("ADJP", "great"),
+        ("O", "and"),
+        ("NP", "we"),
+        ("VP", "would definitely come"),
+        ("ADVP", "back"),
+        ("PP", "for"),
+        ("NP", "it"),
+    ]
 
 
 def test_chunk_removal_rate_and_provenance():
     tokens = [f"w{i}" for i in range(3000)]
     labels = ["NP", "VP", "PP"]
     parse = [(labels[i % 3], i, i + 1) for i in range(3000)]
-    inventory = ChunkInventory({"NP": [("inv-np",)], "VP": [("inv-vp",)], "PP": [("inv-pp",)],
-                                "ADJP": [("inv-adjp",)]},
-                               templates=[[label for label, _, _ in parse] + ["ADJP"]])
+    inventory = ChunkInventory(
+        {"NP": [("inv-np",)], "VP": [("inv-vp",)], "PP": [("inv-pp",)], "ADJP": [("inv-adjp",)]},
+        templates=[[label for label, _, _ in parse] + ["ADJP"]],
+    )
     placed = chunk_noise(tokens, parse, inventory, 0.4, np.random.default_rng(0))
     template = inventory.templates[0]
     assert [c.label for c in placed] == template  # every slot filled with its template's label
@@ -249,14 +295,15 @@ def test_inventory_round_trip(tmp_path):
 
 # ----------------------------------------------------------------------------- pipeline
 
+
 def reference_top_n(corpus, idf, candidate, entity, n):
     """Brute force IDF-weighted ROUGE-1 F1 over the entity's other reviews, with sets and sums."""
-    cand = [int(t) for t in corpus.ids[corpus.offsets[candidate]:corpus.offsets[candidate + 1]]]
+    cand = [int(t) for t in corpus.ids[corpus.offsets[candidate] : corpus.offsets[candidate + 1]]]
     cand_set, scored = set(cand), []
     for r in range(len(corpus)):
         if r == candidate or corpus.entity[r] != entity:
             continue
-        words = [int(t) for t in corpus.ids[corpus.offsets[r]:corpus.offsets[r + 1]]]
+        words = [int(t) for t in corpus.ids[corpus.offsets[r] : corpus.offsets[r + 1]]]
         overlap = sum(float(idf[w]) for w in words if w in cand_set)
         p, rec = overlap / len(words), overlap / len(cand)
         f1 = 0.0 if overlap == 0 else 2 * p * rec / (p + rec)
@@ -267,8 +314,9 @@ def reference_top_n(corpus, idf, candidate, entity, n):
 def test_pairs_and_document_noise(workspace, tmp_path):
     corpus = workspace["corpus"]
     out = tmp_path / "syn"
-    manifest = pipeline.synthesize(corpus, out, workspace["lm"], synth_config(), workers=0,
-                                   progress=False)
+    manifest = pipeline.synthesize(
+        corpus, out, workspace["lm"], synth_config(), workers=0, progress=False
+    )
     pairs = read_pairs(out)
     assert manifest["pairs"] == len(pairs) == 24
     assert [p["pair_id"] for p in pairs] == list(range(24))
@@ -280,8 +328,10 @@ def test_pairs_and_document_noise(workspace, tmp_path):
         entity = int(corpus.entity[review])
         assert pair["entity_id"] == corpus.entities[entity]
         expected = reference_top_n(corpus, idf, review, entity, pair["n"])
-        texts = [" ".join(corpus.types[t] for t in
-                          corpus.ids[corpus.offsets[r]:corpus.offsets[r + 1]]) for r in expected]
+        texts = [
+            " ".join(corpus.types[t] for t in corpus.ids[corpus.offsets[r] : corpus.offsets[r + 1]])
+            for r in expected
+        ]
         assert pair["document_noise"] == texts
         assert pair["document_noise_short"] == (len(texts) < pair["n"])
     assert sum(p["n"] for p in pairs) / 24 == pytest.approx(4, abs=1)
@@ -289,32 +339,44 @@ def test_pairs_and_document_noise(workspace, tmp_path):
 
 def test_random_document_noise_draws_other_reviews_of_the_entity(workspace, tmp_path):
     corpus = workspace["corpus"]
-    with pytest.raises(ConfigError, match="'document_noise': must be one of similar, random, "
-                                          "got 'nearest'"):
+    with pytest.raises(
+        ConfigError, match="'document_noise': must be one of similar, random, got 'nearest'"
+    ):
         check(synth_config(document_noise="nearest"))
     similar, rand = tmp_path / "similar", tmp_path / "random"
     for out, kind in ((similar, "similar"), (rand, "random")):
-        pipeline.synthesize(corpus, out, workspace["lm"], synth_config(document_noise=kind),
-                            workers=0, progress=False)
+        pipeline.synthesize(
+            corpus,
+            out,
+            workspace["lm"],
+            synth_config(document_noise=kind),
+            workers=0,
+            progress=False,
+        )
     idf = np.load(rand / "idf.npy")
     differs = 0
     for s_pair, r_pair in zip(read_pairs(similar), read_pairs(rand), strict=True):
         # the same candidates and segment noise: only the document noise is drawn another way
-        assert {k: v for k, v in s_pair.items() if not k.startswith("document_noise")} == \
-            {k: v for k, v in r_pair.items() if not k.startswith("document_noise")}
+        assert {k: v for k, v in s_pair.items() if not k.startswith("document_noise")} == {
+            k: v for k, v in r_pair.items() if not k.startswith("document_noise")
+        }
         review = r_pair["candidate_review"]
         entity = int(corpus.entity[review])
-        siblings = [" ".join(corpus.types[t] for t in corpus.ids[corpus.offsets[r]:
-                                                                    corpus.offsets[r + 1]])
-                    for r in np.flatnonzero(corpus.entity == entity) if r != review]
+        siblings = [
+            " ".join(corpus.types[t] for t in corpus.ids[corpus.offsets[r] : corpus.offsets[r + 1]])
+            for r in np.flatnonzero(corpus.entity == entity)
+            if r != review
+        ]
         assert len(r_pair["document_noise"]) == min(r_pair["n"], len(siblings))
-        assert len(set(r_pair["document_noise"])) == len(r_pair["document_noise"]) or \
-            len(set(siblings)) < len(siblings)
+        assert len(set(r_pair["document_noise"])) == len(r_pair["document_noise"]) or len(
+            set(siblings)
+        ) < len(siblings)
         assert set(r_pair["document_noise"]) <= set(siblings)
         top = reference_top_n(corpus, idf, review, entity, r_pair["n"])
         differs += sorted(r_pair["document_noise"]) != sorted(
-            " ".join(corpus.types[t] for t in corpus.ids[corpus.offsets[r]:corpus.offsets[r + 1]])
-            for r in top)
+            " ".join(corpus.types[t] for t in corpus.ids[corpus.offsets[r] : corpus.offsets[r + 1]])
+            for r in top
+        )
     assert differs > 0  # not the most similar ones after all
 
 
@@ -322,18 +384,24 @@ def brute_support(corpus, idf, candidate, n):
     """Mean IDF-ROUGE-1 F1 of the candidate's n best other reviews of its entity, one by one."""
     entity = int(corpus.entity[candidate])
     best = reference_top_n(corpus, idf, candidate, entity, n)
-    ids = [corpus.ids[corpus.offsets[r]:corpus.offsets[r + 1]] for r in [*best, candidate]]
+    ids = [corpus.ids[corpus.offsets[r] : corpus.offsets[r + 1]] for r in [*best, candidate]]
     return np.mean([idf_rouge1_f1(x, ids[-1], idf) for x in ids[:-1]]) if best else 0.0
 
 
 def test_central_pairs_keep_the_best_supported_candidates(workspace, tmp_path):
     corpus = workspace["corpus"]
     full = synth_config(pairs=10_000)  # every eligible candidate becomes a pair
-    everyone = pipeline.synthesize(corpus, tmp_path / "all", workspace["lm"], full, workers=0,
-                                   progress=False)
-    central = pipeline.synthesize(corpus, tmp_path / "central", workspace["lm"],
-                                  synth_config(pairs=10_000, central_fraction=0.3), workers=0,
-                                  progress=False)
+    everyone = pipeline.synthesize(
+        corpus, tmp_path / "all", workspace["lm"], full, workers=0, progress=False
+    )
+    central = pipeline.synthesize(
+        corpus,
+        tmp_path / "central",
+        workspace["lm"],
+        synth_config(pairs=10_000, central_fraction=0.3),
+        workers=0,
+        progress=False,
+    )
     idf = np.load(tmp_path / "all" / "idf.npy")
     eligible = sorted(p["candidate_review"] for p in read_pairs(tmp_path / "all"))
     kept = {p["candidate_review"] for p in read_pairs(tmp_path / "central")}
@@ -341,8 +409,7 @@ def test_central_pairs_keep_the_best_supported_candidates(workspace, tmp_path):
     assert len(kept) == central["pairs"] == round(0.3 * everyone["pairs"])
     lowest = min(scores[r] for r in kept)
     assert all(scores[r] <= lowest + 1e-6 for r in set(eligible) - kept)
-    assert central["candidate_filter"]["central_lowest_support"] == pytest.approx(lowest,
-                                                                                  abs=1e-4)
+    assert central["candidate_filter"]["central_lowest_support"] == pytest.approx(lowest, abs=1e-4)
 
 
 def test_support_matches_the_one_by_one_f1(workspace, tmp_path):
@@ -361,40 +428,64 @@ def test_added_settings_are_checked_and_absent_from_old_fingerprints(workspace, 
         check(synth_config(central_fraction=0))  # its bounds (config.py), as build checks them
     excluded: list[str] = []
     default = pipeline._fingerprint(workspace["corpus"], workspace["lm"], synth_config(), excluded)
-    explicit = pipeline._fingerprint(workspace["corpus"], workspace["lm"],
-                                     synth_config(central_fraction=1.0), excluded)
-    other = pipeline._fingerprint(workspace["corpus"], workspace["lm"],
-                                  synth_config(central_fraction=0.5), excluded)
+    explicit = pipeline._fingerprint(
+        workspace["corpus"], workspace["lm"], synth_config(central_fraction=1.0), excluded
+    )
+    other = pipeline._fingerprint(
+        workspace["corpus"], workspace["lm"], synth_config(central_fraction=0.5), excluded
+    )
     assert default == explicit != other
     # the print of a directory written before the added settings: the same settings without them
-    settings = {k: v for k, v in dataclasses.asdict(synth_config()).items()
-                if k not in pipeline.ADDED_SETTINGS}
-    digest = hashlib.sha256(json.dumps([workspace["corpus"].meta["sources"], settings, []],
-                                       sort_keys=True).encode())
+    settings = {
+        k: v
+        for k, v in dataclasses.asdict(synth_config()).items()
+        if k not in pipeline.ADDED_SETTINGS
+    }
+    digest = hashlib.sha256(
+        json.dumps([workspace["corpus"].meta["sources"], settings, []], sort_keys=True).encode()
+    )
     digest.update((workspace["lm"] / "model.safetensors").read_bytes())
     assert default == digest.hexdigest()
 
 
 def test_exclusions(workspace, tmp_path):
     out = tmp_path / "syn"
-    pipeline.synthesize(workspace["corpus"], out, workspace["lm"], synth_config(pairs=10),
-                        excluded=["e0", "e1"], workers=0, progress=False)
+    pipeline.synthesize(
+        workspace["corpus"],
+        out,
+        workspace["lm"],
+        synth_config(pairs=10),
+        excluded=["e0", "e1"],
+        workers=0,
+        progress=False,
+    )
     assert not {p["entity_id"] for p in read_pairs(out)} & {"e0", "e1"}
 
 
 def test_same_output_for_0_1_2_workers(workspace, tmp_path):
     hashes = []
     for workers in (0, 1, 2):
-        manifest = pipeline.synthesize(workspace["corpus"], tmp_path / f"w{workers}",
-                                       workspace["lm"], synth_config(), workers=workers,
-                                       progress=False)
+        manifest = pipeline.synthesize(
+            workspace["corpus"],
+            tmp_path / f"w{workers}",
+            workspace["lm"],
+            synth_config(),
+            workers=workers,
+            progress=False,
+        )
         hashes.append([s["sha256"] for s in manifest["shards"]])
     assert hashes[0] == hashes[1] == hashes[2]
 
 
 def test_resume_after_a_killed_run(workspace, tmp_path, monkeypatch):
-    reference = pipeline.synthesize(workspace["corpus"], tmp_path / "ref", workspace["lm"],
-                                    synth_config(), workers=0, progress=False)
+    reference = pipeline.synthesize(
+        workspace["corpus"],
+        tmp_path / "ref",
+        workspace["lm"],
+        synth_config(),
+        workers=0,
+        progress=False,
+    )
     real_run_shard = pipeline.run_shard
 
     def dies_on_shard_3(shard, job):
@@ -404,22 +495,46 @@ def test_resume_after_a_killed_run(workspace, tmp_path, monkeypatch):
 
     monkeypatch.setattr(pipeline, "run_shard", dies_on_shard_3)
     with pytest.raises(KeyboardInterrupt):
-        pipeline.synthesize(workspace["corpus"], tmp_path / "cut", workspace["lm"],
-                            synth_config(), workers=0, progress=False)
+        pipeline.synthesize(
+            workspace["corpus"],
+            tmp_path / "cut",
+            workspace["lm"],
+            synth_config(),
+            workers=0,
+            progress=False,
+        )
     assert len(list((tmp_path / "cut" / "shards").glob("*.gz"))) == 3
     monkeypatch.setattr(pipeline, "run_shard", real_run_shard)
-    resumed = pipeline.synthesize(workspace["corpus"], tmp_path / "cut", workspace["lm"],
-                                  synth_config(), workers=0, progress=False)
+    resumed = pipeline.synthesize(
+        workspace["corpus"],
+        tmp_path / "cut",
+        workspace["lm"],
+        synth_config(),
+        workers=0,
+        progress=False,
+    )
     assert resumed["this_run"]["shards_computed"] == math.ceil(24 / 5) - 3
     assert [s["sha256"] for s in resumed["shards"]] == [s["sha256"] for s in reference["shards"]]
 
 
 def test_changed_settings_in_the_same_directory_are_refused(workspace, tmp_path):
-    pipeline.synthesize(workspace["corpus"], tmp_path / "s", workspace["lm"],
-                        synth_config(pairs=5), workers=0, progress=False)
+    pipeline.synthesize(
+        workspace["corpus"],
+        tmp_path / "s",
+        workspace["lm"],
+        synth_config(pairs=5),
+        workers=0,
+        progress=False,
+    )
     with pytest.raises(Exception, match="other inputs or settings"):
-        pipeline.synthesize(workspace["corpus"], tmp_path / "s", workspace["lm"],
-                            synth_config(pairs=6), workers=0, progress=False)
+        pipeline.synthesize(
+            workspace["corpus"],
+            tmp_path / "s",
+            workspace["lm"],
+            synth_config(pairs=6),
+            workers=0,
+            progress=False,
+        )
 
 
 def test_malformed_corpus_gets_a_clear_error(tmp_path):
@@ -434,14 +549,38 @@ def test_synthesize_command(workspace, tmp_path):
 
     from denoisesum.cli import app
 
-    dev = write_jsonl(tmp_path / "dev.jsonl", [{"entity_id": "d1", "reviews": ["a", "b", "c"]},
-                                               {"entity_id": "d2", "reviews": ["a", "b", "c"]}])
+    dev = write_jsonl(
+        tmp_path / "dev.jsonl",
+        [
+            {"entity_id": "d1", "reviews": ["a", "b", "c"]},
+            {"entity_id": "d2", "reviews": ["a", "b", "c"]},
+        ],
+    )
     (tmp_path / "exclude.txt").write_text("# ids\ne0\n\ne1\n")
-    args = ["synthesize", str(workspace["corpus_path"]), "--lm", str(workspace["lm"]),
-            "-o", str(tmp_path / "out"), "--cache", str(workspace["root"] / "enc"),
-            "--preset", "generic", "--pairs", "6", "--dev", str(dev), "--workers", "0",
-            "--exclude-entities", str(tmp_path / "exclude.txt"), "--set", "shard_size=4",
-            "--set", "inventory_reviews=20"]
+    args = [
+        "synthesize",
+        str(workspace["corpus_path"]),
+        "--lm",
+        str(workspace["lm"]),
+        "-o",
+        str(tmp_path / "out"),
+        "--cache",
+        str(workspace["root"] / "enc"),
+        "--preset",
+        "generic",
+        "--pairs",
+        "6",
+        "--dev",
+        str(dev),
+        "--workers",
+        "0",
+        "--exclude-entities",
+        str(tmp_path / "exclude.txt"),
+        "--set",
+        "shard_size=4",
+        "--set",
+        "inventory_reviews=20",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "6 pairs in" in result.output and "candidates:" in result.output
@@ -450,8 +589,9 @@ def test_synthesize_command(workspace, tmp_path):
     assert not {p["entity_id"] for p in pairs} & {"e0", "e1"}
     result = CliRunner().invoke(app, [*args[:9], "nope", *args[10:]])
     assert result.exit_code != 0
-    assert str(result.exception) == ("config key 'preset': must be one of yelp, rt, generic, got "
-                                     "'nope'")
+    assert str(result.exception) == (
+        "config key 'preset': must be one of yelp, rt, generic, got 'nope'"
+    )
 
 
 def test_workers_keep_freed_memory_on_glibc():

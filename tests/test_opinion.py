@@ -73,8 +73,9 @@ def test_a_cache_of_the_old_format_is_rebuilt(tmp_path):
     assert meta["format"] == FORMAT
     # a cache written before ratings.npy: same sources, old format, no ratings file
     (tmp_path / "enc" / "ratings.npy").unlink()
-    (tmp_path / "enc" / "meta.json").write_text(json.dumps({**meta,
-                                                            "format": "denoisesum-encoded/1"}))
+    (tmp_path / "enc" / "meta.json").write_text(
+        json.dumps({**meta, "format": "denoisesum-encoded/1"})
+    )
     assert np.isnan(EncodedCorpus(tmp_path / "enc").ratings).all()  # readable, no ratings
     rebuilt = EncodedCorpus.build(CorpusReader(path), tmp_path / "enc", Tokenizer())
     assert (tmp_path / "enc" / "ratings.npy").exists()
@@ -105,8 +106,9 @@ def test_balanced_plan_draws_star_classes_about_equally():
     ratings = np.zeros(30_000, dtype=np.float32)
     ratings[eligible] = stars
     uniform = make_plan(eligible, 1_000, 4, 1, seed=3)
-    balanced = make_plan(eligible, 1_000, 4, 1, seed=3,
-                         weights=rating_balance_weights(ratings[eligible]))
+    balanced = make_plan(
+        eligible, 1_000, 4, 1, seed=3, weights=rating_balance_weights(ratings[eligible])
+    )
     assert len(set(balanced.candidates.tolist())) == 1_000  # distinct, from the eligible
     assert set(balanced.candidates.tolist()) <= set(eligible.tolist())
     share = Counter(star_classes(ratings[balanced.candidates]).tolist())
@@ -123,8 +125,9 @@ def test_balanced_plan_draws_star_classes_about_equally():
 def test_pairs_record_their_summary_review_rating(workspace, rated, tmp_path):  # noqa: F811
     records, corpus = rated
     out = tmp_path / "syn"
-    manifest = pipeline.synthesize(corpus, out, workspace["lm"],
-                                   synth_config(balance_ratings=True), workers=0, progress=False)
+    manifest = pipeline.synthesize(
+        corpus, out, workspace["lm"], synth_config(balance_ratings=True), workers=0, progress=False
+    )
     pairs = read_pairs(out)
     assert manifest["pairs"] == len(pairs) == 24
     for pair in pairs:
@@ -134,14 +137,19 @@ def test_pairs_record_their_summary_review_rating(workspace, rated, tmp_path):  
     assert [p.rating for p in parsed] == [p["rating"] for p in pairs]
     # the setting is part of the noising fingerprint, absent at its default (old directories)
     with pytest.raises(Exception, match="other inputs or settings"):
-        pipeline.synthesize(corpus, out, workspace["lm"], synth_config(), workers=0,
-                            progress=False)
+        pipeline.synthesize(corpus, out, workspace["lm"], synth_config(), workers=0, progress=False)
 
 
 @pytest.mark.parametrize("bad", [True, "5", 11.0, -1, float("nan")])
 def test_a_bad_rating_in_a_pair_is_an_input_error(tmp_path, bad):
-    record = {"pair_id": 0, "entity_id": "e", "summary": "good food .",
-              "segment_noise": ["bad food ."], "document_noise": ["the food ."], "rating": bad}
+    record = {
+        "pair_id": 0,
+        "entity_id": "e",
+        "summary": "good food .",
+        "segment_noise": ["bad food ."],
+        "document_noise": ["the food ."],
+        "rating": bad,
+    }
     path = tmp_path / "shard-00000.jsonl.gz"
     # json.dumps writes NaN, which Python's reader reads back: it must still be refused
     path.write_bytes(gzip.compress((json.dumps(record) + "\n").encode()))
@@ -151,8 +159,13 @@ def test_a_bad_rating_in_a_pair_is_an_input_error(tmp_path, bad):
 
 
 def test_a_pair_without_a_rating_has_none(tmp_path):
-    record = {"pair_id": 0, "entity_id": "e", "summary": "good food .",
-              "segment_noise": ["bad food ."], "document_noise": ["the food ."]}
+    record = {
+        "pair_id": 0,
+        "entity_id": "e",
+        "summary": "good food .",
+        "segment_noise": ["bad food ."],
+        "document_noise": ["the food ."],
+    }
     path = tmp_path / "shard-00000.jsonl.gz"
     path.write_bytes(gzip.compress((json.dumps(record) + "\n").encode()))
     assert next(iter_pairs([path])).rating is None
@@ -169,8 +182,17 @@ def opinion_batch(ratings=None):
 
 
 def test_opinion_classes_of_ratings():
-    assert [opinion_class(r) for r in (None, math.nan, 0.3, 1, 2.5, 3.4, 4.5, 5, 7)] == \
-        [0, 0, 1, 1, 3, 3, 5, 5, 5]
+    assert [opinion_class(r) for r in (None, math.nan, 0.3, 1, 2.5, 3.4, 4.5, 5, 7)] == [
+        0,
+        0,
+        1,
+        1,
+        3,
+        3,
+        5,
+        5,
+        5,
+    ]
     batch = make_batch([[[5]], [[6]]], [[[7]], [[8]]], ratings=[None, 4.6])
     assert batch.ratings.tolist() == [0, 5]
     with pytest.raises(ValueError, match="one value per pair"):
@@ -205,8 +227,9 @@ def test_a_model_without_opinion_ignores_ratings():
     model = tiny()
     assert model.opinion is None
     assert model.encode(opinion_batch([1, 2, 3])).opinion is None
-    assert torch.equal(model(opinion_batch([1, 2, 3]))["token_nll"],
-                       model(opinion_batch())["token_nll"])
+    assert torch.equal(
+        model(opinion_batch([1, 2, 3]))["token_nll"], model(opinion_batch())["token_nll"]
+    )
 
 
 def test_the_rating_changes_the_output_distribution():
@@ -225,12 +248,16 @@ def test_the_rating_changes_the_output_distribution():
     with torch.no_grad():
         low, _ = model._decode(state_low, prev.unsqueeze(1))  # decode_step's pieces
         high, _ = model._decode(state_high, prev.unsqueeze(1))
-    for name, get in (("decoder c", lambda parts: parts.seg.logits),
-                      ("decoder d", lambda parts: parts.doc.logits),
-                      ("gate", lambda parts: parts.lam), ("copy", lambda parts: parts.doc.p_gen)):
+    for name, get in (
+        ("decoder c", lambda parts: parts.seg.logits),
+        ("decoder d", lambda parts: parts.doc.logits),
+        ("gate", lambda parts: parts.lam),
+        ("copy", lambda parts: parts.doc.p_gen),
+    ):
         assert not torch.allclose(get(low), get(high)), name
-    assert not torch.allclose(model.decode_step(state_low, prev)[0],
-                              model.decode_step(state_high, prev)[0])
+    assert not torch.allclose(
+        model.decode_step(state_low, prev)[0], model.decode_step(state_high, prev)[0]
+    )
     # the gradient reaches only the rows of the ratings in the batch
     model.train()
     model(opinion_batch([1, 1, 4]))["loss"].backward()
@@ -263,18 +290,28 @@ def test_beam_search_follows_each_entitys_rating():
         model.opinion.weight.normal_(std=10.0, generator=torch.Generator().manual_seed(2))
     rng = random.Random(3)
     sets = [reviews(rng, 3), reviews(rng, 2)]
-    config = DecodeConfig(beam_size=3, min_length=2, max_length=8, no_repeat_ngram=0,
-                          block_first_person=False, no_repeat_in_sentence=False,
-                          restate_overlap=0.0, max_word_repeats=0)
+    config = DecodeConfig(
+        beam_size=3,
+        min_length=2,
+        max_length=8,
+        no_repeat_ngram=0,
+        block_first_person=False,
+        no_repeat_in_sentence=False,
+        restate_overlap=0.0,
+        max_word_repeats=0,
+    )
     rows = torch.arange(V)
     for decoder in (model, ShortlistModel(model, rows)):
         together = beam_search(decoder, inference_batch(sets, ratings=[1.0, 5.0]), config)
-        alone = [beam_search(decoder, inference_batch([s], ratings=[r]), config)[0]
-                 for s, r in zip(sets, (1.0, 5.0), strict=True)]
-        assert [[h.tokens for h in e] for e in together] == [[h.tokens for h in e]
-                                                            for e in alone]
-    outputs = {r: beam_search(model, inference_batch(sets[:1], ratings=[r]), config)[0][0].tokens
-               for r in (1.0, 2.0, 3.0, 4.0, 5.0)}
+        alone = [
+            beam_search(decoder, inference_batch([s], ratings=[r]), config)[0]
+            for s, r in zip(sets, (1.0, 5.0), strict=True)
+        ]
+        assert [[h.tokens for h in e] for e in together] == [[h.tokens for h in e] for e in alone]
+    outputs = {
+        r: beam_search(model, inference_batch(sets[:1], ratings=[r]), config)[0][0].tokens
+        for r in (1.0, 2.0, 3.0, 4.0, 5.0)
+    }
     assert len(set(map(tuple, outputs.values()))) > 1  # the rating changes what is written
 
 
@@ -327,8 +364,9 @@ def test_training_feeds_ratings_hides_some_and_starts_from_a_model_without_opini
     assert not state["opinion.weight"].any()
     # the batch carries each pair's opinion class; unrated pairs are unknown (0)
     batch = run.batch(run.train_pairs[:8])
-    expected = [opinion_class(pairs[int(run.corpus.pair_id[p])]["rating"])
-                for p in run.train_pairs[:8]]
+    expected = [
+        opinion_class(pairs[int(run.corpus.pair_id[p])]["rating"]) for p in run.train_pairs[:8]
+    ]
     assert batch.ratings.tolist() == expected
     # opinion dropout: about half hidden, the same pairs for the same step
     chosen = run.train_pairs[:40]
@@ -337,9 +375,10 @@ def test_training_feeds_ratings_hides_some_and_starts_from_a_model_without_opini
     assert np.array_equal(hidden, run._hidden_opinions(chosen, chosen))
     assert np.array_equal(run._hidden_opinions(chosen, chosen[5:9]), hidden[5:9])
     hidden_batch = run.batch(chosen[:8], hidden[:8])
-    assert hidden_batch.ratings.tolist() == [0 if h else r for h, r in
-                                             zip(hidden[:8], run.batch(chosen[:8]).ratings.tolist(),
-                                                 strict=True)]
+    assert hidden_batch.ratings.tolist() == [
+        0 if h else r
+        for h, r in zip(hidden[:8], run.batch(chosen[:8]).ratings.tolist(), strict=True)
+    ]
     run.fit()
     loaded, _, config = load_denoisesum(tmp_path / "opinion")
     assert config["model"]["opinion"] is True and config["train"]["opinion_dropout"] == 0.5

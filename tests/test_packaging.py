@@ -23,16 +23,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "src" / "denoisesum" / "pretrained" / "denoisesum-yelp"
-REVIEWS = ["The ramen was rich and the broth was deep. Friendly staff, quick service.",
-           "Great noodles and a tasty broth, but the room is tiny and it gets loud.",
-           "Best ramen in town: the pork is tender, the staff are kind, prices are fair."]
+REVIEWS = [
+    "The ramen was rich and the broth was deep. Friendly staff, quick service.",
+    "Great noodles and a tasty broth, but the room is tiny and it gets loud.",
+    "Best ramen in town: the pork is tender, the staff are kind, prices are fair.",
+]
 
 pytestmark = pytest.mark.packaging
 
 
 def run(command: list, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    result = subprocess.run([str(c) for c in command], cwd=cwd, env=env, capture_output=True,
-                            text=True, timeout=300)
+    result = subprocess.run(
+        [str(c) for c in command], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
     return result
 
@@ -44,8 +47,24 @@ def wheel(tmp_path_factory) -> Path:
     extra = work / "setup.cfg"
     extra.write_text(f"[build]\nbuild_base = {work / 'build'}\n[egg_info]\negg_base = {work}\n")
     env = {**os.environ, "DIST_EXTRA_CONFIG": str(extra)}
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-         "--disable-pip-version-check", "-q", "-w", work / "dist", ROOT], cwd=work, env=env)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--disable-pip-version-check",
+            "-q",
+            "-w",
+            work / "dist",
+            ROOT,
+        ],
+        cwd=work,
+        env=env,
+    )
     (found,) = (work / "dist").glob("denoisesum-*.whl")
     return found
 
@@ -54,10 +73,12 @@ def test_the_wheel_holds_the_default_model_once(wheel):
     with zipfile.ZipFile(wheel) as archive:
         entries = {info.filename: info.file_size for info in archive.infolist()}
     model = {name: size for name, size in entries.items() if "/pretrained/" in name}
-    assert model == {f"denoisesum/pretrained/denoisesum-yelp/{p.name}": p.stat().st_size
-                     for p in MODEL.iterdir()}
+    assert model == {
+        f"denoisesum/pretrained/denoisesum-yelp/{p.name}": p.stat().st_size for p in MODEL.iterdir()
+    }
     assert [name for name in entries if name.endswith(".safetensors")] == [
-        "denoisesum/pretrained/denoisesum-yelp/model.safetensors"]  # not lms/bilm-yelp
+        "denoisesum/pretrained/denoisesum-yelp/model.safetensors"
+    ]  # not lms/bilm-yelp
     # the fp16 weights hardly compress: the wheel is the model plus well under 5 MiB of code
     weights = (MODEL / "model.safetensors").stat().st_size
     assert 0.8 * weights < wheel.stat().st_size < weights + 5 * 2**20
@@ -67,26 +88,53 @@ def test_the_installed_wheel_summarizes_with_its_default_model(wheel, tmp_path):
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=tmp_path)
     python = venv / "bin" / "python"
-    run([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index",
-         "--force-reinstall", "--disable-pip-version-check", "-q", wheel], cwd=tmp_path)
-    site = Path(run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                    cwd=tmp_path).stdout.strip())
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            python,
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--force-reinstall",
+            "--disable-pip-version-check",
+            "-q",
+            wheel,
+        ],
+        cwd=tmp_path,
+    )
+    site = Path(
+        run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            cwd=tmp_path,
+        ).stdout.strip()
+    )
     deps = dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
     (site / "_project_dependencies.pth").write_text("".join(f"{path}\n" for path in deps))
 
     elsewhere = tmp_path / "elsewhere"  # neither the checkout nor the environment
     elsewhere.mkdir()
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
-    env.update(PYTHONNOUSERSITE="1", OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"),
-               PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")
-    code = ("import json, sys, denoisesum\n"
-            "from denoisesum import Summarizer\n"
-            "from denoisesum.inference.summarizer import installed_models\n"
-            "s = Summarizer.from_pretrained()\n"
-            f"print(json.dumps({{'file': denoisesum.__file__, 'model': str(s.path), "
-            f"'installed': installed_models(), 'path': sys.path, "
-            f"'summary': s.summarize({REVIEWS!r})}}))\n")
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")
+    }
+    env.update(
+        PYTHONNOUSERSITE="1",
+        OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"),
+        PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
+    )
+    code = (
+        "import json, sys, denoisesum\n"
+        "from denoisesum import Summarizer\n"
+        "from denoisesum.inference.summarizer import installed_models\n"
+        "s = Summarizer.from_pretrained()\n"
+        f"print(json.dumps({{'file': denoisesum.__file__, 'model': str(s.path), "
+        f"'installed': installed_models(), 'path': sys.path, "
+        f"'summary': s.summarize({REVIEWS!r})}}))\n"
+    )
     found = json.loads(run([python, "-c", code], cwd=elsewhere, env=env).stdout)
     assert Path(found["file"]) == site / "denoisesum" / "__init__.py"
     assert Path(found["model"]) == site / "denoisesum" / "pretrained" / "denoisesum-yelp"
@@ -97,8 +145,11 @@ def test_the_installed_wheel_summarizes_with_its_default_model(wheel, tmp_path):
 
     sets = elsewhere / "reviews.jsonl"
     sets.write_text(json.dumps({"entity_id": "noodle-bar", "reviews": REVIEWS}) + "\n")
-    run([venv / "bin" / "denoisesum", "summarize", sets.name, "-o", "out.jsonl"],
-        cwd=elsewhere, env=env)
+    run(
+        [venv / "bin" / "denoisesum", "summarize", sets.name, "-o", "out.jsonl"],
+        cwd=elsewhere,
+        env=env,
+    )
     (record,) = [json.loads(line) for line in (elsewhere / "out.jsonl").read_text().splitlines()]
     # its length follows the input (three short reviews: a sentence), ending at a sentence
     assert record["entity_id"] == "noodle-bar" and len(record["summary"].split()) >= 5

@@ -21,8 +21,9 @@ def test_the_eta_is_the_time_budget_when_it_ends_first():
 
 def test_a_pipe_gets_plain_lines_with_stage_rate_and_eta():
     stream = io.StringIO()
-    bar = progress_bar(total=2500, desc="train", unit="step", stream=stream, interval=0,
-                       time_left=lambda: 130.0)
+    bar = progress_bar(
+        total=2500, desc="train", unit="step", stream=stream, interval=0, time_left=lambda: 130.0
+    )
     assert isinstance(bar, LineProgress)
     bar.start -= 49  # as if started 49 s ago
     bar.set_postfix(loss="3.210")
@@ -31,17 +32,18 @@ def test_a_pipe_gets_plain_lines_with_stage_rate_and_eta():
     text = stream.getvalue()
     assert "\r" not in text
     lines = text.splitlines()
-    assert lines[0] == ("train: 0/2,500 step, 0.0 step/s, 00:00 elapsed, ETA 02:10 (time budget)"
-                        " [started]")
-    assert lines[1].startswith("train: 197/2,500 step, 4.0 step/s, 00:49 elapsed, "
-                               "ETA 02:10 (time budget), loss=3.210")
+    assert lines[0] == (
+        "train: 0/2,500 step, 0.0 step/s, 00:00 elapsed, ETA 02:10 (time budget) [started]"
+    )
+    assert lines[1].startswith(
+        "train: 197/2,500 step, 4.0 step/s, 00:49 elapsed, ETA 02:10 (time budget), loss=3.210"
+    )
     assert lines[-1].endswith("[done]") and "ETA" not in lines[-1]
 
 
 def test_lines_come_every_interval_not_every_update():
     stream = io.StringIO()
-    bar = LineProgress(total=100, desc="synthesize", unit="pairs", stream=stream,
-                       interval=3600)
+    bar = LineProgress(total=100, desc="synthesize", unit="pairs", stream=stream, interval=3600)
     for _ in range(100):
         bar.update(1)
     bar.close()
@@ -50,8 +52,9 @@ def test_lines_come_every_interval_not_every_update():
 
 def test_iterating_counts_and_an_unknown_total_has_no_eta():
     stream = io.StringIO()
-    items = list(progress_bar(iter(range(5)), desc="reading", unit="shard", stream=stream,
-                              interval=0))
+    items = list(
+        progress_bar(iter(range(5)), desc="reading", unit="shard", stream=stream, interval=0)
+    )
     assert items == list(range(5))
     last = stream.getvalue().splitlines()[-2]
     assert last.startswith("reading: 5 shard,") and "ETA" not in last
@@ -59,8 +62,9 @@ def test_iterating_counts_and_an_unknown_total_has_no_eta():
 
 def test_on_a_terminal_the_bars_total_is_where_the_budget_stops_it():
     stream = Terminal()
-    bar = progress_bar(total=2500, desc="train", unit="step", stream=stream,
-                       time_left=lambda: 130.0)
+    bar = progress_bar(
+        total=2500, desc="train", unit="step", stream=stream, time_left=lambda: 130.0
+    )
     assert isinstance(bar, BudgetBar)
     bar.start_t -= 49
     bar.update(197)

@@ -14,10 +14,14 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture(scope="module")
 def summarizer(tmp_path_factory) -> Summarizer:
-    settings = SummarizerConfig(max_review_tokens=12, max_reviews=8,
-                                decode=DecodeConfig(beam_size=3, min_length=4, max_length=10))
+    settings = SummarizerConfig(
+        max_review_tokens=12,
+        max_reviews=8,
+        decode=DecodeConfig(beam_size=3, min_length=4, max_length=10),
+    )
     return Summarizer.from_pretrained(
-        save_tiny_summarizer(tmp_path_factory.mktemp("models") / "tiny", settings))
+        save_tiny_summarizer(tmp_path_factory.mktemp("models") / "tiny", settings)
+    )
 
 
 def test_subsets_leave_out_different_reviews():
@@ -43,12 +47,18 @@ def test_choose_prefers_the_candidate_closest_to_the_reviews_and_the_first_among
 
 
 def test_rerank_picks_among_more_candidates_and_never_fails(summarizer):
-    reviews = ["the pizza was great and the staff friendly", "great pizza , slow staff",
-               "the staff was slow but the pizza great", "pizza and salad were fine"]
+    reviews = [
+        "the pizza was great and the staff friendly",
+        "great pizza , slow staff",
+        "the staff was slow but the pizza great",
+        "pizza and salad were fine",
+    ]
     base = summarizer.config
     plain = summarizer.summarize_tokens(reviews)
-    for decode in (replace(base.decode, rerank=True),
-                   replace(base.decode, rerank=True, subsets=3, rerank_ngrams=1)):
+    for decode in (
+        replace(base.decode, rerank=True),
+        replace(base.decode, rerank=True, subsets=3, rerank_ngrams=1),
+    ):
         summarizer.config = replace(base, decode=decode)
         try:
             chosen = summarizer.summarize_tokens(reviews)
@@ -69,8 +79,14 @@ def test_decode_and_score_summarizes_and_scores_every_set(summarizer):
     from denoisesum.data.reviewsets import ReviewSet
     from denoisesum.evaluation.decoded import decode_and_score
 
-    sets = [ReviewSet(entity_id=f"e{i}", reviews=["great pizza and friendly staff", "slow staff"],
-                      summaries=["great pizza , slow staff"]) for i in range(3)]
+    sets = [
+        ReviewSet(
+            entity_id=f"e{i}",
+            reviews=["great pizza and friendly staff", "slow staff"],
+            summaries=["great pizza , slow staff"],
+        )
+        for i in range(3)
+    ]
     run = decode_and_score(summarizer, sets, "rouge", batch_size=2)
     assert len(run.summaries) == 3 and run.seconds > 0
     assert run.report.entity_ids == ["e0", "e1", "e2"]
@@ -86,26 +102,59 @@ def test_the_decoding_levers_are_command_line_options(summarizer, tmp_path):
     import sys
 
     sets = tmp_path / "sets.jsonl"
-    sets.write_text(json.dumps({"entity_id": "a", "reviews": [
-        "the pizza was great", "great pizza , slow staff", "the staff was slow"]}) + "\n")
+    sets.write_text(
+        json.dumps(
+            {
+                "entity_id": "a",
+                "reviews": [
+                    "the pizza was great",
+                    "great pizza , slow staff",
+                    "the staff was slow",
+                ],
+            }
+        )
+        + "\n"
+    )
     model = summarizer.path
-    args = [sys.executable, "-m", "denoisesum.cli", "summarize", str(sets), "--model", str(model),
-            "--rerank", "--subsets", "2", "--no-repeat-in-sentence", "--max-word-repeats", "1",
-            "--restate-overlap", "0.5", "--input-bonus", "1.0", "--input-words-only",
-            "--unsaid-penalty", "1.5"]
+    args = [
+        sys.executable,
+        "-m",
+        "denoisesum.cli",
+        "summarize",
+        str(sets),
+        "--model",
+        str(model),
+        "--rerank",
+        "--subsets",
+        "2",
+        "--no-repeat-in-sentence",
+        "--max-word-repeats",
+        "1",
+        "--restate-overlap",
+        "0.5",
+        "--input-bonus",
+        "1.0",
+        "--input-words-only",
+        "--unsaid-penalty",
+        "1.5",
+    ]
     done = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["summary"]
-    bad = subprocess.run([*args[:7], "--subsets", "2", "--no-rerank"], capture_output=True,
-                         text=True, timeout=120)
+    bad = subprocess.run(
+        [*args[:7], "--subsets", "2", "--no-rerank"], capture_output=True, text=True, timeout=120
+    )
     assert bad.returncode != 0 and "needs rerank" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_the_recipe_never_picks_reranking_as_the_default():
     from denoisesum.evaluation.decoded import choose_variant
 
-    variants = {"base": {}, "restate": {"restate_overlap": 0.5},
-                "rerank": {"rerank": True, "subsets": 3}}
+    variants = {
+        "base": {},
+        "restate": {"restate_overlap": 0.5},
+        "rerank": {"rerank": True, "subsets": 3},
+    }
     means = {"base": 17.0, "restate": 17.2, "rerank": 17.5}  # mean of R1/R2/RL
     assert choose_variant(means, variants) == "restate"  # reranking scores best but costs 4x
     means["restate"] = 16.8

@@ -39,14 +39,19 @@ def summarizer(tmp_path_factory) -> Summarizer:
 @pytest.fixture(scope="module")
 def sets_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("sets") / "sets.jsonl"
-    path.write_text("".join(json.dumps({"entity_id": f"e{i}", "reviews": r}) + "\n"
-                            for i, r in enumerate(synthetic_sets(3))))
+    path.write_text(
+        "".join(
+            json.dumps({"entity_id": f"e{i}", "reviews": r}) + "\n"
+            for i, r in enumerate(synthetic_sets(3))
+        )
+    )
     return path
 
 
 def summarize_cli(summarizer, sets_file, *args) -> list[dict]:
-    done = CliRunner().invoke(app, ["summarize", str(sets_file), "--model",
-                                    str(summarizer.path), *map(str, args)])
+    done = CliRunner().invoke(
+        app, ["summarize", str(sets_file), "--model", str(summarizer.path), *map(str, args)]
+    )
     assert done.exit_code == 0, done.output
     return [json.loads(line) for line in done.stdout.splitlines()]
 
@@ -73,9 +78,13 @@ def test_a_record_says_why_it_has_no_summary(summarizer):
         warnings.simplefilter("error", EmptySliceWarning)  # said in the record instead
         result = summarizer.summarize_result(reviews, ratings=[5.0] * 4, slice="complaints")
     assert result.summary == "" and result.to_dict() == {
-        "summary": "", "reviews_read": 3, "reviews_total": 4,
-        "warnings": ["no review belongs to the complaints (reviews of at most 3 stars): no "
-                     "summary"]}
+        "summary": "",
+        "reviews_read": 3,
+        "reviews_total": 4,
+        "warnings": [
+            "no review belongs to the complaints (reviews of at most 3 stars): no summary"
+        ],
+    }
     unreadable = summarizer.summarize_result(["!!! ???", "... ---"])
     assert unreadable.warnings and "no words" in unreadable.warnings[0]
 
@@ -86,19 +95,24 @@ def test_a_record_says_why_it_has_no_summary(summarizer):
 def test_every_decoding_setting_is_a_per_call_option(summarizer):
     reviews = synthetic_sets(1)[0]
     before = summarizer.config.decode
-    assert summarizer.summarize(reviews, max_length=5) == summarizer.summarize(reviews,
-                                                                                max_words=5)
+    assert summarizer.summarize(reviews, max_length=5) == summarizer.summarize(reviews, max_words=5)
     assert summarizer.summarize(reviews, beam_size=1) == summarizer.summarize(reviews, beam=1)
     # first_person says what is allowed; block_first_person what is banned
     assert decode_options(before, {"first_person": True}).block_first_person is False
     assert decode_options(before, {"first_person": False}).block_first_person is True
     capped = decode_options(replace(before, min_length=10), {"max_words": 6})
     assert (capped.max_length, capped.min_length, capped.end_at_sentence) == (6, 6, True)
-    with pytest.raises(DenoiseSumError, match=r"unknown option 'max_lenght'; valid options: "
-                                              r"max_words, .*, input_bonus"):
+    with pytest.raises(
+        DenoiseSumError,
+        match=r"unknown option 'max_lenght'; valid options: "
+        r"max_words, .*, input_bonus",
+    ):
         summarizer.summarize(reviews, max_lenght=5)
-    with pytest.raises(DenoiseSumError, match=r"option input_bonus: inf must be between 0 and "
-                                              r"100 \(0: off\)"):
+    with pytest.raises(
+        DenoiseSumError,
+        match=r"option input_bonus: inf must be between 0 and "
+        r"100 \(0: off\)",
+    ):
         summarizer.summarize(reviews, input_bonus=float("inf"))
     with pytest.raises(DenoiseSumError, match="option subsets: 2 needs rerank"):
         summarizer.summarize(reviews, subsets=2)
@@ -107,22 +121,43 @@ def test_every_decoding_setting_is_a_per_call_option(summarizer):
 
 def test_the_command_takes_any_setting_with_set(summarizer, sets_file):
     by_flag = summarize_cli(summarizer, sets_file, "--beam", "1", "--max-words", "6")
-    by_set = summarize_cli(summarizer, sets_file, "--set", "decode.beam_size=1", "--set",
-                           "decode.max_length=6", "--set", "decode.end_at_sentence=true",
-                           "--set", "decode.min_length=6")
+    by_set = summarize_cli(
+        summarizer,
+        sets_file,
+        "--set",
+        "decode.beam_size=1",
+        "--set",
+        "decode.max_length=6",
+        "--set",
+        "decode.end_at_sentence=true",
+        "--set",
+        "decode.min_length=6",
+    )
     assert by_flag == by_set
     old = summarize_cli(summarizer, sets_file, "--rerank", "--subsets", "1", "--input-bonus=0.5")
-    new = summarize_cli(summarizer, sets_file, "--set", "decode.rerank=true", "--set",
-                        "decode.subsets=1", "--set", "decode.input_bonus=0.5")
+    new = summarize_cli(
+        summarizer,
+        sets_file,
+        "--set",
+        "decode.rerank=true",
+        "--set",
+        "decode.subsets=1",
+        "--set",
+        "decode.input_bonus=0.5",
+    )
     assert old == new
 
 
 def test_a_bad_setting_is_one_line_naming_it(summarizer, sets_file):
     common = ("summarize", sets_file, "--model", summarizer.path)
-    assert refused(run_cli(*common, "--set", "decode.beem=2"),
-                   "unknown config key 'decode.beem' (known: beam_size, min_length")
-    assert refused(run_cli(*common, "--set", "read_reviews=0"),
-                   "config key 'read_reviews': 0 must be at least 1")
+    assert refused(
+        run_cli(*common, "--set", "decode.beem=2"),
+        "unknown config key 'decode.beem' (known: beam_size, min_length",
+    )
+    assert refused(
+        run_cli(*common, "--set", "read_reviews=0"),
+        "config key 'read_reviews': 0 must be at least 1",
+    )
     assert refused(run_cli(*common, "--beam", "2000"), "--beam 2000 must be between 1 and 1000")
     assert refused(run_cli(*common, "--subsets"), "option '--subsets' requires an argument")
 
@@ -147,8 +182,9 @@ def test_any_iterable_of_reviews_or_review_sets(summarizer):
     assert summarizer.explain(iter(sets[0]), expected[0]).summary == expected[0]
     with pytest.raises(DenoiseSumError, match="must be a list of review texts, got str"):
         summarizer.summarize("one review, not a list")
-    with pytest.raises(DenoiseSumError, match="review_sets must be a list of lists of review "
-                                              "texts, got int"):
+    with pytest.raises(
+        DenoiseSumError, match="review_sets must be a list of lists of review texts, got int"
+    ):
         summarizer.summarize_batch(3)
 
 
@@ -157,21 +193,33 @@ def test_any_iterable_of_reviews_or_review_sets(summarizer):
 
 def reviews_frame():
     pd = pytest.importorskip("pandas")
-    rows = [{"business": f"b{i}", "body": text, "stars": 4.0 if j else None}
-            for i, reviews in enumerate(synthetic_sets(3)) for j, text in enumerate(reviews)]
+    rows = [
+        {"business": f"b{i}", "body": text, "stars": 4.0 if j else None}
+        for i, reviews in enumerate(synthetic_sets(3))
+        for j, text in enumerate(reviews)
+    ]
     return pd.DataFrame(rows[4:] + rows[:4])  # b1, b2, then b0: order of first review
 
 
 def test_a_frame_in_a_frame_out(summarizer):
     frame = reviews_frame()
-    out = summarizer.summarize_frame(frame, entity="business", text="body", rating="stars",
-                                     explain=True)
-    assert list(out.columns) == ["business", "summary", "reviews_read", "reviews_total",
-                                 "warnings", "support"]
+    out = summarizer.summarize_frame(
+        frame, entity="business", text="body", rating="stars", explain=True
+    )
+    assert list(out.columns) == [
+        "business",
+        "summary",
+        "reviews_read",
+        "reviews_total",
+        "warnings",
+        "support",
+    ]
     assert list(out["business"]) == ["b1", "b2", "b0"]
     sets = [list(frame[frame.business == b].body) for b in ("b1", "b2", "b0")]
-    stars = [[None if s != s else s for s in frame[frame.business == b].stars]
-             for b in ("b1", "b2", "b0")]
+    stars = [
+        [None if s != s else s for s in frame[frame.business == b].stars]
+        for b in ("b1", "b2", "b0")
+    ]
     expected = summarizer.summarize_results(sets, stars, explain=True)
     assert list(out["summary"]) == [r.summary for r in expected]
     assert list(out["reviews_read"]) == [3, 3, 3] and str(out["reviews_read"].dtype) == "Int64"
@@ -180,8 +228,11 @@ def test_a_frame_in_a_frame_out(summarizer):
 
 def test_a_bad_frame_is_one_line(summarizer, monkeypatch):
     frame = reviews_frame()
-    with pytest.raises(DenoiseSumError, match=r"text='text': the frame has no such column "
-                                              r"\(columns: business, body, stars\)"):
+    with pytest.raises(
+        DenoiseSumError,
+        match=r"text='text': the frame has no such column "
+        r"\(columns: business, body, stars\)",
+    ):
         summarizer.summarize_frame(frame, entity="business")
     frame.loc[5, "body"] = None
     with pytest.raises(DenoiseSumError, match="row 5, column 'body': a review must be text"):

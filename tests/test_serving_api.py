@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("fastapi", reason="the serving tests need the serve extra: "
-                                      "pip install -e '.[serve]'")
+pytest.importorskip(
+    "fastapi", reason="the serving tests need the serve extra: pip install -e '.[serve]'"
+)
 import httpx
 from fastapi.testclient import TestClient
 
@@ -28,12 +29,17 @@ from denoisesum.serving import InferenceQueue, ServiceLimits, create_app
 from denoisesum.serving.app import field_path
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-SETTINGS = SummarizerConfig(max_review_tokens=12, max_reviews=4,
-                            decode=DecodeConfig(beam_size=3, min_length=4, max_length=10))
+SETTINGS = SummarizerConfig(
+    max_review_tokens=12,
+    max_reviews=4,
+    decode=DecodeConfig(beam_size=3, min_length=4, max_length=10),
+)
 LIMITS = ServiceLimits(max_reviews=5, max_review_chars=300, max_sets=3, timeout_s=30.0)
-REVIEWS = ["the pizza was great and the staff was friendly . we will come back .",
-           "the soup was cold and the waiter was rude .",
-           "great pizza , friendly staff ."]
+REVIEWS = [
+    "the pizza was great and the staff was friendly . we will come back .",
+    "the soup was cold and the waiter was rude .",
+    "great pizza , friendly staff .",
+]
 OTHER = ["the sushi was fresh and the owner was friendly .", "fresh sushi , will come back ."]
 
 
@@ -41,7 +47,8 @@ def tiny_summarizer(tmp_path_factory) -> Summarizer:
     """The tiny random model, saved and loaded as a trained one is (test_serving_faults.py
     uses it too)."""
     return Summarizer.from_pretrained(
-        save_tiny_summarizer(tmp_path_factory.mktemp("models") / "tiny", SETTINGS))
+        save_tiny_summarizer(tmp_path_factory.mktemp("models") / "tiny", SETTINGS)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -73,14 +80,19 @@ def test_summarize_answers_as_the_python_api(client, summarizer):
     assert body == {"summary": summary, "support": support, "warnings": [], "model": "tiny"}
     assert summary and support["sentences"]
     for sentence in support["sentences"]:  # spans index the summary
-        assert summary[sentence["start"]: sentence["end"]] == sentence["text"]
+        assert summary[sentence["start"] : sentence["end"]] == sentence["text"]
 
 
-UNREADABLE = {"chinese": ["这家餐厅的拉面非常好吃，服务也很周到。", "价格合理，环境干净，推荐！"],
-              "french": ["Le restaurant était excellent, le service rapide.",
-                         "Très bon rapport qualité-prix, je recommande vivement ce bistrot."],
-              "punctuation": ["!!! ??? ...", "--- ;;; ,,,"], "emoji": ["😀😀🍜🍜👍", "🔥🔥 😋"],
-              "zero-width": ["\u200b\u200b\u200b", "\u200c\u200d\ufeff"]}
+UNREADABLE = {
+    "chinese": ["这家餐厅的拉面非常好吃，服务也很周到。", "价格合理，环境干净，推荐！"],
+    "french": [
+        "Le restaurant était excellent, le service rapide.",
+        "Très bon rapport qualité-prix, je recommande vivement ce bistrot.",
+    ],
+    "punctuation": ["!!! ??? ...", "--- ;;; ,,,"],
+    "emoji": ["😀😀🍜🍜👍", "🔥🔥 😋"],
+    "zero-width": ["\u200b\u200b\u200b", "\u200c\u200d\ufeff"],
+}
 
 
 def test_input_the_model_cannot_read_is_flagged(client):
@@ -88,14 +100,23 @@ def test_input_the_model_cannot_read_is_flagged(client):
         response = client.post("/v1/summarize", json={"reviews": reviews})
         assert response.status_code == 200, (name, response.text)
         assert response.json()["warnings"], name
-    batch = client.post("/v1/summarize/batch", json={"sets": [
-        {"id": "zh", "reviews": UNREADABLE["chinese"]}, {"id": "en", "reviews": REVIEWS}]})
+    batch = client.post(
+        "/v1/summarize/batch",
+        json={
+            "sets": [
+                {"id": "zh", "reviews": UNREADABLE["chinese"]},
+                {"id": "en", "reviews": REVIEWS},
+            ]
+        },
+    )
     assert [bool(r["warnings"]) for r in batch.json()["results"]] == [True, False]
 
 
 def test_batch_keeps_order_and_ids(client, summarizer):
-    response = client.post("/v1/summarize/batch", json={"sets": [
-        {"id": "pizzeria", "reviews": REVIEWS}, {"reviews": OTHER}]})
+    response = client.post(
+        "/v1/summarize/batch",
+        json={"sets": [{"id": "pizzeria", "reviews": REVIEWS}, {"reviews": OTHER}]},
+    )
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["model"] == "tiny"
@@ -120,7 +141,8 @@ def test_models_and_health(client, summarizer):
 def test_openapi_shows_the_limits_and_docs_work_offline(client):
     schema = client.get("/openapi.json").json()
     assert {"/v1/summarize", "/v1/summarize/batch", "/v1/models", "/healthz"} <= set(
-        schema["paths"])
+        schema["paths"]
+    )
     text = json.dumps(schema)
     assert '"maxItems": 5' in text and '"maxLength": 300' in text and '"maxItems": 3' in text
     docs = client.get("/docs")
@@ -130,43 +152,66 @@ def test_openapi_shows_the_limits_and_docs_work_offline(client):
         for url in scripts:
             assert client.get(url).status_code == 200, url
     else:  # FastAPI's default page from a CDN: allowed for /docs only
-        pytest.importorskip("swagger_ui_bundle", reason="swagger-ui-bundle-v2 not installed: "
-                                                        "/docs loads Swagger UI from a CDN")
+        pytest.importorskip(
+            "swagger_ui_bundle",
+            reason="swagger-ui-bundle-v2 not installed: /docs loads Swagger UI from a CDN",
+        )
         pytest.fail(f"/docs loads {scripts} although swagger-ui-bundle is installed")
 
 
 # ---- errors -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("path", "body", "field", "message"), [
-    ("/v1/summarize", {"reviews": []}, "reviews",
-     "must hold at least 1 review (it holds 0)"),
-    ("/v1/summarize", {"reviews": ["good", "   "]}, "reviews[1]", "review is empty"),
-    ("/v1/summarize", {"reviews": ["good", ""]}, "reviews[1]", "review is empty"),
-    ("/v1/summarize", {"reviews": ["x" * 301]}, "reviews[0]",
-     "must be at most 300 characters"),
-    ("/v1/summarize", {"reviews": ["good"] * 6}, "reviews",
-     "must hold at most 5 reviews (it holds 6)"),
-    ("/v1/summarize", {"reviews": ["good", 3]}, "reviews[1]", "must be a string"),
-    ("/v1/summarize", {"reviews": "good food"}, "reviews", "must be a list"),
-    ("/v1/summarize", {"reviews": None}, "reviews", "must be a list"),
-    ("/v1/summarize", {}, "reviews", "required field is missing"),
-    ("/v1/summarize", {"review": ["good"]}, "reviews", "required field is missing"),
-    ("/v1/summarize", {"reviews": ["good"], "temperature": 3}, "temperature", "unknown field"),
-    ("/v1/summarize", ["good food"], "body", "JSON object"),
-    ("/v1/summarize/batch", {"sets": []}, "sets", "must hold at least 1 set (it holds 0)"),
-    ("/v1/summarize/batch", {"sets": [{"reviews": ["good"]}] * 4}, "sets",
-     "must hold at most 3 sets"),
-    ("/v1/summarize/batch", {"sets": [{"reviews": ["good"]}, {"reviews": ["ok", " "]}]},
-     "sets[1].reviews[1]", "review is empty"),
-    ("/v1/summarize/batch", {"sets": [{"reviews": ["good"] * 6}]}, "sets[0].reviews",
-     "must hold at most 5 reviews"),
-    ("/v1/summarize/batch", {"sets": [{"id": 7, "reviews": ["good"]}]}, "sets[0].id",
-     "must be a string"),
-    ("/v1/summarize/batch", {"sets": [{"id": "a"}]}, "sets[0].reviews", "missing"),
-    ("/v1/summarize/batch", {"sets": {"reviews": ["good"]}}, "sets", "must be a list"),
-    ("/v1/summarize/batch", {"reviews": ["good"]}, "sets", "required field is missing"),
-])
+@pytest.mark.parametrize(
+    ("path", "body", "field", "message"),
+    [
+        ("/v1/summarize", {"reviews": []}, "reviews", "must hold at least 1 review (it holds 0)"),
+        ("/v1/summarize", {"reviews": ["good", "   "]}, "reviews[1]", "review is empty"),
+        ("/v1/summarize", {"reviews": ["good", ""]}, "reviews[1]", "review is empty"),
+        ("/v1/summarize", {"reviews": ["x" * 301]}, "reviews[0]", "must be at most 300 characters"),
+        (
+            "/v1/summarize",
+            {"reviews": ["good"] * 6},
+            "reviews",
+            "must hold at most 5 reviews (it holds 6)",
+        ),
+        ("/v1/summarize", {"reviews": ["good", 3]}, "reviews[1]", "must be a string"),
+        ("/v1/summarize", {"reviews": "good food"}, "reviews", "must be a list"),
+        ("/v1/summarize", {"reviews": None}, "reviews", "must be a list"),
+        ("/v1/summarize", {}, "reviews", "required field is missing"),
+        ("/v1/summarize", {"review": ["good"]}, "reviews", "required field is missing"),
+        ("/v1/summarize", {"reviews": ["good"], "temperature": 3}, "temperature", "unknown field"),
+        ("/v1/summarize", ["good food"], "body", "JSON object"),
+        ("/v1/summarize/batch", {"sets": []}, "sets", "must hold at least 1 set (it holds 0)"),
+        (
+            "/v1/summarize/batch",
+            {"sets": [{"reviews": ["good"]}] * 4},
+            "sets",
+            "must hold at most 3 sets",
+        ),
+        (
+            "/v1/summarize/batch",
+            {"sets": [{"reviews": ["good"]}, {"reviews": ["ok", " "]}]},
+            "sets[1].reviews[1]",
+            "review is empty",
+        ),
+        (
+            "/v1/summarize/batch",
+            {"sets": [{"reviews": ["good"] * 6}]},
+            "sets[0].reviews",
+            "must hold at most 5 reviews",
+        ),
+        (
+            "/v1/summarize/batch",
+            {"sets": [{"id": 7, "reviews": ["good"]}]},
+            "sets[0].id",
+            "must be a string",
+        ),
+        ("/v1/summarize/batch", {"sets": [{"id": "a"}]}, "sets[0].reviews", "missing"),
+        ("/v1/summarize/batch", {"sets": {"reviews": ["good"]}}, "sets", "must be a list"),
+        ("/v1/summarize/batch", {"reviews": ["good"]}, "sets", "required field is missing"),
+    ],
+)
 def test_bad_requests_name_the_field(client, path, body, field, message):
     response = client.post(path, json=body)
     assert response.status_code == 422, response.text
@@ -180,56 +225,79 @@ def test_bad_requests_name_the_field(client, path, body, field, message):
 
 
 def test_every_bad_field_is_listed(client):
-    response = client.post("/v1/summarize/batch", json={"sets": [{"reviews": [""]},
-                                                                 {"reviews": [1, "ok", ""]}]})
+    response = client.post(
+        "/v1/summarize/batch", json={"sets": [{"reviews": [""]}, {"reviews": [1, "ok", ""]}]}
+    )
     error = response.json()["error"]
     assert [e["field"] for e in error["errors"]] == [
-        "sets[0].reviews[0]", "sets[1].reviews[0]", "sets[1].reviews[2]"]
+        "sets[0].reviews[0]",
+        "sets[1].reviews[0]",
+        "sets[1].reviews[2]",
+    ]
     assert "(and 2 more)" in error["message"]
 
 
 def test_bad_json_and_content_type(client):
-    response = client.post("/v1/summarize", content=b'{"reviews": ["good",',
-                           headers={"Content-Type": "application/json"})
+    response = client.post(
+        "/v1/summarize",
+        content=b'{"reviews": ["good",',
+        headers={"Content-Type": "application/json"},
+    )
     assert response.status_code == 400
     assert response.json()["error"]["field"] == "body"
     assert "not valid JSON" in response.json()["error"]["message"]
-    response = client.post("/v1/summarize", content=b'{"reviews": ["good"]}',
-                           headers={"Content-Type": "application/x-www-form-urlencoded"})
+    response = client.post(
+        "/v1/summarize",
+        content=b'{"reviews": ["good"]}',
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
     assert response.status_code == 415
     assert "Content-Type: application/json" in response.json()["error"]["message"]
     assert client.post("/v1/summarize", content=b'{"reviews": ["good"]}').status_code == 415
-    ok = client.post("/v1/summarize", content=b'{"reviews": ["good food"]}',
-                     headers={"Content-Type": "application/json; charset=utf-8"})
+    ok = client.post(
+        "/v1/summarize",
+        content=b'{"reviews": ["good food"]}',
+        headers={"Content-Type": "application/json; charset=utf-8"},
+    )
     assert ok.status_code == 200
 
 
 def test_oversize_bodies_are_refused_before_parsing(summarizer):
-    limits = ServiceLimits(max_reviews=5, max_review_chars=300, max_sets=3,
-                           max_body_bytes=2048)
-    assert ServiceLimits(max_reviews=5, max_review_chars=300,
-                         max_sets=3).body_limits()["/v1/summarize"] > 5 * 300 * 12
+    limits = ServiceLimits(max_reviews=5, max_review_chars=300, max_sets=3, max_body_bytes=2048)
+    assert (
+        ServiceLimits(max_reviews=5, max_review_chars=300, max_sets=3).body_limits()[
+            "/v1/summarize"
+        ]
+        > 5 * 300 * 12
+    )
     with TestClient(create_app(summarizer, limits)) as client:
         big = json.dumps({"reviews": ["word " * 50] * 5}).encode()
         assert len(big) > 1024
         big = big + b" " * (2049 - len(big))
-        response = client.post("/v1/summarize", content=big,
-                               headers={"Content-Type": "application/json"})
+        response = client.post(
+            "/v1/summarize", content=big, headers={"Content-Type": "application/json"}
+        )
         assert response.status_code == 413
         assert response.json()["error"] == {
-            "status": 413, "field": "body",
-            "message": "the body is larger than 2,048 bytes, the most /v1/summarize takes"}
+            "status": 413,
+            "field": "body",
+            "message": "the body is larger than 2,048 bytes, the most /v1/summarize takes",
+        }
 
         def chunks():  # no Content-Length: counted while it is read
             yield big[:1000]
             yield big[1000:]
 
-        response = client.post("/v1/summarize", content=chunks(),
-                               headers={"Content-Type": "application/json"})
+        response = client.post(
+            "/v1/summarize", content=chunks(), headers={"Content-Type": "application/json"}
+        )
         assert response.status_code == 413
         small = json.dumps({"reviews": REVIEWS}).encode()
-        response = client.post("/v1/summarize", content=iter([small[:10], small[10:]]),
-                               headers={"Content-Type": "application/json"})
+        response = client.post(
+            "/v1/summarize",
+            content=iter([small[:10], small[10:]]),
+            headers={"Content-Type": "application/json"},
+        )
         assert response.status_code == 200, response.text
 
 
@@ -254,8 +322,11 @@ def test_limits_are_checked():
         check(ServiceLimits(max_reviews=0))
     with pytest.raises(ConfigError, match=r"'timeout_s': 0 must be more than 0$"):
         check(ServiceLimits(timeout_s=0))
-    with pytest.raises(ConfigError, match=r"'max_pending_sets': 4 must be at least max_sets "
-                                          r"\(8\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"'max_pending_sets': 4 must be at least max_sets "
+        r"\(8\)",
+    ):
         check(ServiceLimits(max_sets=8, max_pending_sets=4))
     with pytest.raises(ConfigError, match=r"'max_sets': 0 must be at least 1$"):  # in the app too
         create_app(None, ServiceLimits(max_sets=0))
@@ -269,8 +340,9 @@ class ModelGate:
     per step) waits for `gate`, then sleeps `pause` (plus `per_row` a beam row), and records its
     rows; with `no_end`, </s> is never chosen, so every search runs to its max_length."""
 
-    def __init__(self, base: Summarizer, pause: float = 0.0, per_row: float = 0.0,
-                 no_end: bool = False) -> None:
+    def __init__(
+        self, base: Summarizer, pause: float = 0.0, per_row: float = 0.0, no_end: bool = False
+    ) -> None:
         self.summarizer = Summarizer.from_pretrained(base.path)
         self.gate = threading.Event()
         self.gate.set()
@@ -321,10 +393,13 @@ def test_requests_join_the_running_decode(summarizer):
         async with async_client(app) as client:
             first = asyncio.create_task(client.post("/v1/summarize", json={"reviews": sets[0]}))
             await until(gated.started.is_set)  # the worker is in the first request's step
-            rest = [asyncio.create_task(client.post("/v1/summarize", json={"reviews": s}))
-                    for s in sets[1:3]]
-            batch = asyncio.create_task(client.post("/v1/summarize/batch",
-                                                    json={"sets": [{"reviews": sets[3]}]}))
+            rest = [
+                asyncio.create_task(client.post("/v1/summarize", json={"reviews": s}))
+                for s in sets[1:3]
+            ]
+            batch = asyncio.create_task(
+                client.post("/v1/summarize/batch", json={"sets": [{"reviews": sets[3]}]})
+            )
             await until(lambda: app.state.queue.pending_sets == 3)
             gated.gate.set()
             return await asyncio.gather(first, *rest, batch)
@@ -347,8 +422,9 @@ def test_requests_join_the_running_decode(summarizer):
 def test_timeouts_and_a_full_queue(summarizer):
     gated = ModelGate(summarizer)
     gated.gate.clear()
-    limits = ServiceLimits(max_reviews=5, max_review_chars=300, max_sets=1, max_pending_sets=1,
-                           timeout_s=1.0)
+    limits = ServiceLimits(
+        max_reviews=5, max_review_chars=300, max_sets=1, max_pending_sets=1, timeout_s=1.0
+    )
     app = create_app(gated.summarizer, limits)
 
     async def scenario():
@@ -379,14 +455,21 @@ def test_one_request_holds_the_worker_no_longer_than_its_time_limit(summarizer):
     limit gets its 504 and is dropped at the step after its limit; a request that came 1 s
     behind it is served within its own limit (it got 503 before)."""
     slow = ModelGate(summarizer, pause=0.05)
-    limits = ServiceLimits(max_reviews=5, max_review_chars=300, max_sets=16, max_batch_sets=2,
-                           max_pending_sets=32, timeout_s=2.0)
+    limits = ServiceLimits(
+        max_reviews=5,
+        max_review_chars=300,
+        max_sets=16,
+        max_batch_sets=2,
+        max_pending_sets=32,
+        timeout_s=2.0,
+    )
     app = create_app(slow.summarizer, limits)
 
     async def scenario():
         async with async_client(app) as client:
-            big = asyncio.create_task(client.post(
-                "/v1/summarize/batch", json={"sets": [{"reviews": REVIEWS}] * 16}))
+            big = asyncio.create_task(
+                client.post("/v1/summarize/batch", json={"sets": [{"reviews": REVIEWS}] * 16})
+            )
             await until(lambda: bool(slow.rows))
             await asyncio.sleep(1.0)
             small = await client.post("/v1/summarize", json={"reviews": OTHER})
@@ -459,14 +542,19 @@ def test_static_files_are_package_data_and_load_nothing_from_elsewhere():
 
 
 def test_serve_without_a_model_names_the_directory(tmp_path):
-    code = ("import sys; from pathlib import Path; import denoisesum.inference.summarizer as s; "
-            f"s.DEFAULT_MODEL_DIR = Path({str(tmp_path / 'denoisesum-yelp')!r}); "
-            "from denoisesum.cli import main; sys.argv = ['denoisesum', 'serve']; main()")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120)
+    code = (
+        "import sys; from pathlib import Path; import denoisesum.inference.summarizer as s; "
+        f"s.DEFAULT_MODEL_DIR = Path({str(tmp_path / 'denoisesum-yelp')!r}); "
+        "from denoisesum.cli import main; sys.argv = ['denoisesum', 'serve']; main()"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert (f"error: no default model is installed (looked for {tmp_path / 'denoisesum-yelp'}); "
-            "pass a model directory: denoisesum serve --model DIR") in result.stderr
+    assert (
+        f"error: no default model is installed (looked for {tmp_path / 'denoisesum-yelp'}); "
+        "pass a model directory: denoisesum serve --model DIR"
+    ) in result.stderr
 
 
 def test_serve_command_serves(summarizer):
@@ -474,9 +562,26 @@ def test_serve_command_serves(summarizer):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     server = subprocess.Popen(
-        [sys.executable, "-m", "denoisesum.cli", "serve", "--model", str(summarizer.path),
-         "--port", str(port), "--max-reviews", "2", "--threads", "1", "--log-level", "warning"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            sys.executable,
+            "-m",
+            "denoisesum.cli",
+            "serve",
+            "--model",
+            str(summarizer.path),
+            "--port",
+            str(port),
+            "--max-reviews",
+            "2",
+            "--threads",
+            "1",
+            "--log-level",
+            "warning",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(600):
@@ -503,14 +608,21 @@ def test_serve_command_serves(summarizer):
 
 def test_ratings_and_slices_per_request(client, summarizer):
     ratings = [5.0, 1.0, 5.0]
-    body = client.post("/v1/summarize", json={"reviews": REVIEWS, "ratings": ratings,
-                                              "slice": "complaints"}).json()
+    body = client.post(
+        "/v1/summarize", json={"reviews": REVIEWS, "ratings": ratings, "slice": "complaints"}
+    ).json()
     assert body["summary"] == summarizer.summarize(REVIEWS, ratings, "complaints")
-    praise = client.post("/v1/summarize", json={"reviews": REVIEWS, "ratings": [5.0] * 3,
-                                                "slice": "complaints"}).json()
+    praise = client.post(
+        "/v1/summarize", json={"reviews": REVIEWS, "ratings": [5.0] * 3, "slice": "complaints"}
+    ).json()
     assert praise["summary"] == "" and any("complaints" in w for w in praise["warnings"])
-    batch = client.post("/v1/summarize/batch", json={"slice": "praise", "sets": [
-        {"reviews": REVIEWS, "ratings": ratings}, {"reviews": OTHER}]})
+    batch = client.post(
+        "/v1/summarize/batch",
+        json={
+            "slice": "praise",
+            "sets": [{"reviews": REVIEWS, "ratings": ratings}, {"reviews": OTHER}],
+        },
+    )
     assert batch.status_code == 422  # the tiny model has no rating model to read OTHER
     bad = client.post("/v1/summarize", json={"reviews": REVIEWS, "ratings": [1.0]})
     assert bad.status_code == 422 and "ratings has 1 values" in bad.text
@@ -519,14 +631,16 @@ def test_ratings_and_slices_per_request(client, summarizer):
 
 
 def test_per_request_length_and_beam(client, summarizer):
-    body = client.post("/v1/summarize", json={"reviews": REVIEWS, "max_words": 6,
-                                              "beam": 2}).json()
+    body = client.post("/v1/summarize", json={"reviews": REVIEWS, "max_words": 6, "beam": 2}).json()
     assert body["summary"] == summarizer.summarize(REVIEWS, max_words=6, beam=2)
     assert len(summarizer.vocab.tokenizer.tokenize(body["summary"])) <= 6
-    batch = client.post("/v1/summarize/batch", json={"max_words": 6, "sets": [
-        {"reviews": REVIEWS}, {"reviews": OTHER}]}).json()
+    batch = client.post(
+        "/v1/summarize/batch",
+        json={"max_words": 6, "sets": [{"reviews": REVIEWS}, {"reviews": OTHER}]},
+    ).json()
     assert [r["summary"] for r in batch["results"]] == [
-        summarizer.summarize(r, max_words=6) for r in (REVIEWS, OTHER)]
+        summarizer.summarize(r, max_words=6) for r in (REVIEWS, OTHER)
+    ]
     bad = client.post("/v1/summarize", json={"reviews": REVIEWS, "max_words": 0})
     assert bad.status_code == 422 and "max_words" in bad.text
     bad = client.post("/v1/summarize", json={"reviews": REVIEWS, "length": 5})
@@ -537,10 +651,13 @@ def test_per_request_voice(client, summarizer):
     for allowed in (True, False):
         body = client.post("/v1/summarize", json={"reviews": REVIEWS, "first_person": allowed})
         assert body.json()["summary"] == summarizer.summarize(REVIEWS, first_person=allowed)
-    batch = client.post("/v1/summarize/batch", json={"first_person": True, "sets": [
-        {"reviews": REVIEWS}, {"reviews": OTHER}]}).json()
+    batch = client.post(
+        "/v1/summarize/batch",
+        json={"first_person": True, "sets": [{"reviews": REVIEWS}, {"reviews": OTHER}]},
+    ).json()
     assert [r["summary"] for r in batch["results"]] == [
-        summarizer.summarize(r, first_person=True) for r in (REVIEWS, OTHER)]
+        summarizer.summarize(r, first_person=True) for r in (REVIEWS, OTHER)
+    ]
     bad = client.post("/v1/summarize", json={"reviews": REVIEWS, "first_person": "maybe"})
     assert bad.status_code == 422 and "first_person" in bad.text
 

@@ -16,20 +16,34 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(os.environ.get("DENOISESUM_ARTIFACTS",
-                                Path(tempfile.gettempdir()) / "denoisesum-artifacts"))
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = Path(
+    os.environ.get("DENOISESUM_ARTIFACTS", Path(tempfile.gettempdir()) / "denoisesum-artifacts")
+)
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
-pytest.importorskip("fastapi", reason="the browser test needs the serve extra: "
-                                      "pip install -e '.[serve]'")
+pytest.importorskip(
+    "fastapi", reason="the browser test needs the serve extra: pip install -e '.[serve]'"
+)
 pytest.importorskip("uvicorn", reason="the browser test needs uvicorn (the serve extra)")
 sync_api = pytest.importorskip(
-    "playwright.sync_api", reason="the browser test needs Playwright (pip install playwright; "
-                                  "never `playwright install`: it drives /usr/bin/chromium)")
+    "playwright.sync_api",
+    reason="the browser test needs Playwright (pip install playwright; "
+    "never `playwright install`: it drives /usr/bin/chromium)",
+)
 if not CHROMIUM.exists():
-    pytest.skip(f"the browser test needs Debian's Chromium at {CHROMIUM} (apt-get install "
-                "chromium)", allow_module_level=True)
+    pytest.skip(
+        f"the browser test needs Debian's Chromium at {CHROMIUM} (apt-get install chromium)",
+        allow_module_level=True,
+    )
 
 import torch  # noqa: E402
 import uvicorn  # noqa: E402
@@ -40,11 +54,16 @@ from denoisesum.inference.summarizer import Summarizer, SummarizerConfig  # noqa
 from denoisesum.serving import ServiceLimits, create_app  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-SETTINGS = SummarizerConfig(max_review_tokens=12, max_reviews=4,
-                            decode=DecodeConfig(beam_size=3, min_length=4, max_length=10))
-REVIEWS = ["The pizza was great and the staff was friendly. We will come back.",
-           "The soup was cold and the waiter was rude.",
-           "Great pizza, friendly staff."]
+SETTINGS = SummarizerConfig(
+    max_review_tokens=12,
+    max_reviews=4,
+    decode=DecodeConfig(beam_size=3, min_length=4, max_length=10),
+)
+REVIEWS = [
+    "The pizza was great and the staff was friendly. We will come back.",
+    "The soup was cold and the waiter was rude.",
+    "Great pizza, friendly staff.",
+]
 OTHER = ["The sushi was fresh and the owner was friendly.", "Fresh sushi, we will come back."]
 
 
@@ -53,9 +72,12 @@ def summarizer(tmp_path_factory) -> Summarizer:
     """The tiny random model, nudged to write a few content words (left alone, it writes
     "Was the was the.", which has no evidence to show)."""
     summarizer = Summarizer.from_pretrained(
-        save_tiny_summarizer(tmp_path_factory.mktemp("models") / "tiny", SETTINGS))
-    words = [summarizer.vocab.id(w) for w in
-             ("pizza", "great", "staff", "friendly", "sushi", "fresh", "cold", ".")]
+        save_tiny_summarizer(tmp_path_factory.mktemp("models") / "tiny", SETTINGS)
+    )
+    words = [
+        summarizer.vocab.id(w)
+        for w in ("pizza", "great", "staff", "friendly", "sushi", "fresh", "cold", ".")
+    ]
     with torch.no_grad():
         for branch in (summarizer.model.seg, summarizer.model.doc):
             branch.decoder.out.bias[words] += 4.0
@@ -103,8 +125,7 @@ def page(browser, server, request):
     page.requests, page.problems = [], []
     page.on("request", lambda r: page.requests.append(r.url))
     page.on("pageerror", lambda e: page.problems.append(f"page error: {e}"))
-    page.on("console", lambda m: m.type == "error" and page.problems.append(
-        f"console: {m.text}"))
+    page.on("console", lambda m: m.type == "error" and page.problems.append(f"console: {m.text}"))
     failed_before = request.session.testsfailed
     page.goto(server + "/")
     yield page
@@ -134,10 +155,14 @@ def check_summary(page, explanation) -> None:
         span = sentences.nth(i)
         assert span.inner_text() == sentence.text
         assert f"level-{level(sentence.score, explanation.threshold)}" in span.get_attribute(
-            "class")
+            "class"
+        )
     count = sum(s.supported for s in explanation.sentences)
-    assert page.locator("#share").inner_text().startswith(
-        f"{count} of {len(explanation.sentences)} sentence")
+    assert (
+        page.locator("#share")
+        .inner_text()
+        .startswith(f"{count} of {len(explanation.sentences)} sentence")
+    )
 
 
 def test_type_summarize_and_see_the_evidence(page, server, summarizer):
@@ -170,12 +195,16 @@ def test_type_summarize_and_see_the_evidence(page, server, summarizer):
     items = evidence.locator("li.support-review")
     assert items.count() == len(sentence.reviews)
     for item, support in zip(items.all(), sentence.reviews, strict=True):
-        assert item.locator(".review-head").inner_text().startswith(
-            f"Review {support.index + 1} · score {support.score:.2f}")
+        assert (
+            item.locator(".review-head")
+            .inner_text()
+            .startswith(f"Review {support.index + 1} · score {support.score:.2f}")
+        )
         assert OTHER[support.index] == item.locator(".review-text").inner_text()
         marked = {m.lower() for m in item.locator("mark").all_inner_texts()}
         assert marked and marked <= {w.lower() for w in support.matched} | {
-            w.lower() + "s" for w in support.matched}
+            w.lower() + "s" for w in support.matched
+        }
     assert sentence.text in evidence.locator("h3").inner_text()
 
     # a click pins it: leaving the summary keeps it shown; a second click unpins
@@ -215,14 +244,18 @@ def test_blank_line_blocks_and_copy_and_download(page, summarizer):
 
 def test_csv_and_jsonl_files(page, summarizer, tmp_path):
     csv_file = tmp_path / "reviews.csv"
-    csv_file.write_text('entity_id,rating,text\npizzeria,5,"' + REVIEWS[0] + '"\n'
-                        'sushi,5,' + OTHER[0] + '\npizzeria,1,"' + REVIEWS[1] + '"\n'
-                        'sushi,4,"' + OTHER[1].replace(",", "") + '"\n')
+    csv_file.write_text(
+        'entity_id,rating,text\npizzeria,5,"' + REVIEWS[0] + '"\n'
+        "sushi,5," + OTHER[0] + '\npizzeria,1,"' + REVIEWS[1] + '"\n'
+        'sushi,4,"' + OTHER[1].replace(",", "") + '"\n'
+    )
     page.locator("#file").set_input_files(str(csv_file))
     select = page.locator("#set-select")
     select.wait_for()
-    assert select.locator("option").all_inner_texts() == ["pizzeria (2 reviews)",
-                                                          "sushi (2 reviews)"]
+    assert select.locator("option").all_inner_texts() == [
+        "pizzeria (2 reviews)",
+        "sushi (2 reviews)",
+    ]
     assert page.locator("#reviews").input_value() == "\n".join(REVIEWS[:2])
     select.select_option(label="sushi (2 reviews)")
     sushi = [OTHER[0], OTHER[1].replace(",", "")]

@@ -17,8 +17,9 @@ from contextlib import contextmanager
 
 import pytest
 
-pytest.importorskip("fastapi", reason="the serving tests need the serve extra: "
-                                      "pip install -e '.[serve]'")
+pytest.importorskip(
+    "fastapi", reason="the serving tests need the serve extra: pip install -e '.[serve]'"
+)
 import httpx
 import uvicorn
 
@@ -29,8 +30,14 @@ from test_serving_api import REVIEWS, SETTINGS, ModelGate, tiny_summarizer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TIMEOUT_S = 1.0  # the server's header and body timeouts here
-LIMITS = ServiceLimits(max_reviews=5, max_review_chars=300, max_sets=3, timeout_s=30.0,
-                       header_timeout_s=TIMEOUT_S, body_timeout_s=TIMEOUT_S)
+LIMITS = ServiceLimits(
+    max_reviews=5,
+    max_review_chars=300,
+    max_sets=3,
+    timeout_s=30.0,
+    header_timeout_s=TIMEOUT_S,
+    body_timeout_s=TIMEOUT_S,
+)
 SOCKET_TIMEOUT = 5.0  # no read in these tests waits longer
 
 
@@ -104,8 +111,14 @@ def port(served) -> Iterator[int]:
 @pytest.fixture(scope="module")
 def patient(summarizer):
     """A server whose read timeouts outlast the tests that hold a body half sent."""
-    limits = ServiceLimits(max_reviews=5, max_review_chars=300, max_sets=3, timeout_s=30.0,
-                           header_timeout_s=20.0, body_timeout_s=20.0)
+    limits = ServiceLimits(
+        max_reviews=5,
+        max_review_chars=300,
+        max_sets=3,
+        timeout_s=30.0,
+        header_timeout_s=20.0,
+        body_timeout_s=20.0,
+    )
     app = create_app(summarizer, limits)
     with running(app) as (port, _):
         yield port, app.state.budget
@@ -170,18 +183,20 @@ def buffered(port: int) -> int:
 def worst_case(limits: ServiceLimits, batch: bool) -> bytes:
     """The largest request the limits allow, as an encoder may write it: astral characters
     escaped as surrogate pairs (12 bytes each, Python's default) and indented."""
-    reviews = ["\U0001F600" * limits.max_review_chars] * limits.max_reviews
+    reviews = ["\U0001f600" * limits.max_review_chars] * limits.max_reviews
     if batch:
-        body = {"sets": [{"id": "\U0001F355" * MAX_ID_CHARS, "reviews": reviews}]
-                * limits.max_sets}
+        body = {"sets": [{"id": "\U0001f355" * MAX_ID_CHARS, "reviews": reviews}] * limits.max_sets}
     else:
         body = {"reviews": reviews}
     return json.dumps(body, indent=4).encode()
 
 
 def test_body_limits_are_sized_per_endpoint_from_the_review_limits():
-    for limits in (LIMITS, ServiceLimits(), ServiceLimits(max_reviews=7, max_review_chars=11,
-                                                          max_sets=2)):
+    for limits in (
+        LIMITS,
+        ServiceLimits(),
+        ServiceLimits(max_reviews=7, max_review_chars=11, max_sets=2),
+    ):
         body_limits = limits.body_limits()
         assert len(worst_case(limits, batch=False)) <= body_limits["/v1/summarize"]
         assert len(worst_case(limits, batch=True)) <= body_limits["/v1/summarize/batch"]
@@ -196,8 +211,12 @@ def test_body_limits_are_sized_per_endpoint_from_the_review_limits():
 def test_a_single_set_body_is_limited_to_what_a_set_can_take(port, summarizer):
     single_limit = LIMITS.body_limits()["/v1/summarize"]
     worst = worst_case(LIMITS, batch=False)
-    response = httpx.post(f"http://127.0.0.1:{port}/v1/summarize", content=worst,
-                          headers={"Content-Type": "application/json"}, timeout=30)
+    response = httpx.post(
+        f"http://127.0.0.1:{port}/v1/summarize",
+        content=worst,
+        headers={"Content-Type": "application/json"},
+        timeout=30,
+    )
     assert response.status_code == 200, response.text  # the largest legal body fits
     # a body a single set cannot fill: refused by its declared length, before it is read
     with connect(port) as sock:
@@ -205,19 +224,26 @@ def test_a_single_set_body_is_limited_to_what_a_set_can_take(port, summarizer):
         status, _, body = read_response(sock)
     assert status == 413
     assert json.loads(body)["error"] == {
-        "status": 413, "field": "body",
-        "message": f"the body is larger than {single_limit:,} bytes, the most /v1/summarize "
-                   "takes"}
+        "status": 413,
+        "field": "body",
+        "message": f"the body is larger than {single_limit:,} bytes, the most /v1/summarize takes",
+    }
     # the batch endpoint takes the largest legal batch (here with an unknown field: parsed,
     # then refused as 422, without running the model)
     batch = worst_case(LIMITS, batch=True)
     assert single_limit < len(batch)
-    response = httpx.post(f"http://127.0.0.1:{port}/v1/summarize/batch",
-                          content=batch[:-1] + b', "extra": 1}',
-                          headers={"Content-Type": "application/json"}, timeout=30)
+    response = httpx.post(
+        f"http://127.0.0.1:{port}/v1/summarize/batch",
+        content=batch[:-1] + b', "extra": 1}',
+        headers={"Content-Type": "application/json"},
+        timeout=30,
+    )
     assert response.status_code == 422 and response.json()["error"]["field"] == "extra"
-    too_long_id = post(port, "/v1/summarize/batch",
-                       {"sets": [{"id": "x" * (MAX_ID_CHARS + 1), "reviews": REVIEWS}]})
+    too_long_id = post(
+        port,
+        "/v1/summarize/batch",
+        {"sets": [{"id": "x" * (MAX_ID_CHARS + 1), "reviews": REVIEWS}]},
+    )
     assert too_long_id.status_code == 422
     assert too_long_id.json()["error"]["field"] == "sets[0].id"
 
@@ -236,13 +262,21 @@ def test_bodies_held_at_once_are_bounded(patient):
         big.sendall(head("/v1/summarize/batch", declared) + b" " * sent)
         assert until(lambda: buffered(port) == sent)
         # a body whose declared length does not fit: 503 at once
-        refused = httpx.post(f"http://127.0.0.1:{port}/v1/summarize", content=small,
-                             headers={"Content-Type": "application/json"}, timeout=10)
+        refused = httpx.post(
+            f"http://127.0.0.1:{port}/v1/summarize",
+            content=small,
+            headers={"Content-Type": "application/json"},
+            timeout=10,
+        )
         assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
         assert "request bodies fill its buffer" in refused.json()["error"]["message"]
         # chunked, without a length: 503 when the chunk that passes the budget comes
-        refused = httpx.post(f"http://127.0.0.1:{port}/v1/summarize", content=iter([small]),
-                             headers={"Content-Type": "application/json"}, timeout=10)
+        refused = httpx.post(
+            f"http://127.0.0.1:{port}/v1/summarize",
+            content=iter([small]),
+            headers={"Content-Type": "application/json"},
+            timeout=10,
+        )
         assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
         assert buffered(port) == sent  # the refused bodies held nothing
     # the big client left: its bytes are given back, and the small body goes through
@@ -296,7 +330,8 @@ def test_half_a_request_head_gets_408(port):
     assert time.monotonic() - start < TIMEOUT_S + 3
     assert status == 408 and headers["connection"] == "close"
     assert json.loads(body)["error"]["message"] == (
-        f"the request head did not arrive within {TIMEOUT_S:g} s")
+        f"the request head did not arrive within {TIMEOUT_S:g} s"
+    )
 
 
 def test_a_stalled_body_gets_408(port):
@@ -308,9 +343,10 @@ def test_a_stalled_body_gets_408(port):
     assert time.monotonic() - start < TIMEOUT_S + 3
     assert status == 408 and headers["connection"] == "close"
     assert json.loads(body)["error"] == {
-        "status": 408, "field": "body",
-        "message": f"the body stopped arriving: nothing came for {TIMEOUT_S:g} s "
-                   "(13 bytes came)"}
+        "status": 408,
+        "field": "body",
+        "message": f"the body stopped arriving: nothing came for {TIMEOUT_S:g} s (13 bytes came)",
+    }
 
 
 def test_the_rest_of_an_answered_body_cannot_hold_the_connection(port):
@@ -329,15 +365,16 @@ def test_timeouts_leave_normal_clients_alone(port):
             response = client.post("/v1/summarize", json={"reviews": REVIEWS})
             assert response.status_code == 200, response.text
             time.sleep(TIMEOUT_S * 1.5)
-        slow = client.post("/v1/summarize", content=slow_body(), headers={
-            "Content-Type": "application/json"})
+        slow = client.post(
+            "/v1/summarize", content=slow_body(), headers={"Content-Type": "application/json"}
+        )
         assert slow.status_code == 200, slow.text
 
 
 def slow_body():
     data = json.dumps({"reviews": REVIEWS}).encode()
     for i in range(0, len(data), 20):  # each part within the body timeout, all of it past it
-        yield data[i: i + 20]
+        yield data[i : i + 20]
         time.sleep(TIMEOUT_S / 4)
 
 
@@ -348,11 +385,13 @@ def test_a_client_leaving_mid_body_is_one_quiet_line(port, served):
     records = served[1]
     with connect(port) as sock:
         sock.sendall(head("/v1/summarize", 1000) + b'{"reviews": ["the pizza was')
-    assert until(lambda: any("left before sending the whole body" in r.getMessage()
-                             for r in records.records))
+    assert until(
+        lambda: any("left before sending the whole body" in r.getMessage() for r in records.records)
+    )
     time.sleep(0.3)  # anything else it would log comes at once
-    assert [r.getMessage() for r in records.records if r.levelno >= logging.WARNING
-            or r.exc_info] == []
+    assert [
+        r.getMessage() for r in records.records if r.levelno >= logging.WARNING or r.exc_info
+    ] == []
     [line] = [r for r in records.records if "left" in r.getMessage()]
     assert line.levelno == logging.INFO
     assert "POST /v1/summarize (27 bytes came)" in line.getMessage()
@@ -385,19 +424,39 @@ def test_models_shows_the_model_by_name_not_by_path(port, summarizer):
     assert str(summarizer.path.parent) not in response.text
 
 
-@pytest.mark.parametrize(("body", "status", "field", "message"), [
-    (b'{"reviews": ["caf\xe9"]}', 400, "body",
-     "the body is not valid JSON: it is not UTF-8 (byte 0xe9 at byte 17)"),
-    (b"[" * 20_000, 400, "body", "the body is not valid JSON: it is nested too deeply"),
-    (b'["good food"]', 422, "body", "body: must be a JSON object"),
-    (b'{"reviews": ["\\ud800 good"]}', 422, "reviews[0]", "reviews[0]: must be a "
-     "valid string (it holds a lone surrogate such as \\ud800, which is not a character)"),
-    (b'{"reviews": ["good", " "]}', 422, "reviews[1]",
-     "reviews[1]: review is empty (or only white space)"),
-])
+@pytest.mark.parametrize(
+    ("body", "status", "field", "message"),
+    [
+        (
+            b'{"reviews": ["caf\xe9"]}',
+            400,
+            "body",
+            "the body is not valid JSON: it is not UTF-8 (byte 0xe9 at byte 17)",
+        ),
+        (b"[" * 20_000, 400, "body", "the body is not valid JSON: it is nested too deeply"),
+        (b'["good food"]', 422, "body", "body: must be a JSON object"),
+        (
+            b'{"reviews": ["\\ud800 good"]}',
+            422,
+            "reviews[0]",
+            "reviews[0]: must be a "
+            "valid string (it holds a lone surrogate such as \\ud800, which is not a character)",
+        ),
+        (
+            b'{"reviews": ["good", " "]}',
+            422,
+            "reviews[1]",
+            "reviews[1]: review is empty (or only white space)",
+        ),
+    ],
+)
 def test_error_messages_read_plainly(port, body, status, field, message):
-    response = httpx.post(f"http://127.0.0.1:{port}/v1/summarize", content=body,
-                          headers={"Content-Type": "application/json"}, timeout=10)
+    response = httpx.post(
+        f"http://127.0.0.1:{port}/v1/summarize",
+        content=body,
+        headers={"Content-Type": "application/json"},
+        timeout=10,
+    )
     assert response.status_code == status, response.text
     error = response.json()["error"]
     assert error["field"] == field and error["message"] == message
@@ -420,8 +479,11 @@ def test_the_new_limits_are_checked():
         check(ServiceLimits(header_timeout_s=0))
     with pytest.raises(ConfigError, match=r"'body_timeout_s': -1 must be more than 0$"):
         check(ServiceLimits(body_timeout_s=-1))
-    with pytest.raises(ConfigError, match=r"'max_buffered_bytes': 1,000,000 must be at least the "
-                                          r"largest body limit"):
+    with pytest.raises(
+        ConfigError,
+        match=r"'max_buffered_bytes': 1,000,000 must be at least the "
+        r"largest body limit",
+    ):
         check(ServiceLimits(max_buffered_bytes=1_000_000))
     assert ServiceLimits(max_body_bytes=4096, max_buffered_bytes=4096).buffer_limit() == 4096
 

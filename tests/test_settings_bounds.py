@@ -30,8 +30,9 @@ def test_train_lm_on_the_example_corpus_with_the_default_config(tmp_path):
 
 
 def test_train_lm_whose_vocabulary_keeps_no_word_is_refused(tmp_path):
-    done = run_cli("train-lm", CORPUS, "-o", tmp_path / "lm",
-                   "--max-steps", 2, "--set", "vocab.min_count=1000")
+    done = run_cli(
+        "train-lm", CORPUS, "-o", tmp_path / "lm", "--max-steps", 2, "--set", "vocab.min_count=1000"
+    )
     assert refused(done, "the vocabulary has no word"), done.stderr
     assert "lower vocab.min_count" in done.stderr
     assert not (tmp_path / "lm" / "model.safetensors").exists()
@@ -39,8 +40,18 @@ def test_train_lm_whose_vocabulary_keeps_no_word_is_refused(tmp_path):
 
 def test_resume_after_the_newest_state_was_truncated_uses_the_one_before(tmp_path):
     out = tmp_path / "lm"
-    first = run_cli("train-lm", CORPUS, "-o", out, "--max-steps", 2, "--set", "train.save_every=1",
-                    "--set", "train.keep_checkpoints=3")
+    first = run_cli(
+        "train-lm",
+        CORPUS,
+        "-o",
+        out,
+        "--max-steps",
+        2,
+        "--set",
+        "train.save_every=1",
+        "--set",
+        "train.keep_checkpoints=3",
+    )
     assert first.returncode == 0, first.stderr
     newest = out / "checkpoints" / "step-000000002" / "state.pt"
     newest.write_bytes(newest.read_bytes()[:100])  # a damaged disk, a copy cut short
@@ -94,40 +105,62 @@ CASES = [
     ((*TRAIN_LM, "--set", "model.hidden_dim=0"), "'model.hidden_dim': 0 must be at least 1"),
     ((*TRAIN_LM, "--set", "train.lr=-1"), "'train.lr': -1.0 must be more than 0"),
     ((*TRAIN_LM, "--set", "train.lr=nan"), "'train.lr': nan must be more than 0"),
-    ((*TRAIN_LM, "--set", "vocab.max_size=2"),
-     "'vocab.max_size': 2 must be at least 5 (the 4 special tokens and a word)"),
+    (
+        (*TRAIN_LM, "--set", "vocab.max_size=2"),
+        "'vocab.max_size': 2 must be at least 5 (the 4 special tokens and a word)",
+    ),
     ((*TRAIN_LM, "--max-steps", -5), "'train.max_steps': -5 must be at least 1"),
-    ((*TRAIN_LM, "--max-minutes", -1),
-     "'train.max_minutes': -1.0 must be at least 0 (0: no limit)"),
+    (
+        (*TRAIN_LM, "--max-minutes", -1),
+        "'train.max_minutes': -1.0 must be at least 0 (0: no limit)",
+    ),
     ((*TRAIN, "--set", "train.lr=nan"), "'train.lr': nan must be more than 0"),
     ((*TRAIN, "--set", "train.lr=-1"), "'train.lr': -1.0 must be more than 0"),
     ((*TRAIN, "--set", "model.dropout=5"), "'model.dropout': 5.0 must be in [0, 1)"),
-    ((*TRAIN, "--set", "summarize.shortlist=-5"),
-     "'summarize.shortlist': -5 must be at least 0 (0: every word)"),
-    ((*TRAIN, "--set", "data.max_review_tokens=0"),
-     "'data.max_review_tokens': 0 must be at least 1"),
+    (
+        (*TRAIN, "--set", "summarize.shortlist=-5"),
+        "'summarize.shortlist': -5 must be at least 0 (0: every word)",
+    ),
+    (
+        (*TRAIN, "--set", "data.max_review_tokens=0"),
+        "'data.max_review_tokens': 0 must be at least 1",
+    ),
     ((*SYNTHESIZE, "--pairs", -5), "'pairs': -5 must be at least 1"),
     ((*SYNTHESIZE, "--n-mean", "nan"), "'n_mean': nan must be at least 1"),
     ((*SYNTHESIZE, "--workers", -2), "--workers -2 must be at least 0"),
-    (("vocab", CORPUS, "-o", "{tmp}/vocab.json", "--max-size", -5),
-     "--max-size -5 must be at least 5 (the 4 special tokens and a word)"),
+    (
+        ("vocab", CORPUS, "-o", "{tmp}/vocab.json", "--max-size", -5),
+        "--max-size -5 must be at least 5 (the 4 special tokens and a word)",
+    ),
     (("cloze", "{bilm}", "the _ was great", "--top", -1), "--top -1 must be between 1 and "),
-    (("cloze", "{bilm}", "the _ was great", "--top", 100000),
-     "--top 100000 must be between 1 and "),
-    (("summarize", "{sets}", "--model", "{model}", "--input-bonus", "inf"),
-     "'decode.input_bonus': inf must be between 0 and 100 (0: off)"),
-    (("summarize", "{sets}", "--model", "{model}", "--unsaid-penalty", "inf"),
-     "'decode.unsaid_penalty': inf must be between 0 and 100 (0: off)"),
-    (("summarize", "{sets}", "--model", "{model}", "--beam", 100000),
-     "--beam 100000 must be between 1 and 1000 (1: greedy)"),
-    (("summarize", "{sets}", "--model", "{model}", "--set", "decode.beam_size=100000"),
-     "'decode.beam_size': 100000 must be between 1 and 1000"),
+    (
+        ("cloze", "{bilm}", "the _ was great", "--top", 100000),
+        "--top 100000 must be between 1 and ",
+    ),
+    (
+        ("summarize", "{sets}", "--model", "{model}", "--input-bonus", "inf"),
+        "'decode.input_bonus': inf must be between 0 and 100 (0: off)",
+    ),
+    (
+        ("summarize", "{sets}", "--model", "{model}", "--unsaid-penalty", "inf"),
+        "'decode.unsaid_penalty': inf must be between 0 and 100 (0: off)",
+    ),
+    (
+        ("summarize", "{sets}", "--model", "{model}", "--beam", 100000),
+        "--beam 100000 must be between 1 and 1000 (1: greedy)",
+    ),
+    (
+        ("summarize", "{sets}", "--model", "{model}", "--set", "decode.beam_size=100000"),
+        "'decode.beam_size': 100000 must be between 1 and 1000",
+    ),
     ((*FIT, "--budget", "nan"), "--budget nan must be more than 0 hours"),
     ((*FIT, "--set", "synthesize.pairs=0"), "'synthesize.pairs': 0 must be at least 1"),
     ((*FIT, "--set", "train.train.lr=nan"), "'train.train.lr': nan must be more than 0"),
     ((*FIT, "--set", "lm.train.lr=-1"), "'lm.train.lr': -1.0 must be more than 0"),
-    (("serve", "--model", "{model}", "--log-level", "bogus"),
-     "--log-level 'bogus' must be one of critical, error, warning, info, debug, trace"),
+    (
+        ("serve", "--model", "{model}", "--log-level", "bogus"),
+        "--log-level 'bogus' must be one of critical, error, warning, info, debug, trace",
+    ),
 ]
 
 
@@ -136,14 +169,19 @@ def places(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("bounds")
     sets = root / "sets.jsonl"
     sets.write_text(json.dumps({"entity_id": "a", "reviews": ["the pizza was great ."]}) + "\n")
-    return {"bilm": tiny_bilm(root / "bilm"), "model": tiny_summarizer(root / "model"),
-            "sets": sets}
+    return {
+        "bilm": tiny_bilm(root / "bilm"),
+        "model": tiny_summarizer(root / "model"),
+        "sets": sets,
+    }
 
 
-@pytest.mark.parametrize(("args", "message"), CASES, ids=[" ".join(map(str, a[:1] + a[-2:]))
-                                                          for a, _ in CASES])
-def test_a_setting_out_of_bounds_is_one_line_naming_it_before_any_work(args, message, places,
-                                                                       tmp_path):
+@pytest.mark.parametrize(
+    ("args", "message"), CASES, ids=[" ".join(map(str, a[:1] + a[-2:])) for a, _ in CASES]
+)
+def test_a_setting_out_of_bounds_is_one_line_naming_it_before_any_work(
+    args, message, places, tmp_path
+):
     names = {"tmp": tmp_path, **places}
     done = run_cli(*(str(a).format(**names) for a in args))
     assert refused(done, message), done.stderr
@@ -176,8 +214,12 @@ def every_settings_class() -> set[type]:
     from denoisesum.models.bilm import BiLMConfig
     from denoisesum.serving.limits import ServiceLimits
 
-    return settings_classes(FitConfig, set()) | {SummarizerConfig, BiLMConfig, SupportConfig,
-                                                 ServiceLimits}
+    return settings_classes(FitConfig, set()) | {
+        SummarizerConfig,
+        BiLMConfig,
+        SupportConfig,
+        ServiceLimits,
+    }
 
 
 def test_every_numeric_setting_has_its_bounds():
@@ -205,23 +247,34 @@ def bad_settings(case: str):
     from denoisesum.training.summarizer import SummarizerRunConfig, SummarizerTrainConfig
 
     return {
-        "preset": (SynthesisConfig(preset="nope"),
-                   "config key 'preset': must be one of yelp, rt, generic, got 'nope'"),
-        "document_noise": (SynthesisConfig(document_noise="near"), "config key "
-                           "'document_noise': must be one of similar, random, got 'near'"),
-        "device": (SummarizerRunConfig(train=SummarizerTrainConfig(device="tpu")),
-                   "config key 'train.device': must be one of auto, cpu, cuda, got 'tpu'"),
-        "source": (SummarizerRunConfig(vocab=PairVocabConfig(source="lms")),
-                   "config key 'vocab.source': must be one of pairs, lm, got 'lms'"),
+        "preset": (
+            SynthesisConfig(preset="nope"),
+            "config key 'preset': must be one of yelp, rt, generic, got 'nope'",
+        ),
+        "document_noise": (
+            SynthesisConfig(document_noise="near"),
+            "config key 'document_noise': must be one of similar, random, got 'near'",
+        ),
+        "device": (
+            SummarizerRunConfig(train=SummarizerTrainConfig(device="tpu")),
+            "config key 'train.device': must be one of auto, cpu, cuda, got 'tpu'",
+        ),
+        "source": (
+            SummarizerRunConfig(vocab=PairVocabConfig(source="lms")),
+            "config key 'vocab.source': must be one of pairs, lm, got 'lms'",
+        ),
         "top_k": (SupportConfig(top_k=-1), "config key 'top_k': -1 must be at least 0"),
-        "pending": (ServiceLimits(max_sets=4, max_pending_sets=2),
-                    "config key 'max_pending_sets': 2 must be at least max_sets (4): a full "
-                    "batch request must fit"),
+        "pending": (
+            ServiceLimits(max_sets=4, max_pending_sets=2),
+            "config key 'max_pending_sets': 2 must be at least max_sets (4): a full "
+            "batch request must fit",
+        ),
     }[case]
 
 
-@pytest.mark.parametrize("case", ["preset", "document_noise", "device", "source", "top_k",
-                                  "pending"])
+@pytest.mark.parametrize(
+    "case", ["preset", "document_noise", "device", "source", "top_k", "pending"]
+)
 def test_a_setting_made_in_python_is_checked_naming_its_key(case):
     from denoisesum.config import check
     from denoisesum.errors import ConfigError

@@ -25,8 +25,7 @@ def test_yelp_eval_sets_and_released_outputs():
         sets = list(read_review_sets(SHARED_DATA / "yelp" / f"meansum_{split}.jsonl"))
         assert len(sets) == 100
         assert all(len(s.reviews) == 8 and len(s.summaries) == 1 for s in sets)
-    test_ids = [s.entity_id for s in read_review_sets(SHARED_DATA / "yelp" /
-                                                      "meansum_test.jsonl")]
+    test_ids = [s.entity_id for s in read_review_sets(SHARED_DATA / "yelp" / "meansum_test.jsonl")]
     for system in ("denoisesum", "copycat", "plansum", "bertcent"):
         preds = list(read_predictions(SHARED_DATA / "yelp" / "systems" / f"{system}.test.jsonl"))
         assert [p.entity_id for p in preds] == test_ids
@@ -34,8 +33,10 @@ def test_yelp_eval_sets_and_released_outputs():
 
 def test_tokenizer_on_real_reviews_splits_glued_sentences():
     tok = Tokenizer()
-    reviews = [r.text for r in islice(CorpusReader(SHARED_DATA / "yelp" / "corpus" /
-                                                   "part-00.jsonl.xz"), 3000)]
+    reviews = [
+        r.text
+        for r in islice(CorpusReader(SHARED_DATA / "yelp" / "corpus" / "part-00.jsonl.xz"), 3000)
+    ]
     glued = [t for t in reviews if GLUED.search(t)]
     assert len(glued) > 50  # the corpus really has "great.The" boundaries
     for text in glued:

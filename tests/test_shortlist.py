@@ -17,8 +17,11 @@ from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-SETTINGS = SummarizerConfig(max_review_tokens=12, max_reviews=4,
-                            decode=DecodeConfig(beam_size=3, min_length=4, max_length=10))
+SETTINGS = SummarizerConfig(
+    max_review_tokens=12,
+    max_reviews=4,
+    decode=DecodeConfig(beam_size=3, min_length=4, max_length=10),
+)
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +88,9 @@ def test_the_input_bonus_scores_the_same_words_over_a_shortlist(summarizer):
 def test_a_shortlist_of_every_word_gives_the_same_summaries(summarizer):
     sets = review_sets()
     expected = summarizer.summarize_batch(sets, batch_size=2)
-    fast = Summarizer(summarizer.model, summarizer.vocab,
-                      replace(SETTINGS, shortlist=len(summarizer.vocab)))
+    fast = Summarizer(
+        summarizer.model, summarizer.vocab, replace(SETTINGS, shortlist=len(summarizer.vocab))
+    )
     assert fast.summarize_batch(sets, batch_size=2) == expected
 
 
@@ -96,7 +100,7 @@ def test_summaries_use_only_shortlisted_words(summarizer):
     first_person = replace(SETTINGS.decode, block_first_person=True)
     fast.config.decode = first_person
     for reviews, tokens in zip(sets, fast.summarize_tokens_batch(sets), strict=True):
-        allowed = set(summarizer.vocab.tokens[len(SPECIALS): len(SPECIALS) + 3])
+        allowed = set(summarizer.vocab.tokens[len(SPECIALS) : len(SPECIALS) + 3])
         allowed |= {t for r in reviews for t in summarizer.vocab.tokenizer.tokenize(r)}
         assert tokens and set(tokens) <= allowed
         assert not set(tokens) & {"i", "me", "my"}
@@ -104,12 +108,19 @@ def test_summaries_use_only_shortlisted_words(summarizer):
 
 def test_cli_option(tmp_path, summarizer):
     source = tmp_path / "sets.jsonl"
-    source.write_text("".join(json.dumps({"entity_id": f"e{i}", "reviews": r}) + "\n"
-                              for i, r in enumerate(review_sets(2))))
-    result = CliRunner().invoke(app, ["summarize", str(source), "--model", str(summarizer.path),
-                                      "--shortlist", "3", "--raw"])
+    source.write_text(
+        "".join(
+            json.dumps({"entity_id": f"e{i}", "reviews": r}) + "\n"
+            for i, r in enumerate(review_sets(2))
+        )
+    )
+    result = CliRunner().invoke(
+        app,
+        ["summarize", str(source), "--model", str(summarizer.path), "--shortlist", "3", "--raw"],
+    )
     assert result.exit_code == 0, result.output
     assert len([json.loads(line) for line in result.stdout.splitlines()]) == 2
-    result = CliRunner().invoke(app, ["summarize", str(source), "--model", str(summarizer.path),
-                                      "--shortlist", "-1"])
+    result = CliRunner().invoke(
+        app, ["summarize", str(source), "--model", str(summarizer.path), "--shortlist", "-1"]
+    )
     assert result.exit_code != 0 and "greater than or equal to 0" in result.output

@@ -69,8 +69,9 @@ def test_two_batches_at_once_write_the_one_at_a_time_output(tiny, tmp_path):
     grouped: dict[str, list[str]] = {}
     for r in synthetic_reviews(n_entities=9, per_entity=4, seed=3):
         grouped.setdefault(r["entity_id"], []).append(r["text"])
-    sets = write_jsonl(tmp_path / "sets.jsonl",
-                       [{"entity_id": e, "reviews": t} for e, t in grouped.items()])
+    sets = write_jsonl(
+        tmp_path / "sets.jsonl", [{"entity_id": e, "reviews": t} for e, t in grouped.items()]
+    )
     summarizer = Summarizer.from_pretrained(tiny, device="cpu")
     before = torch.get_num_threads()
     outputs = {}

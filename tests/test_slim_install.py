@@ -24,8 +24,13 @@ from denoisesum.extras import EXTRA_OF, install_hint, missing_extra
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 # what the index cannot be reached looks like in pip's output
-OFFLINE = ("NewConnectionError", "Failed to establish a new connection", "Network is unreachable",
-           "Temporary failure in name resolution", "ConnectTimeoutError")
+OFFLINE = (
+    "NewConnectionError",
+    "Failed to establish a new connection",
+    "Network is unreachable",
+    "Temporary failure in name resolution",
+    "ConnectTimeoutError",
+)
 
 
 def hide(monkeypatch, package: str) -> None:
@@ -44,19 +49,29 @@ def run_main(monkeypatch, capsys, *args: str) -> tuple[int, str]:
 
 def test_a_command_without_its_extra_is_one_line_naming_it(monkeypatch, capsys, tmp_path):
     hide(monkeypatch, "gensim")
-    code, err = run_main(monkeypatch, capsys, "topics", str(EXAMPLES / "corpus.jsonl"),
-                         "-o", str(tmp_path / "topics"))
+    code, err = run_main(
+        monkeypatch,
+        capsys,
+        "topics",
+        str(EXAMPLES / "corpus.jsonl"),
+        "-o",
+        str(tmp_path / "topics"),
+    )
     assert code == 2 and "Traceback" not in err
-    assert err.strip() == ("error: denoisesum topics needs the train extra: "
-                           "pip install 'denoisesum[train]'")
+    assert err.strip() == (
+        "error: denoisesum topics needs the train extra: pip install 'denoisesum[train]'"
+    )
 
 
 def test_a_package_met_while_running_is_named_by_its_extra(monkeypatch, capsys):
     hide(monkeypatch, "spacy")  # the Opinosis baseline tags with spaCy; LexRank needs nothing
-    code, err = run_main(monkeypatch, capsys, "baseline", "opinosis",
-                         str(EXAMPLES / "review_sets.jsonl"))
+    code, err = run_main(
+        monkeypatch, capsys, "baseline", "opinosis", str(EXAMPLES / "review_sets.jsonl")
+    )
     assert "Traceback" not in err and (code, err.strip().splitlines()[-1]) == (
-        2, "error: denoisesum baseline needs the train extra: pip install 'denoisesum[train]'")
+        2,
+        "error: denoisesum baseline needs the train extra: pip install 'denoisesum[train]'",
+    )
 
 
 def test_serve_without_the_serve_extra(monkeypatch, capsys):
@@ -64,33 +79,39 @@ def test_serve_without_the_serve_extra(monkeypatch, capsys):
     for name in [m for m in sys.modules if m.startswith("denoisesum.serving")]:
         monkeypatch.delitem(sys.modules, name)  # imported afresh, meeting the missing fastapi
     code, err = run_main(monkeypatch, capsys, "serve", "--port", "0")
-    assert (code, err.strip()) == (2, "error: denoisesum serve needs the serve extra: "
-                                      "pip install 'denoisesum[serve]'")
+    assert (code, err.strip()) == (
+        2,
+        "error: denoisesum serve needs the serve extra: pip install 'denoisesum[serve]'",
+    )
 
 
-def test_a_parquet_output_without_pyarrow_is_refused_before_any_work(monkeypatch, capsys,
-                                                                     tmp_path):
+def test_a_parquet_output_without_pyarrow_is_refused_before_any_work(monkeypatch, capsys, tmp_path):
     hide(monkeypatch, "pyarrow")
     output = tmp_path / "out.parquet"
-    code, err = run_main(monkeypatch, capsys, "summarize", str(EXAMPLES / "review_sets.jsonl"),
-                         "-o", str(output))
-    assert (code, err.strip()) == (2, "error: a .parquet output needs the parquet extra: "
-                                      "pip install 'denoisesum[parquet]'")
+    code, err = run_main(
+        monkeypatch, capsys, "summarize", str(EXAMPLES / "review_sets.jsonl"), "-o", str(output)
+    )
+    assert (code, err.strip()) == (
+        2,
+        "error: a .parquet output needs the parquet extra: pip install 'denoisesum[parquet]'",
+    )
     assert list(tmp_path.iterdir()) == []
 
 
 def test_a_module_no_extra_brings_is_not_called_an_extra():
     assert missing_extra(ModuleNotFoundError("x", name="sklearn.linear_model")) == "train"
     assert missing_extra(ModuleNotFoundError("x", name="no_such_module")) is None
-    assert install_hint("METEOR", "eval") == ("METEOR needs the eval extra: "
-                                              "pip install 'denoisesum[eval]'")
+    assert install_hint("METEOR", "eval") == (
+        "METEOR needs the eval extra: pip install 'denoisesum[eval]'"
+    )
 
 
 def test_every_extra_named_is_declared():
     import tomllib
 
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"]
+        "optional-dependencies"
+    ]
     assert set(EXTRA_OF.values()) <= set(declared)
     assert {"train", "eval", "serve", "parquet", "pandas", "all", "test"} <= set(declared)
 
@@ -99,8 +120,9 @@ def test_every_extra_named_is_declared():
 
 
 def run(command: list, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(c) for c in command], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        [str(c) for c in command], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
@@ -111,11 +133,29 @@ def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
 @pytest.mark.packaging
 def test_the_plain_install_summarizes_without_the_extras(tmp_path):
     extra = tmp_path / "setup.cfg"  # build/ and egg-info outside the checkout
-    extra.write_text(f"[build]\nbuild_base = {tmp_path / 'build'}\n"
-                     f"[egg_info]\negg_base = {tmp_path}\n")
-    ok(run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-            "--no-index", "--disable-pip-version-check", "-q", "-w", tmp_path / "dist", ROOT],
-           cwd=tmp_path, env={**os.environ, "DIST_EXTRA_CONFIG": str(extra)}))
+    extra.write_text(
+        f"[build]\nbuild_base = {tmp_path / 'build'}\n[egg_info]\negg_base = {tmp_path}\n"
+    )
+    ok(
+        run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--no-deps",
+                "--no-build-isolation",
+                "--no-index",
+                "--disable-pip-version-check",
+                "-q",
+                "-w",
+                tmp_path / "dist",
+                ROOT,
+            ],
+            cwd=tmp_path,
+            env={**os.environ, "DIST_EXTRA_CONFIG": str(extra)},
+        )
+    )
     (wheel,) = (tmp_path / "dist").glob("denoisesum-*.whl")
 
     venv = tmp_path / "venv"
@@ -123,23 +163,51 @@ def test_the_plain_install_summarizes_without_the_extras(tmp_path):
     python = venv / "bin" / "python"
     # torch's CPU build first (a plain `torch` pulls a CUDA build), then the wheel, no extras;
     # --no-compile: byte-compiling torch's files would double the time
-    installed = run([sys.executable, "-m", "pip", "--python", python, "install", "-q",
-                     "--disable-pip-version-check", "--no-compile", "torch==2.13.0", wheel],
-                    cwd=tmp_path)
+    installed = run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            python,
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "--no-compile",
+            "torch==2.13.0",
+            wheel,
+        ],
+        cwd=tmp_path,
+    )
     if installed.returncode and any(s in installed.stdout + installed.stderr for s in OFFLINE):
         pytest.skip("the package index is not reachable: the plain install cannot be made")
     ok(installed)
 
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env.update(PYTHONNOUSERSITE="1", OMP_NUM_THREADS="1")
-    importable = ok(run([python, "-c", "import importlib.util as u, json, sys; print(json.dumps("
-                         "[m for m in sys.argv[1:] if u.find_spec(m)]))", *EXTRA_OF],
-                        cwd=tmp_path, env=env))
+    importable = ok(
+        run(
+            [
+                python,
+                "-c",
+                "import importlib.util as u, json, sys; print(json.dumps("
+                "[m for m in sys.argv[1:] if u.find_spec(m)]))",
+                *EXTRA_OF,
+            ],
+            cwd=tmp_path,
+            env=env,
+        )
+    )
     assert json.loads(importable.stdout) == []  # no spaCy, gensim, dask, pyarrow, scorers, ...
 
     denoisesum = venv / "bin" / "denoisesum"
-    ok(run([denoisesum, "summarize", EXAMPLES / "review_sets.jsonl", "-o", "x.csv"],
-           cwd=tmp_path, env=env))
+    ok(
+        run(
+            [denoisesum, "summarize", EXAMPLES / "review_sets.jsonl", "-o", "x.csv"],
+            cwd=tmp_path,
+            env=env,
+        )
+    )
     with open(tmp_path / "x.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
     sets = [json.loads(line) for line in (EXAMPLES / "review_sets.jsonl").read_text().splitlines()]
@@ -147,7 +215,9 @@ def test_the_plain_install_summarizes_without_the_extras(tmp_path):
     assert all(len(r["summary"].split()) >= 5 for r in rows)
 
     # a command that needs an extra says which, in one line
-    refused = run([denoisesum, "topics", EXAMPLES / "corpus.jsonl", "-o", "topics"],
-                  cwd=tmp_path, env=env)
+    refused = run(
+        [denoisesum, "topics", EXAMPLES / "corpus.jsonl", "-o", "topics"], cwd=tmp_path, env=env
+    )
     assert refused.returncode == 2 and refused.stderr.strip() == (
-        "error: denoisesum topics needs the train extra: pip install 'denoisesum[train]'")
+        "error: denoisesum topics needs the train extra: pip install 'denoisesum[train]'"
+    )

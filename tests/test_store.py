@@ -51,8 +51,9 @@ def test_fp16_export_halves_the_weights_and_loads_back_into_fp32(tmp_path):
     original, _, _ = load_denoisesum(source)
     model, _, config = load_denoisesum(tmp_path / "half")
     assert config == read_settings(source)
-    for (name, p), q in zip(model.state_dict().items(), original.state_dict().values(),
-                            strict=True):
+    for (name, p), q in zip(
+        model.state_dict().items(), original.state_dict().values(), strict=True
+    ):
         assert p.dtype == q.dtype, name
         assert torch.equal(p, q.half().float()), name
 
@@ -69,14 +70,20 @@ def test_update_settings_changes_only_the_keys_given(tmp_path):
 
 def bare_names(source: str) -> list[tuple[int, str]]:
     """(line, name) of each model-directory file name written as a string in `source`."""
-    return [(node.lineno, node.value) for node in ast.walk(ast.parse(source))
-            if isinstance(node, ast.Constant) and node.value in NAMES]
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant) and node.value in NAMES
+    ]
 
 
 def test_no_module_but_the_store_spells_a_model_file_name():
-    found = [f"{path.relative_to(PACKAGE)}:{line}: {name!r}"
-             for path in sorted(PACKAGE.rglob("*.py")) if path not in OWNERS
-             for line, name in bare_names(path.read_text())]
+    found = [
+        f"{path.relative_to(PACKAGE)}:{line}: {name!r}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path not in OWNERS
+        for line, name in bare_names(path.read_text())
+    ]
     assert found == []
 
 

@@ -14,7 +14,10 @@ from denoisesum.evaluation.style import (
 
 def test_sentences_split_after_end_marks_and_lower_case():
     assert sentences("The pool was clean. Staff: great!  ok") == [
-        ["the", "pool", "was", "clean"], ["staff", "great"], ["ok"]]
+        ["the", "pool", "was", "clean"],
+        ["staff", "great"],
+        ["ok"],
+    ]
 
 
 def test_repeated_content_words_count_within_a_sentence_only():

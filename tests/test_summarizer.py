@@ -24,8 +24,11 @@ from denoisesum.models import precision
 from denoisesum.models.precision import bf16_supported
 
 runner = CliRunner()
-SETTINGS = SummarizerConfig(max_review_tokens=12, max_reviews=4,
-                            decode=DecodeConfig(beam_size=3, min_length=4, max_length=10))
+SETTINGS = SummarizerConfig(
+    max_review_tokens=12,
+    max_reviews=4,
+    decode=DecodeConfig(beam_size=3, min_length=4, max_length=10),
+)
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -80,8 +83,10 @@ def test_summarize_is_a_deterministic_string(summarizer):
     assert summary[0].isupper() or not summary[0].isalpha()  # detokenized for people
 
 
-@pytest.mark.skipif(not bf16_supported(torch.device("cpu")),
-                    reason="this CPU has no bfloat16 instructions (AVX512-BF16 or AMX)")
+@pytest.mark.skipif(
+    not bf16_supported(torch.device("cpu")),
+    reason="this CPU has no bfloat16 instructions (AVX512-BF16 or AMX)",
+)
 def test_bf16_runs(summarizer):
     fast = Summarizer(summarizer.model, summarizer.vocab, replace(summarizer.config, bf16=True))
     tokens = fast.summarize_tokens(texts_by_entity()["biz-000"])
@@ -124,8 +129,9 @@ def test_first_person_blocking(summarizer):
     reviews = ["i love my pizza , i think my staff was great"] * 3
     loose = Summarizer(model, summarizer.vocab, summarizer.config).summarize_tokens(reviews)
     assert {"i", "my", "me"} & set(loose)
-    blocked = replace(summarizer.config, decode=replace(summarizer.config.decode,
-                                                        block_first_person=True))
+    blocked = replace(
+        summarizer.config, decode=replace(summarizer.config.decode, block_first_person=True)
+    )
     strict = Summarizer(model, summarizer.vocab, blocked).summarize_tokens(reviews)
     assert len(strict) >= 4 and not {"i", "me", "my", "mine", "myself"} & set(strict)
 
@@ -152,14 +158,17 @@ def test_missing_or_wrong_model_directory(tmp_path, model_dir):
         Summarizer.from_pretrained(bilm)
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    (lambda c: c["model"].update(hidden_size=3), "field 'model.hidden_size': unknown key"),
-    (lambda c: c["model"].update(vocab_size=7), "field 'model.vocab_size': 7 does not match"),
-    (lambda c: c["model"].update(embed_dim="big"), "field 'model.embed_dim'"),
-    (lambda c: c["model"].update(embed_dim=10), "weights do not fit config.json's model"),
-    (lambda c: c["summarize"]["decode"].update(beam=2), "field 'summarize.decode.beam'"),
-    (lambda c: c.pop("model"), "field 'model': missing"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda c: c["model"].update(hidden_size=3), "field 'model.hidden_size': unknown key"),
+        (lambda c: c["model"].update(vocab_size=7), "field 'model.vocab_size': 7 does not match"),
+        (lambda c: c["model"].update(embed_dim="big"), "field 'model.embed_dim'"),
+        (lambda c: c["model"].update(embed_dim=10), "weights do not fit config.json's model"),
+        (lambda c: c["summarize"]["decode"].update(beam=2), "field 'summarize.decode.beam'"),
+        (lambda c: c.pop("model"), "field 'model': missing"),
+    ],
+)
 def test_bad_config_names_the_field(tmp_path, model_dir, change, message):
     with pytest.raises(InputError, match=message):
         Summarizer.from_pretrained(edit_config(model_dir, tmp_path, change))
@@ -188,8 +197,9 @@ def test_an_installed_model_loads_by_name(installed, tmp_path, monkeypatch):
     assert loaded.path == installed / "tiny-yelp" and loaded.config == SETTINGS
     with pytest.raises(DenoiseSumError) as error:
         Summarizer.from_pretrained("tiny")
-    assert str(error.value) == ("no model directory or installed model named 'tiny' "
-                                "(installed models: tiny-yelp)")
+    assert str(error.value) == (
+        "no model directory or installed model named 'tiny' (installed models: tiny-yelp)"
+    )
     # an existing directory wins over a name; a path (a separator in it) is never a name
     monkeypatch.chdir(tmp_path)
     shutil.copytree(installed / "tiny-yelp", tmp_path / "tiny-yelp")
@@ -201,12 +211,14 @@ def test_an_installed_model_loads_by_name(installed, tmp_path, monkeypatch):
 def test_the_command_takes_an_installed_model_by_name(installed, tmp_path, summarizer):
     sets = texts_by_entity(1)
     source = tmp_path / "sets.jsonl"
-    source.write_text("".join(json.dumps({"entity_id": e, "reviews": r}) + "\n"
-                              for e, r in sets.items()))
+    source.write_text(
+        "".join(json.dumps({"entity_id": e, "reviews": r}) + "\n" for e, r in sets.items())
+    )
     result = runner.invoke(app, ["summarize", str(source), "--model", "tiny-yelp"])
     assert result.exit_code == 0, result.output
     assert [p["summary"] for p in read_jsonl(result.stdout)] == summarizer.summarize_batch(
-        list(sets.values()))
+        list(sets.values())
+    )
     result = runner.invoke(app, ["summarize", str(source), "--model", "tiny"])
     assert isinstance(result.exception, DenoiseSumError)
     assert "installed models: tiny-yelp" in str(result.exception)
@@ -222,18 +234,35 @@ def read_jsonl(text: str) -> list[dict]:
 def test_cli_on_a_review_set_file(tmp_path, model_dir, summarizer):
     sets = texts_by_entity()
     source = tmp_path / "sets.jsonl"
-    source.write_text("".join(json.dumps({"entity_id": e, "reviews": r}) + "\n"
-                              for e, r in sets.items()))
+    source.write_text(
+        "".join(json.dumps({"entity_id": e, "reviews": r}) + "\n" for e, r in sets.items())
+    )
     out = tmp_path / "out" / "predictions.jsonl"
-    result = runner.invoke(app, ["summarize", str(source), "--model", str(model_dir), "-o",
-                                 str(out), "--batch-size", "2"])
+    result = runner.invoke(
+        app,
+        ["summarize", str(source), "--model", str(model_dir), "-o", str(out), "--batch-size", "2"],
+    )
     assert result.exit_code == 0, result.output
     predictions = read_jsonl(out.read_text())
     assert [p["entity_id"] for p in predictions] == list(sets)
     assert [p["summary"] for p in predictions] == summarizer.summarize_batch(list(sets.values()))
     # --raw: the tokenized form, on standard output; decoding options reach the search
-    result = runner.invoke(app, ["summarize", str(source), "--model", str(model_dir), "--raw",
-                                 "--beam", "1", "--min-length", "6", "--max-length", "6"])
+    result = runner.invoke(
+        app,
+        [
+            "summarize",
+            str(source),
+            "--model",
+            str(model_dir),
+            "--raw",
+            "--beam",
+            "1",
+            "--min-length",
+            "6",
+            "--max-length",
+            "6",
+        ],
+    )
     assert result.exit_code == 0, result.output
     raw = read_jsonl(result.stdout)
     # 6 words decoded; a length cap ends the summary at its last sentence end within them
@@ -252,12 +281,24 @@ def test_cli_on_a_csv_corpus_and_stdin(tmp_path, model_dir, summarizer):
         for i in range(5):  # interleaved entities are grouped
             for entity, reviews in sets.items():
                 writer.writerow([entity, reviews[i]])
-    result = runner.invoke(app, ["summarize", str(path), "--model", str(model_dir),
-                                 "--entity-field", "business", "--text-field", "body"])
+    result = runner.invoke(
+        app,
+        [
+            "summarize",
+            str(path),
+            "--model",
+            str(model_dir),
+            "--entity-field",
+            "business",
+            "--text-field",
+            "body",
+        ],
+    )
     assert result.exit_code == 0, result.output
-    expected = [{"entity_id": e, "summary": s}
-                for e, s in zip(sets, summarizer.summarize_batch(list(sets.values())),
-                                strict=True)]
+    expected = [
+        {"entity_id": e, "summary": s}
+        for e, s in zip(sets, summarizer.summarize_batch(list(sets.values())), strict=True)
+    ]
     assert read_jsonl(result.stdout) == expected
     stdin = "".join(json.dumps({"entity_id": e, "reviews": r}) + "\n" for e, r in sets.items())
     result = runner.invoke(app, ["summarize", "-", "--model", str(model_dir)], input=stdin)
@@ -266,8 +307,9 @@ def test_cli_on_a_csv_corpus_and_stdin(tmp_path, model_dir, summarizer):
 
 
 def run_cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "denoisesum.cli", *map(str, args)],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "denoisesum.cli", *map(str, args)], capture_output=True, text=True
+    )
 
 
 def test_cli_bf16_where_the_cpu_has_none_is_one_warning_line(tmp_path, model_dir):
@@ -280,14 +322,17 @@ def test_cli_bf16_where_the_cpu_has_none_is_one_warning_line(tmp_path, model_dir
     if bf16_supported(torch.device("cpu")):
         assert said == []
     else:
-        assert said == ["warning: bf16 decoding: this CPU has no bfloat16 instructions "
-                        "(AVX512-BF16 or AMX); computing in fp32"]
+        assert said == [
+            "warning: bf16 decoding: this CPU has no bfloat16 instructions "
+            "(AVX512-BF16 or AMX); computing in fp32"
+        ]
 
 
 def test_cli_errors_are_one_clear_line(tmp_path, model_dir):
     source = tmp_path / "sets.jsonl"
-    source.write_text('{"entity_id": "a", "reviews": ["good"]}\n{"entity_id": "b", '
-                      '"reviews": []}\n')
+    source.write_text(
+        '{"entity_id": "a", "reviews": ["good"]}\n{"entity_id": "b", "reviews": []}\n'
+    )
     result = run_cli("summarize", source, "--model", model_dir)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f"error: {source}, line 2, field 'reviews'" in result.stderr

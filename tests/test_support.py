@@ -21,9 +21,11 @@ from denoisesum.inference.support import (
 )
 from denoisesum.text import fold
 
-REVIEWS = ["The pork ramen here is rich and salty. Service was quick.",
-           "Great noodles, tiny room. We waited 30 minutes.",
-           "Broth was flavorful and the staff are friendly."]
+REVIEWS = [
+    "The pork ramen here is rich and salty. Service was quick.",
+    "Great noodles, tiny room. We waited 30 minutes.",
+    "Broth was flavorful and the staff are friendly.",
+]
 
 
 def spans(text: str) -> list[str]:
@@ -32,29 +34,43 @@ def spans(text: str) -> list[str]:
 
 def test_sentences_keep_their_spans():
     assert spans("The ramen was great. Service was quick!  We will be back") == [
-        "The ramen was great.", "Service was quick!", "We will be back"]
+        "The ramen was great.",
+        "Service was quick!",
+        "We will be back",
+    ]
     assert spans('It was $5.99... "Really?" (Yes.) Wow') == [
-        "It was $5.99...", '"Really?"', "(Yes.)", "Wow"]
+        "It was $5.99...",
+        '"Really?"',
+        "(Yes.)",
+        "Wow",
+    ]
     assert spans("line one\nline two.\n\nthree") == ["line one", "line two.", "three"]
     assert spans("") == [] and spans("  \n ") == []
 
 
 def test_content_words_and_folding():
     assert [w for _, w in keyed_content_words("the staff was n't friendly at all !".split())] == [
-        "staff", "friendly"]
-    assert [fold(w) for w in ("noodles", "berries", "dishes", "glass", "delicious", "tacos",
-                              "bus")] == ["noodle", "berry", "dish", "glass", "delicious",
-                                          "taco", "bus"]
+        "staff",
+        "friendly",
+    ]
+    assert [
+        fold(w) for w in ("noodles", "berries", "dishes", "glass", "delicious", "tacos", "bus")
+    ] == ["noodle", "berry", "dish", "glass", "delicious", "taco", "bus"]
 
 
 def test_scores_are_idf_weighted_recall():
-    explanation = explain(REVIEWS, "The ramen was rich and the noodles were great. "
-                                   "The staff is friendly. The parking is terrible. It is.")
+    explanation = explain(
+        REVIEWS,
+        "The ramen was rich and the noodles were great. "
+        "The staff is friendly. The parking is terrible. It is.",
+    )
     first, staff, parking, empty = explanation.sentences
     # every word of the first sentence is in exactly one review: equal weights ln(4/2) + 1
     assert first.score == 0.5 and first.supported
     assert [(r.index, r.score, r.matched) for r in first.reviews] == [
-        (0, 0.5, ["ramen", "rich"]), (1, 0.5, ["noodles", "great"])]
+        (0, 0.5, ["ramen", "rich"]),
+        (1, 0.5, ["noodles", "great"]),
+    ]
     assert staff.score == 1.0 and staff.reviews[0].index == 2 and staff.missing == []
     assert parking.score == 0.0 and not parking.supported and parking.reviews == []
     assert parking.missing == ["parking", "terrible"]
@@ -102,13 +118,18 @@ def test_text_format():
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    settings = SummarizerConfig(max_review_tokens=12, max_reviews=4,
-                                decode=DecodeConfig(beam_size=3, min_length=4, max_length=10))
+    settings = SummarizerConfig(
+        max_review_tokens=12,
+        max_reviews=4,
+        decode=DecodeConfig(beam_size=3, min_length=4, max_length=10),
+    )
     return save_tiny_summarizer(tmp_path_factory.mktemp("models") / "tiny", settings)
 
 
-SETS = {"a": ["the pizza was great and the staff was friendly .", "great pizza ."],
-        "b": ["the soup was cold .", "the waiter was rude and the soup was bland ."]}
+SETS = {
+    "a": ["the pizza was great and the staff was friendly .", "great pizza ."],
+    "b": ["the soup was cold .", "the waiter was rude and the soup was bland ."],
+}
 
 
 @pytest.mark.usefixtures("one_thread")
@@ -127,28 +148,34 @@ def test_summarizer_explain(model_dir):
 def test_cli_explain(tmp_path, model_dir):
     summarizer = Summarizer.from_pretrained(model_dir)
     source = tmp_path / "sets.jsonl"
-    source.write_text("".join(json.dumps({"entity_id": e, "reviews": r}) + "\n"
-                              for e, r in SETS.items()))
+    source.write_text(
+        "".join(json.dumps({"entity_id": e, "reviews": r}) + "\n" for e, r in SETS.items())
+    )
     runner = CliRunner()
-    result = runner.invoke(app, ["summarize", str(source), "--model", str(model_dir),
-                                 "--explain"])
+    result = runner.invoke(app, ["summarize", str(source), "--model", str(model_dir), "--explain"])
     assert result.exit_code == 0, result.output
     records = [json.loads(line) for line in result.stdout.splitlines()]
     for record, (entity, reviews) in zip(records, SETS.items(), strict=True):
         support = summarizer.explain(reviews, record["summary"]).to_dict()
         del support["summary"]
-        assert record == {"entity_id": entity, "summary": summarizer.summarize(reviews),
-                          "support": support}
+        assert record == {
+            "entity_id": entity,
+            "summary": summarizer.summarize(reviews),
+            "support": support,
+        }
     result = runner.invoke(app, ["summarize", str(source), "--model", str(model_dir)])
     assert all("support" not in json.loads(line) for line in result.stdout.splitlines())
-    result = runner.invoke(app, ["summarize", str(source), "--model", str(model_dir),
-                                 "--explain", "--text"])
+    result = runner.invoke(
+        app, ["summarize", str(source), "--model", str(model_dir), "--explain", "--text"]
+    )
     assert result.exit_code == 0, result.output
     for entity, reviews in SETS.items():
         summary = summarizer.summarize(reviews)
-        block = f"{entity}\n  {summary}\n" + format_explanation(
-            summarizer.explain(reviews, summary), "    ") + "\n"
+        block = (
+            f"{entity}\n  {summary}\n"
+            + format_explanation(summarizer.explain(reviews, summary), "    ")
+            + "\n"
+        )
         assert block in result.stdout
     result = runner.invoke(app, ["summarize", str(source), "--model", str(model_dir), "--text"])
-    assert result.stdout == "".join(f"{e}\n  {summarizer.summarize(r)}\n"
-                                    for e, r in SETS.items())
+    assert result.stdout == "".join(f"{e}\n  {summarizer.summarize(r)}\n" for e, r in SETS.items())

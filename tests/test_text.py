@@ -20,21 +20,27 @@ from denoisesum.text import (
     load_spacy,
 )
 
-TEXT = ("I didn't love the 2 tacos, but the BERRIES were great!!! We'll be back on 5th Ave... "
-        "Staff: friendly; the café's crème brûlée = 10/10 :) and it's only $7.99 -- really")
+TEXT = (
+    "I didn't love the 2 tacos, but the BERRIES were great!!! We'll be back on 5th Ave... "
+    "Staff: friendly; the café's crème brûlée = 10/10 :) and it's only $7.99 -- really"
+)
 TOKENS = Tokenizer(lowercase=False).tokenize(TEXT)
 
 
 def test_the_support_setting_keeps_words_with_digits_and_drops_function_words():
-    expected = [t.lower() for t in TOKENS
-                if t.lower() not in STOPWORDS and any(c.isalnum() for c in t.lower())]
+    expected = [
+        t.lower()
+        for t in TOKENS
+        if t.lower() not in STOPWORDS and any(c.isalnum() for c in t.lower())
+    ]
     assert content_words(TOKENS) == expected
     assert "2" in expected and "berries" in expected and "the" not in expected
 
 
 def test_the_baselines_setting_keeps_every_word():
     assert content_words(TOKENS, stopwords=frozenset()) == [
-        t.lower() for t in TOKENS if any(c.isalnum() for c in t)]
+        t.lower() for t in TOKENS if any(c.isalnum() for c in t)
+    ]
 
 
 def test_the_lda_setting_is_alphabetic_words_of_three_letters_without_gensims_stopwords():
@@ -42,8 +48,9 @@ def test_the_lda_setting_is_alphabetic_words_of_three_letters_without_gensims_st
     stop = lda_stopwords()
     assert "the" in stop and "really" in stop and len(stop) == 337
     words = content_words(TOKENS, stop, alphabetic=True, min_length=3)
-    assert words == [w for w in (t.lower() for t in TOKENS)
-                     if len(w) > 2 and w.isalpha() and w not in stop]
+    assert words == [
+        w for w in (t.lower() for t in TOKENS) if len(w) > 2 and w.isalpha() and w not in stop
+    ]
     assert "tacos" in words and "2" not in words and "ave" in words and "we" not in words
 
 
@@ -54,9 +61,20 @@ def test_is_content_word_takes_the_word_as_given():
 
 
 def test_fold_is_a_light_plural_folding():
-    assert [fold(w) for w in ("noodles", "berries", "dishes", "glass", "delicious", "tacos",
-                              "bus", "boxes", "is")] == [
-        "noodle", "berry", "dish", "glass", "delicious", "taco", "bus", "box", "is"]
+    assert [
+        fold(w)
+        for w in (
+            "noodles",
+            "berries",
+            "dishes",
+            "glass",
+            "delicious",
+            "tacos",
+            "bus",
+            "boxes",
+            "is",
+        )
+    ] == ["noodle", "berry", "dish", "glass", "delicious", "taco", "bus", "box", "is"]
 
 
 def test_idf_weights_is_log_n_over_df_with_unseen_words_seen_once():

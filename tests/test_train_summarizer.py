@@ -56,11 +56,21 @@ def make_pairs(n_pairs=40, n_entities=10, seed=0):
         summary = f"the {food} was {rng.choice(adjs)} and the staff was {staff} ."
         words = summary.split()
         segment = [" ".join(rng.sample(words, len(words) - 2)) for _ in range(3)]
-        document = [f"we had the {food} . it was {rng.choice(adjs)} . staff {staff} ."
-                    for _ in range(3)]
-        out.append({"pair_id": p, "entity_id": f"biz-{e:02d}", "summary": summary,
-                    "segment_noise": segment, "document_noise": document, "n": 3,
-                    "document_noise_short": False, "candidate_review": p})
+        document = [
+            f"we had the {food} . it was {rng.choice(adjs)} . staff {staff} ." for _ in range(3)
+        ]
+        out.append(
+            {
+                "pair_id": p,
+                "entity_id": f"biz-{e:02d}",
+                "summary": summary,
+                "segment_noise": segment,
+                "document_noise": document,
+                "n": 3,
+                "document_noise_short": False,
+                "candidate_review": p,
+            }
+        )
     return out
 
 
@@ -68,9 +78,8 @@ def write_shards(directory, pairs, per_shard=20):
     shards = directory / "shards"
     shards.mkdir(parents=True, exist_ok=True)
     for k in range(0, len(pairs), per_shard):
-        lines = "".join(json.dumps(p) + "\n" for p in pairs[k:k + per_shard])
-        (shards / f"shard-{k // per_shard:05d}.jsonl.gz").write_bytes(gzip.compress(
-            lines.encode()))
+        lines = "".join(json.dumps(p) + "\n" for p in pairs[k : k + per_shard])
+        (shards / f"shard-{k // per_shard:05d}.jsonl.gz").write_bytes(gzip.compress(lines.encode()))
     return directory
 
 
@@ -88,15 +97,25 @@ def topics_dir(tmp_path):
 
 
 def tiny_config(topics=None, **train) -> SummarizerRunConfig:
-    defaults = dict(lr=0.01, max_steps=20, eval_every=10, save_every=5, log_every=1, patience=0,
-                    threads=1, batch_size=4)
+    defaults = dict(
+        lr=0.01,
+        max_steps=20,
+        eval_every=10,
+        save_every=5,
+        log_every=1,
+        patience=0,
+        threads=1,
+        batch_size=4,
+    )
     defaults.update(train)
     return SummarizerRunConfig(
-        model=DenoiseSumConfig(embed_dim=16, hidden_dim=16, dropout=0.1,
-                               discriminator=topics is not None),
+        model=DenoiseSumConfig(
+            embed_dim=16, hidden_dim=16, dropout=0.1, discriminator=topics is not None
+        ),
         vocab=PairVocabConfig(max_size=200, min_count=1),
         data=PairDataConfig(heldout_percent=20.0, topics=str(topics or "")),
-        train=SummarizerTrainConfig(**defaults))
+        train=SummarizerTrainConfig(**defaults),
+    )
 
 
 def trainer(pairs_dir, run_dir, cfg, **kwargs) -> SummarizerTrainer:
@@ -113,8 +132,7 @@ def test_pair_cache_batches_and_truncation(tmp_path):
     pairs[1]["segment_noise"] = ["", "the"]  # an empty review (dropped)
     pairs[2]["segment_noise"], pairs[2]["document_noise"] = [""], []  # nothing left: skipped
     directory = write_shards(tmp_path / "pairs", pairs)
-    corpus = PairCorpus.build(directory, tmp_path / "cache", max_review_tokens=10,
-                              progress=False)
+    corpus = PairCorpus.build(directory, tmp_path / "cache", max_review_tokens=10, progress=False)
     assert len(corpus) == 5 and corpus.meta["pairs_without_reviews"] == 1
     assert corpus.meta["empty_reviews_dropped"] == 2
     assert corpus.n_segment.tolist() == [3, 1, 3, 3, 3] and corpus.n_document.tolist() == [3] * 5
@@ -127,13 +145,22 @@ def test_pair_cache_batches_and_truncation(tmp_path):
     batch = collate(corpus, table, np.array([0, 1]), cfg, topics)
     assert batch.n_pairs == 2 and batch.topics.shape == (2, 4)
     assert batch.review_pair.tolist() == [0, 0, 0, 0, 1, 1, 1]  # 2 + 2, then 1 + 2
-    assert batch.review_kind.tolist() == [SEGMENT, SEGMENT, DOCUMENT, DOCUMENT, SEGMENT,
-                                          DOCUMENT, DOCUMENT]
+    assert batch.review_kind.tolist() == [
+        SEGMENT,
+        SEGMENT,
+        DOCUMENT,
+        DOCUMENT,
+        SEGMENT,
+        DOCUMENT,
+        DOCUMENT,
+    ]
     # cut once, when cached: the batch has what the cache has
     assert int(batch.review_lengths.max()) == 10
     assert vocab.decode(batch.reviews[2, :10].tolist()) == ["word"] * 10
-    assert vocab.decode(batch.summary[0, :batch.summary_lengths[0]].tolist()) == \
-        pairs[0]["summary"].split()
+    assert (
+        vocab.decode(batch.summary[0, : batch.summary_lengths[0]].tolist())
+        == pairs[0]["summary"].split()
+    )
     no_seg = collate(corpus, table, np.array([0]), cfg, None, segment=False)
     assert no_seg.review_kind.tolist() == [DOCUMENT, DOCUMENT] and no_seg.topics is None
     again = PairCorpus.build(directory, tmp_path / "cache", max_review_tokens=10, progress=False)
@@ -166,9 +193,12 @@ def test_fraction_uses_the_right_number_of_pairs(pairs_dir, tmp_path):
 
 def test_loss_falls_and_best_model_is_exported(pairs_dir, topics_dir, tmp_path):
     losses = []
-    run = trainer(pairs_dir, tmp_path / "run", tiny_config(topics_dir, max_steps=60,
-                                                             eval_every=20),
-                  on_step=lambda s, x: losses.append(x))
+    run = trainer(
+        pairs_dir,
+        tmp_path / "run",
+        tiny_config(topics_dir, max_steps=60, eval_every=20),
+        on_step=lambda s, x: losses.append(x),
+    )
     assert run.topics.shape == (40, 2) and np.allclose(run.topics.sum(1), 1)
     summary = run.fit()
     assert np.mean(losses[-10:]) < 0.6 * np.mean(losses[:5]), losses
@@ -181,8 +211,7 @@ def test_loss_falls_and_best_model_is_exported(pairs_dir, topics_dir, tmp_path):
     assert summary["best_val_loss"] is not None and summary["pairs_per_second"] > 0
     assert config["summarize"]["max_review_tokens"] == 150  # reviews cut as in training
     assert config["summarize"]["decode"]["no_repeat_ngram"] == 3  # the default decoding
-    metrics = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text()
-               .splitlines()]
+    metrics = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics if "val_loss" in m] == [20, 40, 60]
 
 
@@ -225,8 +254,9 @@ def _weights(run_dir, step):
 def test_resume_after_interrupt_equals_uninterrupted_run(pairs_dir, topics_dir, tmp_path):
     cfg = lambda: tiny_config(topics_dir, max_steps=24, eval_every=8)  # noqa: E731
     losses: dict[str, list] = {"full": [], "cut": []}
-    trainer(pairs_dir, tmp_path / "full", cfg(),
-            on_step=lambda s, x: losses["full"].append((s, x))).fit()
+    trainer(
+        pairs_dir, tmp_path / "full", cfg(), on_step=lambda s, x: losses["full"].append((s, x))
+    ).fit()
 
     def ctrl_c_at_8(step, loss):
         losses["cut"].append((step, loss))
@@ -243,8 +273,13 @@ def test_resume_after_interrupt_equals_uninterrupted_run(pairs_dir, topics_dir, 
 
     with pytest.raises(RuntimeError):
         trainer(pairs_dir, tmp_path / "cut", cfg(), resume=True, on_step=crash_at_13).fit()
-    resumed = trainer(pairs_dir, tmp_path / "cut", cfg(), resume=True,
-                      on_step=lambda s, x: losses["cut"].append((s, x)))
+    resumed = trainer(
+        pairs_dir,
+        tmp_path / "cut",
+        cfg(),
+        resume=True,
+        on_step=lambda s, x: losses["cut"].append((s, x)),
+    )
     assert resumed.state["step"] == 10
     resumed.fit()
     final = dict(losses["cut"])  # later (resumed) values overwrite the replayed steps
@@ -254,12 +289,16 @@ def test_resume_after_interrupt_equals_uninterrupted_run(pairs_dir, topics_dir, 
     best_full, _, _ = read_model_dir(tmp_path / "full")
     best_cut, _, _ = read_model_dir(tmp_path / "cut")
     assert all(torch.equal(best_full[k], best_cut[k]) for k in best_full)
-    metrics = {name: [json.loads(x) for x in (tmp_path / name / "metrics.jsonl").read_text()
-                      .splitlines()] for name in ("full", "cut")}
+    metrics = {
+        name: [json.loads(x) for x in (tmp_path / name / "metrics.jsonl").read_text().splitlines()]
+        for name in ("full", "cut")
+    }
     steps = [m["step"] for m in metrics["cut"]]
     assert steps == sorted(steps)
-    validations = {name: [(m["step"], m["val_loss"]) for m in found if "val_loss" in m]
-                   for name, found in metrics.items()}
+    validations = {
+        name: [(m["step"], m["val_loss"]) for m in found if "val_loss" in m]
+        for name, found in metrics.items()
+    }
     assert validations["cut"] == validations["full"] and len(validations["full"]) == 3
 
 
@@ -277,8 +316,9 @@ def test_ctrl_c_finishes_the_step_then_saves(pairs_dir, tmp_path):
     assert signal.getsignal(signal.SIGINT) is before  # the caller's handler is restored
 
 
-@pytest.mark.parametrize("switch", ["segment_noise", "document_noise", "explicit_denoising",
-                                    "copy", "discriminator"])
+@pytest.mark.parametrize(
+    "switch", ["segment_noise", "document_noise", "explicit_denoising", "copy", "discriminator"]
+)
 def test_each_ablation_switch_trains(pairs_dir, topics_dir, tmp_path, switch):
     cfg = tiny_config(topics_dir, max_steps=3, eval_every=3)
     setattr(cfg.model, switch, False)
@@ -288,15 +328,21 @@ def test_each_ablation_switch_trains(pairs_dir, topics_dir, tmp_path, switch):
     _, config, _ = read_model_dir(tmp_path / "run")
     assert config["model"][switch] is False
     names = {n for n, _ in run.model.named_parameters()}
-    removed = {"segment_noise": "seg.", "document_noise": "doc.",
-               "explicit_denoising": "seg.denoise", "copy": "doc.decoder.copy_gate",
-               "discriminator": "discriminator"}[switch]
+    removed = {
+        "segment_noise": "seg.",
+        "document_noise": "doc.",
+        "explicit_denoising": "seg.denoise",
+        "copy": "doc.decoder.copy_gate",
+        "discriminator": "discriminator",
+    }[switch]
     assert not any(n.startswith(removed) for n in names)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU precision rules")
-@pytest.mark.skipif(not bf16_supported(torch.device("cpu")),
-                    reason="this CPU has no bfloat16 instructions (AVX512-BF16 or AMX)")
+@pytest.mark.skipif(
+    not bf16_supported(torch.device("cpu")),
+    reason="this CPU has no bfloat16 instructions (AVX512-BF16 or AMX)",
+)
 def test_bf16_autocast_on_cpu_trains(pairs_dir, topics_dir, tmp_path):
     losses = []
     cfg = tiny_config(topics_dir, max_steps=40, eval_every=20, precision="bf16")
@@ -310,8 +356,10 @@ def test_bf16_autocast_on_cpu_trains(pairs_dir, topics_dir, tmp_path):
 def test_bf16_on_a_cpu_without_it_trains_in_fp32(pairs_dir, topics_dir, tmp_path, monkeypatch):
     monkeypatch.setattr(precision, "bf16_supported", lambda device: False)
     cfg = tiny_config(topics_dir, max_steps=4, eval_every=4, precision="bf16")
-    with pytest.warns(precision.PrecisionWarning, match="train.precision='bf16': this CPU has "
-                                                        "no bfloat16 instructions"):
+    with pytest.warns(
+        precision.PrecisionWarning,
+        match="train.precision='bf16': this CPU has no bfloat16 instructions",
+    ):
         run = trainer(pairs_dir, tmp_path / "run", cfg)
     assert run.amp is None
     assert np.isfinite(run.fit()["train_seconds"])
@@ -334,8 +382,9 @@ def test_early_stopping_and_errors(pairs_dir, topics_dir, tmp_path):
     no_refs = tmp_path / "no-refs.jsonl"
     no_refs.write_text(json.dumps({"entity_id": "x", "reviews": ["good food ."]}) + "\n")
     with pytest.raises(InputError, match="needs review sets with reference summaries"):
-        trainer(pairs_dir, tmp_path / "b2",
-                tiny_config(select_on="dev-rouge", dev_set=str(no_refs)))
+        trainer(
+            pairs_dir, tmp_path / "b2", tiny_config(select_on="dev-rouge", dev_set=str(no_refs))
+        )
     with pytest.raises(DenoiseSumError, match="no checkpoint"):
         trainer(pairs_dir, tmp_path / "c", tiny_config(), resume=True)
     with pytest.raises(InputError, match="no pair shards"):
@@ -349,8 +398,7 @@ def test_malformed_pair_line_names_file_line_and_field(tmp_path):
     lines = gzip.decompress(shard.read_bytes()).decode().splitlines()
     broken = json.loads(lines[1])
     del broken["segment_noise"]
-    shard.write_bytes(gzip.compress("\n".join([lines[0], json.dumps(broken), "{oops"])
-                                    .encode()))
+    shard.write_bytes(gzip.compress("\n".join([lines[0], json.dumps(broken), "{oops"]).encode()))
     with pytest.raises(InputError) as info:
         PairCorpus.build(directory, tmp_path / "cache", 150, progress=False)
     assert str(info.value) == f"{shard}, line 2, field 'segment_noise': missing field"
@@ -368,8 +416,9 @@ def test_lda_separates_two_topics_and_distributions_sum_to_one(tmp_path):
     food = ["pizza", "pasta", "cheese", "sauce", "oven", "crust", "garlic", "basil"]
     hotel = ["room", "bed", "hotel", "shower", "pool", "towel", "lobby", "pillow"]
     docs = [" ".join(rng.choices(words, k=15)) for words in (food, hotel) for _ in range(60)]
-    model = train_lda(docs, LDAConfig(n_topics=2, passes=20, min_docs=1, max_doc_fraction=0.9,
-                                      chunksize=50))
+    model = train_lda(
+        docs, LDAConfig(n_topics=2, passes=20, min_docs=1, max_doc_fraction=0.9, chunksize=50)
+    )
     model.save(tmp_path / "lda")
     loaded = load_topics(tmp_path / "lda")
     p = topic_distributions(loaded, [*docs, "", "the and of"])
@@ -389,16 +438,21 @@ def test_category_topics(tmp_path, topics_dir):
     with pytest.raises(DenoiseSumError, match="no category"):
         topic_distributions(model, ["a"], ["unknown"])
     corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"entity_id": e, "text": "fine", "category": c}) + "\n"
-                              for e, c in [("a", "bar"), ("a", "bar"), ("a", "pub"),
-                                           ("b", "cafe")]))
-    result = CliRunner().invoke(app, ["topics", str(corpus), "-o", str(tmp_path / "human"),
-                                      "--categories", "human"])
+    corpus.write_text(
+        "".join(
+            json.dumps({"entity_id": e, "text": "fine", "category": c}) + "\n"
+            for e, c in [("a", "bar"), ("a", "bar"), ("a", "pub"), ("b", "cafe")]
+        )
+    )
+    result = CliRunner().invoke(
+        app, ["topics", str(corpus), "-o", str(tmp_path / "human"), "--categories", "human"]
+    )
     assert result.exit_code == 0, result.output
     human = load_topics(tmp_path / "human")
     assert human.labels == ["bar", "cafe", "pub"]
-    assert np.allclose(topic_distributions(human, ["x", "y"], ["a", "b"]),
-                       [[2 / 3, 0, 1 / 3], [0, 1, 0]])
+    assert np.allclose(
+        topic_distributions(human, ["x", "y"], ["a", "b"]), [[2 / 3, 0, 1 / 3], [0, 1, 0]]
+    )
 
 
 def test_a_given_vocabulary_is_used(pairs_dir, tmp_path):
@@ -420,17 +474,60 @@ def test_a_given_vocabulary_is_used(pairs_dir, tmp_path):
 
 def test_cli_topics_and_train_end_to_end(pairs_dir, synthetic_corpus, tmp_path):
     runner = CliRunner()
-    result = runner.invoke(app, ["topics", str(synthetic_corpus), "-o", str(tmp_path / "topics"),
-                                 "--topics", "3", "--min-docs", "1", "--sample", "200"])
+    result = runner.invoke(
+        app,
+        [
+            "topics",
+            str(synthetic_corpus),
+            "-o",
+            str(tmp_path / "topics"),
+            "--topics",
+            "3",
+            "--min-docs",
+            "1",
+            "--sample",
+            "200",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert load_topics(tmp_path / "topics").n_topics == 3
-    result = runner.invoke(app, ["topics", str(pairs_dir), "-o", str(tmp_path / "pair-topics"),
-                                 "--topics", "2", "--min-docs", "1"])
+    result = runner.invoke(
+        app,
+        [
+            "topics",
+            str(pairs_dir),
+            "-o",
+            str(tmp_path / "pair-topics"),
+            "--topics",
+            "2",
+            "--min-docs",
+            "1",
+        ],
+    )
     assert result.exit_code == 0, result.output
-    tiny = ["--set", "model.embed_dim=16", "--set", "model.hidden_dim=16", "--set",
-            "train.threads=1", "--set", "data.heldout_percent=20", "--set", "vocab.min_count=1"]
-    args = ["train", str(pairs_dir), "-o", str(tmp_path / "run"), "--config",
-            str(CONFIG), "--topics", str(tmp_path / "pair-topics"), *tiny]
+    tiny = [
+        "--set",
+        "model.embed_dim=16",
+        "--set",
+        "model.hidden_dim=16",
+        "--set",
+        "train.threads=1",
+        "--set",
+        "data.heldout_percent=20",
+        "--set",
+        "vocab.min_count=1",
+    ]
+    args = [
+        "train",
+        str(pairs_dir),
+        "-o",
+        str(tmp_path / "run"),
+        "--config",
+        str(CONFIG),
+        "--topics",
+        str(tmp_path / "pair-topics"),
+        *tiny,
+    ]
     result = runner.invoke(app, [*args, "--max-steps", "3"])
     assert result.exit_code == 0, result.output
     # not a terminal: plain progress lines (stage, count, rate), never silence or \r frames
@@ -444,8 +541,20 @@ def test_cli_topics_and_train_end_to_end(pairs_dir, synthetic_corpus, tmp_path):
 
 def test_cli_errors_are_one_clear_line(tmp_path, synthetic_corpus):
     result = subprocess.run(
-        [sys.executable, "-m", "denoisesum.cli", "topics", str(synthetic_corpus), "-o",
-         str(tmp_path / "t"), "--categories", "human"], capture_output=True, text=True)
+        [
+            sys.executable,
+            "-m",
+            "denoisesum.cli",
+            "topics",
+            str(synthetic_corpus),
+            "-o",
+            str(tmp_path / "t"),
+            "--categories",
+            "human",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 2
     assert "error: --categories human needs a category field" in result.stderr
     assert "Traceback" not in result.stderr
@@ -453,13 +562,22 @@ def test_cli_errors_are_one_clear_line(tmp_path, synthetic_corpus):
 
 def test_select_on_dev_rouge_exports_the_best_decoded_model(pairs_dir, tmp_path):
     dev = tmp_path / "dev.jsonl"
-    sets = [{"entity_id": p["entity_id"] + f"-{i}", "reviews": p["document_noise"],
-             "summaries": [p["summary"]]} for i, p in enumerate(make_pairs(6, 3, seed=9))]
+    sets = [
+        {
+            "entity_id": p["entity_id"] + f"-{i}",
+            "reviews": p["document_noise"],
+            "summaries": [p["summary"]],
+        }
+        for i, p in enumerate(make_pairs(6, 3, seed=9))
+    ]
     dev.write_text("".join(json.dumps(s) + "\n" for s in sets))
     cfg = tiny_config(select_on="dev-rouge", dev_set=str(dev), max_steps=30, eval_every=10)
     summary = trainer(pairs_dir, tmp_path / "run", cfg).fit()
-    logged = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text()
-              .splitlines() if "dev_mean" in x]
+    logged = [
+        json.loads(x)
+        for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+        if "dev_mean" in x
+    ]
     assert [m["step"] for m in logged] == [10, 20, 30]
     best = max(logged, key=lambda m: m["dev_mean"])
     assert summary["best_step"] == best["step"]
@@ -473,12 +591,15 @@ def test_dev_rouge_decodes_with_the_run_settings_and_exports_them(pairs_dir, tmp
     from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 
     dev = tmp_path / "dev.jsonl"
-    sets = [{"entity_id": f"e{i}", "reviews": p["document_noise"], "summaries": [p["summary"]]}
-            for i, p in enumerate(make_pairs(3, 3, seed=9))]
+    sets = [
+        {"entity_id": f"e{i}", "reviews": p["document_noise"], "summaries": [p["summary"]]}
+        for i, p in enumerate(make_pairs(3, 3, seed=9))
+    ]
     dev.write_text("".join(json.dumps(s) + "\n" for s in sets))
     cfg = tiny_config(select_on="dev-rouge", dev_set=str(dev), max_steps=2, eval_every=2)
-    cfg.summarize = SummarizerConfig(shortlist=7, decode=DecodeConfig(
-        min_length=4, max_length=6, no_repeat_ngram=2))
+    cfg.summarize = SummarizerConfig(
+        shortlist=7, decode=DecodeConfig(min_length=4, max_length=6, no_repeat_ngram=2)
+    )
     run = trainer(pairs_dir, tmp_path / "run", cfg)
     seen = []
     real = Summarizer.summarize_tokens_batch
@@ -489,8 +610,10 @@ def test_dev_rouge_decodes_with_the_run_settings_and_exports_them(pairs_dir, tmp
 
     with mock.patch.object(Summarizer, "summarize_tokens_batch", spy):
         run.fit()
-    assert seen and all(c.decode.no_repeat_ngram == 2 and c.decode.max_length == 6
-                        and c.shortlist == 7 for c in seen)
+    assert seen and all(
+        c.decode.no_repeat_ngram == 2 and c.decode.max_length == 6 and c.shortlist == 7
+        for c in seen
+    )
     # max_review_tokens follows the data's cut, whatever [summarize] says
     assert seen[0].max_review_tokens == cfg.data.max_review_tokens
     loaded = Summarizer.from_pretrained(tmp_path / "run")
@@ -504,8 +627,16 @@ def test_init_from_a_bilm_copies_matching_weights_by_word(pairs_dir, tmp_path):
 
     lm_vocab = Vocab.from_counts({"pizza": 9, "the": 8, "zebra": 7})
     torch.manual_seed(3)
-    lm = BiLM(BiLMConfig(vocab_size=len(lm_vocab), embed_dim=16, hidden_dim=8, proj_dim=8,
-                         cutoffs=[4], div_value=2.0))
+    lm = BiLM(
+        BiLMConfig(
+            vocab_size=len(lm_vocab),
+            embed_dim=16,
+            hidden_dim=8,
+            proj_dim=8,
+            cutoffs=[4],
+            div_value=2.0,
+        )
+    )
     save_model_dir(tmp_path / "lm", lm, {"kind": "bilm", "model": vars(lm.config)}, lm_vocab)
     cfg = tiny_config(max_steps=1, init_lm=str(tmp_path / "lm"))
     run = trainer(pairs_dir, tmp_path / "run", cfg)
@@ -517,8 +648,9 @@ def test_init_from_a_bilm_copies_matching_weights_by_word(pairs_dir, tmp_path):
     assert torch.equal(m.enc_fwd.weight_hh_l0, lm.fwd.weight_hh_l0)
     assert torch.equal(m.enc_bwd.weight_ih_l0, lm.bwd.weight_ih_l0)
     for word in ("pizza", "the", "<unk>"):
-        assert torch.equal(m.embed.weight[run.vocab.index[word]],
-                           lm.embed.weight[lm_vocab.index[word]])
+        assert torch.equal(
+            m.embed.weight[run.vocab.index[word]], lm.embed.weight[lm_vocab.index[word]]
+        )
     # specials and pizza/the are shared; 'zebra' is not in the pairs' vocabulary
     assert report["embedding_rows"] == len([w for w in run.vocab.tokens if w in lm_vocab.index])
     assert json.loads((tmp_path / "run" / "lm-init.json").read_text())["copied"] == report["copied"]
@@ -533,14 +665,26 @@ def test_an_lm_of_the_summarizers_sizes_starts_every_lstm(pairs_dir, tmp_path):
 
     lm_vocab = Vocab.from_counts({"pizza": 9, "the": 8})
     torch.manual_seed(4)
-    lm = BiLM(BiLMConfig(vocab_size=len(lm_vocab), embed_dim=16, hidden_dim=16, proj_dim=8,
-                         cutoffs=[4], div_value=2.0))
+    lm = BiLM(
+        BiLMConfig(
+            vocab_size=len(lm_vocab),
+            embed_dim=16,
+            hidden_dim=16,
+            proj_dim=8,
+            cutoffs=[4],
+            div_value=2.0,
+        )
+    )
     save_model_dir(tmp_path / "lm", lm, {"kind": "bilm", "model": vars(lm.config)}, lm_vocab)
     cfg = tiny_config(max_steps=1, init_lm=str(tmp_path / "lm"))
     cfg.model.encoder_dim = 16
     run = trainer(pairs_dir, tmp_path / "run", cfg)
-    assert run.init_report["copied"] == ["encoder forward LSTM", "encoder backward LSTM",
-                                         "decoder seg LSTM", "decoder doc LSTM"]
+    assert run.init_report["copied"] == [
+        "encoder forward LSTM",
+        "encoder backward LSTM",
+        "decoder seg LSTM",
+        "decoder doc LSTM",
+    ]
     assert run.init_report["skipped"] == []
     assert torch.equal(run.model.doc.decoder.lstm.weight_hh_l0, lm.fwd.weight_hh_l0)
     assert torch.equal(run.model.enc_bwd.weight_hh_l0, lm.bwd.weight_hh_l0)
@@ -558,8 +702,9 @@ def test_second_phase_with_coverage_starts_from_the_first(pairs_dir, tmp_path):
     assert second.model.doc.decoder.coverage.item() == 0
     second.fit()
     assert second.model.doc.decoder.coverage.item() != 0
-    logged = [json.loads(line) for line in
-              (tmp_path / "two" / "metrics.jsonl").read_text().splitlines()]
+    logged = [
+        json.loads(line) for line in (tmp_path / "two" / "metrics.jsonl").read_text().splitlines()
+    ]
     assert any(record.get("coverage", 0) > 0 for record in logged)
     bad = tiny_config(init_model=str(tmp_path / "one"))
     bad.model.hidden_dim = 8

@@ -47,12 +47,15 @@ def test_config_defaults_toml_and_overrides(tmp_path):
     assert (cfg.name, cfg.train.steps, cfg.train.lr) == ("y", 20, 0.5)
 
 
-@pytest.mark.parametrize(("override", "message"), [
-    ("train.lrr=1", "unknown config key 'train.lrr'"),
-    ("train.steps=many", "config key 'train.steps'"),
-    ("train=3", "must be a table"),
-    ("novalue", "key=value"),
-])
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("train.lrr=1", "unknown config key 'train.lrr'"),
+        ("train.steps=many", "config key 'train.steps'"),
+        ("train=3", "must be a table"),
+        ("novalue", "key=value"),
+    ],
+)
 def test_config_errors_name_the_key(override, message):
     with pytest.raises(ConfigError, match=message):
         load_config(Outer, None, [override])
@@ -69,8 +72,11 @@ def test_a_derived_key_is_refused_not_overwritten(tmp_path):
 
     path = tmp_path / "run.toml"
     path.write_text("[data]\nmax_review_tokens = 80\n[summarize]\nmax_review_tokens = 150\n")
-    with pytest.raises(ConfigError, match=r"'summarize\.max_review_tokens' is set by "
-                                          r"'data\.max_review_tokens'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"'summarize\.max_review_tokens' is set by "
+        r"'data\.max_review_tokens'",
+    ):
         load_config(SummarizerRunConfig, path)
     with pytest.raises(ConfigError, match="is set by"):
         load_config(SummarizerRunConfig, None, ["summarize.max_review_tokens=9"])

@@ -24,40 +24,65 @@ from denoisesum.extras import check_command, install_hint, missing_extra
 
 app = typer.Typer(
     help="Unsupervised opinion summarization by noising and denoising (DenoiseSum).",
-    no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
 
-CorpusArg = Annotated[list[str], typer.Argument(
-    help="Review files or glob patterns: .jsonl/.csv/.tsv/.parquet, optionally .gz/.xz/.zst.")]
-CorpusCache = Annotated[Path | None, typer.Option(
-    help="Tokenized-corpus cache (default: OUTPUT/encoded).")]
+CorpusArg = Annotated[
+    list[str],
+    typer.Argument(
+        help="Review files or glob patterns: .jsonl/.csv/.tsv/.parquet, optionally .gz/.xz/.zst."
+    ),
+]
+CorpusCache = Annotated[
+    Path | None, typer.Option(help="Tokenized-corpus cache (default: OUTPUT/encoded).")
+]
 EntityField = Annotated[str, typer.Option(help="Field holding the entity (business/product) id.")]
 TextField = Annotated[str, typer.Option(help="Field holding the review text.")]
 RatingField = Annotated[str, typer.Option(help="Optional field holding a numeric rating.")]
 CategoryField = Annotated[str, typer.Option(help="Optional field holding a category.")]
 Workers = Annotated[int, typer.Option(help="Tokenizer processes.")]
-ModelOption = Annotated[str | None, typer.Option(
-    metavar="DIR|NAME", help="Summarizer: a model directory, or the name of a model installed with "
-                             "the package (default: denoisesum-yelp, the Yelp model).")]
-SkipBad = Annotated[bool, typer.Option(
-    "--skip-bad", help="Skip bad records (counted and reported) instead of stopping.")]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="DIR|NAME",
+        help="Summarizer: a model directory, or the name of a model installed with "
+        "the package (default: denoisesum-yelp, the Yelp model).",
+    ),
+]
+SkipBad = Annotated[
+    bool,
+    typer.Option("--skip-bad", help="Skip bad records (counted and reported) instead of stopping."),
+]
 
 
-DeviceOption = Annotated[str, typer.Option(
-    help="Where to compute: auto (the GPU when PyTorch sees one, else the CPU), cpu, or cuda "
-         "(an error where there is none). On a GPU summaries are decoded in float16.")]
-SetOption = Annotated[list[str] | None, typer.Option(
-    "--set", metavar="KEY=VALUE",
-    help="Change a summarizing setting of the model for this run, e.g. --set "
-         "decode.beam_size=3, --set decode.rerank=true, --set shortlist=0: any key of its "
-         "config.json 'summarize' section (decode.KEY: every decoding setting); an unknown key "
-         "lists the valid ones.")]
+DeviceOption = Annotated[
+    str,
+    typer.Option(
+        help="Where to compute: auto (the GPU when PyTorch sees one, else the CPU), cpu, or cuda "
+        "(an error where there is none). On a GPU summaries are decoded in float16."
+    ),
+]
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="KEY=VALUE",
+        help="Change a summarizing setting of the model for this run, e.g. --set "
+        "decode.beam_size=3, --set decode.rerank=true, --set shortlist=0: any key of its "
+        "config.json 'summarize' section (decode.KEY: every decoding setting); an unknown key "
+        "lists the valid ones.",
+    ),
+]
 
 # decoding settings that had a flag of their own before --set (kept so that older commands
 # still run; not in --help): flag -> (the DecodeConfig key it sets, the value an on/off flag
 # sets or None when the flag takes a value)
 OLD_DECODE_FLAGS: dict[str, tuple[str, str | None]] = {
     "--length-penalty": ("length_penalty", None),
-    "--rerank": ("rerank", "true"), "--no-rerank": ("rerank", "false"),
+    "--rerank": ("rerank", "true"),
+    "--no-rerank": ("rerank", "false"),
     "--subsets": ("subsets", None),
     "--no-repeat-in-sentence": ("no_repeat_in_sentence", "true"),
     "--allow-repeat-in-sentence": ("no_repeat_in_sentence", "false"),
@@ -122,8 +147,14 @@ def _summarize_settings(config, overrides: list[str], flags: dict[str, tuple[str
     return config
 
 
-def _reader(paths: list[str], entity_field: str, text_field: str, rating_field: str,
-            category_field: str, skip_bad: bool):
+def _reader(
+    paths: list[str],
+    entity_field: str,
+    text_field: str,
+    rating_field: str,
+    category_field: str,
+    skip_bad: bool,
+):
     from denoisesum.data.corpus import CorpusReader, FieldNames
 
     fields = FieldNames(entity_field, text_field, rating_field, category_field)
@@ -141,8 +172,11 @@ def _fit(trainer):
         return trainer.fit()
     except KeyboardInterrupt:
         if trainer.dist.is_main:
-            typer.echo(f"\ninterrupted at step {trainer.state['step']}; checkpoint saved. "
-                       "Continue with the same command and --resume.", err=True)
+            typer.echo(
+                f"\ninterrupted at step {trainer.state['step']}; checkpoint saved. "
+                "Continue with the same command and --resume.",
+                err=True,
+            )
         raise typer.Exit(130) from None
 
 
@@ -196,17 +230,27 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _main(version: Annotated[bool, typer.Option(
-        "--version", callback=_version, is_eager=True, help="Show the version and exit.")] = False
-          ) -> None:
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
+) -> None:
     """Unsupervised opinion summarization by noising and denoising (DenoiseSum)."""
 
 
 @app.command()
-def stats(corpus: CorpusArg, entity_field: EntityField = "entity_id",
-          text_field: TextField = "text", rating_field: RatingField = "rating",
-          category_field: CategoryField = "category", skip_bad: SkipBad = False,
-          as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+def stats(
+    corpus: CorpusArg,
+    entity_field: EntityField = "entity_id",
+    text_field: TextField = "text",
+    rating_field: RatingField = "rating",
+    category_field: CategoryField = "category",
+    skip_bad: SkipBad = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
     """Count reviews and entities; distributions of reviews per entity and review length."""
     from dataclasses import asdict
 
@@ -220,8 +264,10 @@ def stats(corpus: CorpusArg, entity_field: EntityField = "entity_id",
 
 
 @app.command()
-def tokenize(text: Annotated[str, typer.Argument(help="Text to tokenize ('-' reads stdin).")],
-             cased: Annotated[bool, typer.Option(help="Keep the original case.")] = False) -> None:
+def tokenize(
+    text: Annotated[str, typer.Argument(help="Text to tokenize ('-' reads stdin).")],
+    cased: Annotated[bool, typer.Option(help="Keep the original case.")] = False,
+) -> None:
     """Show how a text is tokenized, and the detokenized form models would print."""
     from denoisesum.data.tokenizer import Tokenizer, detokenize
 
@@ -233,17 +279,22 @@ def tokenize(text: Annotated[str, typer.Argument(help="Text to tokenize ('-' rea
 
 
 @app.command()
-def vocab(corpus: CorpusArg,
-          output: Annotated[Path, typer.Option("--output", "-o", help="vocab.json to write.")],
-          max_size: Annotated[int, typer.Option(help="Largest vocabulary, specials included.")]
-          = 30000,
-          min_count: Annotated[int, typer.Option(help="Drop rarer tokens.")] = 3,
-          cache: Annotated[Path | None, typer.Option(
-              help="Where to keep the tokenized corpus (default: beside the output).")] = None,
-          workers: Workers = 2,
-          entity_field: EntityField = "entity_id", text_field: TextField = "text",
-          rating_field: RatingField = "rating", category_field: CategoryField = "category",
-          skip_bad: SkipBad = False) -> None:
+def vocab(
+    corpus: CorpusArg,
+    output: Annotated[Path, typer.Option("--output", "-o", help="vocab.json to write.")],
+    max_size: Annotated[int, typer.Option(help="Largest vocabulary, specials included.")] = 30000,
+    min_count: Annotated[int, typer.Option(help="Drop rarer tokens.")] = 3,
+    cache: Annotated[
+        Path | None,
+        typer.Option(help="Where to keep the tokenized corpus (default: beside the output)."),
+    ] = None,
+    workers: Workers = 2,
+    entity_field: EntityField = "entity_id",
+    text_field: TextField = "text",
+    rating_field: RatingField = "rating",
+    category_field: CategoryField = "category",
+    skip_bad: SkipBad = False,
+) -> None:
     """Tokenize a corpus (cached) and build its vocabulary."""
     from denoisesum.training.lm import VocabConfig
 
@@ -255,8 +306,10 @@ def vocab(corpus: CorpusArg,
     built = encoded.build_vocab(max_size, min_count)
     built.save(output)
     covered = int(encoded.counts[: len(built) - 4].sum()) / max(encoded.n_tokens, 1)
-    typer.echo(f"{len(built):,} tokens in the vocabulary, covering {covered:.2%} of "
-               f"{encoded.n_tokens:,} corpus tokens -> {output}")
+    typer.echo(
+        f"{len(built):,} tokens in the vocabulary, covering {covered:.2%} of "
+        f"{encoded.n_tokens:,} corpus tokens -> {output}"
+    )
 
 
 def _encode(reader, cache: Path, workers: int):
@@ -264,8 +317,9 @@ def _encode(reader, cache: Path, workers: int):
     from denoisesum.data.encoded import EncodedCorpus
     from denoisesum.data.tokenizer import Tokenizer
 
-    encoded = EncodedCorpus.build(reader, cache, Tokenizer(), workers=workers,
-                                  total=estimate_records(reader.paths))
+    encoded = EncodedCorpus.build(
+        reader, cache, Tokenizer(), workers=workers, total=estimate_records(reader.paths)
+    )
     skipped = encoded.meta.get("skipped_bad_records", 0)
     if skipped:
         typer.echo(f"skipped {skipped} bad record(s) while tokenizing", err=True)
@@ -274,21 +328,29 @@ def _encode(reader, cache: Path, workers: int):
 
 
 @app.command("train-lm")
-def train_lm(corpus: CorpusArg,
-             output: Annotated[Path, typer.Option("--output", "-o", help="Model directory.")],
-             config: Annotated[Path | None, typer.Option(help="TOML config file.")] = None,
-             overrides: Annotated[list[str] | None, typer.Option(
-                 "--set", help="Override a config key, e.g. --set train.lr=0.001.")] = None,
-             resume: Annotated[bool, typer.Option(
-                 help="Continue from the latest checkpoint in the output directory.")] = False,
-             max_minutes: Annotated[float | None, typer.Option(
-                 help="Stop after this much training time (train.max_minutes).")] = None,
-             max_steps: Annotated[int | None, typer.Option(help="train.max_steps.")] = None,
-             cache: CorpusCache = None,
-             workers: Workers = 2,
-             entity_field: EntityField = "entity_id", text_field: TextField = "text",
-             rating_field: RatingField = "rating", category_field: CategoryField = "category",
-             skip_bad: SkipBad = False) -> None:
+def train_lm(
+    corpus: CorpusArg,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Model directory.")],
+    config: Annotated[Path | None, typer.Option(help="TOML config file.")] = None,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override a config key, e.g. --set train.lr=0.001."),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option(help="Continue from the latest checkpoint in the output directory.")
+    ] = False,
+    max_minutes: Annotated[
+        float | None, typer.Option(help="Stop after this much training time (train.max_minutes).")
+    ] = None,
+    max_steps: Annotated[int | None, typer.Option(help="train.max_steps.")] = None,
+    cache: CorpusCache = None,
+    workers: Workers = 2,
+    entity_field: EntityField = "entity_id",
+    text_field: TextField = "text",
+    rating_field: RatingField = "rating",
+    category_field: CategoryField = "category",
+    skip_bad: SkipBad = False,
+) -> None:
     """Train the bidirectional cloze language model used by segment noising."""
     _check_output_dir(output, cache or output / "encoded")
     from denoisesum.training import distributed
@@ -301,23 +363,32 @@ def train_lm(corpus: CorpusArg,
         encoded = _encode(reader, cache or output / "encoded", workers)
     trainer = LMTrainer(encoded, output, cfg, resume=resume)
     if trainer.dist.is_main:
-        typer.echo(f"{encoded.n_tokens:,} tokens, vocabulary {len(trainer.vocab):,}, "
-                   f"{len(trainer.train_segments):,} training segments; starting at step "
-                   f"{trainer.state['step']}", err=True)
+        typer.echo(
+            f"{encoded.n_tokens:,} tokens, vocabulary {len(trainer.vocab):,}, "
+            f"{len(trainer.train_segments):,} training segments; starting at step "
+            f"{trainer.state['step']}",
+            err=True,
+        )
     summary = _fit(trainer)
     if not trainer.dist.is_main:
         return
     held = summary["heldout"]
-    quality = (f"held-out perplexity {held['ppl']:.2f} over {held['tokens']:,} tokens"
-               if held["tokens"] else "no held-out reviews (train.heldout_percent = 0)")
-    typer.echo(f"{quality}; {summary['tokens_per_second']:.0f} training tokens/s; "
-               f"model in {output}")
+    quality = (
+        f"held-out perplexity {held['ppl']:.2f} over {held['tokens']:,} tokens"
+        if held["tokens"]
+        else "no held-out reviews (train.heldout_percent = 0)"
+    )
+    typer.echo(
+        f"{quality}; {summary['tokens_per_second']:.0f} training tokens/s; model in {output}"
+    )
 
 
 @app.command()
-def cloze(model: Annotated[Path, typer.Argument(help="A BiLM model directory.")],
-          text: Annotated[str, typer.Argument(help="Text with '_' where words are to be guessed.")],
-          top: Annotated[int, typer.Option(help="Candidates to show per blank.")] = 5) -> None:
+def cloze(
+    model: Annotated[Path, typer.Argument(help="A BiLM model directory.")],
+    text: Annotated[str, typer.Argument(help="Text with '_' where words are to be guessed.")],
+    top: Annotated[int, typer.Option(help="Candidates to show per blank.")] = 5,
+) -> None:
     """Show the language model's top guesses for each '_' in a sentence."""
     from denoisesum.errors import ConfigError
     from denoisesum.inference.cloze import fill_blanks
@@ -333,30 +404,43 @@ def cloze(model: Annotated[Path, typer.Argument(help="A BiLM model directory.")]
 
 
 @app.command()
-def synthesize(corpus: CorpusArg,
-               lm: Annotated[Path, typer.Option(help="Trained BiLM directory (train-lm).")],
-               output: Annotated[Path, typer.Option("--output", "-o", help="Output directory.")],
-               preset: Annotated[str | None, typer.Option(
-                   help="Candidate constraints: yelp, rt or generic.")] = None,
-               pairs: Annotated[int | None, typer.Option(help="How many pairs to make.")] = None,
-               dev: Annotated[Path | None, typer.Option(
-                   help="Review-set file whose reviews-per-entity set N's mean and std.")] = None,
-               n_mean: Annotated[float | None, typer.Option(help="Mean of N.")] = None,
-               n_std: Annotated[float | None, typer.Option(help="Std of N.")] = None,
-               config: Annotated[Path | None, typer.Option(help="TOML config file.")] = None,
-               overrides: Annotated[list[str] | None, typer.Option(
-                   "--set", help="Override a config key, e.g. --set noise.top_p=0.9.")] = None,
-               exclude_entities: Annotated[Path | None, typer.Option(
-                   help="File of entity ids (one per line) to leave out.")] = None,
-               scheduler: Annotated[str | None, typer.Option(
-                   help="Address of a running Dask scheduler (default: a local cluster).")]
-               = None,
-               workers: Annotated[int | None, typer.Option(
-                   help="Local Dask workers (default: one per core; 0 runs in-process).")] = None,
-               cache: CorpusCache = None,
-               entity_field: EntityField = "entity_id", text_field: TextField = "text",
-               rating_field: RatingField = "rating", category_field: CategoryField = "category",
-               skip_bad: SkipBad = False) -> None:
+def synthesize(
+    corpus: CorpusArg,
+    lm: Annotated[Path, typer.Option(help="Trained BiLM directory (train-lm).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output directory.")],
+    preset: Annotated[
+        str | None, typer.Option(help="Candidate constraints: yelp, rt or generic.")
+    ] = None,
+    pairs: Annotated[int | None, typer.Option(help="How many pairs to make.")] = None,
+    dev: Annotated[
+        Path | None,
+        typer.Option(help="Review-set file whose reviews-per-entity set N's mean and std."),
+    ] = None,
+    n_mean: Annotated[float | None, typer.Option(help="Mean of N.")] = None,
+    n_std: Annotated[float | None, typer.Option(help="Std of N.")] = None,
+    config: Annotated[Path | None, typer.Option(help="TOML config file.")] = None,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override a config key, e.g. --set noise.top_p=0.9."),
+    ] = None,
+    exclude_entities: Annotated[
+        Path | None, typer.Option(help="File of entity ids (one per line) to leave out.")
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(help="Address of a running Dask scheduler (default: a local cluster)."),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(help="Local Dask workers (default: one per core; 0 runs in-process)."),
+    ] = None,
+    cache: CorpusCache = None,
+    entity_field: EntityField = "entity_id",
+    text_field: TextField = "text",
+    rating_field: RatingField = "rating",
+    category_field: CategoryField = "category",
+    skip_bad: SkipBad = False,
+) -> None:
     """Make (noisy reviews, summary) training pairs by segment and document noising."""
     _check_output_dir(output, cache or output / "encoded")
     from denoisesum.io import require_file
@@ -373,47 +457,69 @@ def synthesize(corpus: CorpusArg,
     cfg = _load_config(SynthesisConfig, config, _with_flags(extra, flags))
     if workers is not None and workers < 0:  # a pool of -2 processes waits forever
         raise DenoiseSumError(f"--workers {workers} must be at least 0 (0: in this process)")
-    excluded = (read_entity_list(require_file(exclude_entities, field="--exclude-entities"))
-                if exclude_entities else [])
+    excluded = (
+        read_entity_list(require_file(exclude_entities, field="--exclude-entities"))
+        if exclude_entities
+        else []
+    )
     load_bilm(lm)  # a missing or damaged LM: an error now, not after tokenizing the corpus
     reader = _reader(corpus, entity_field, text_field, rating_field, category_field, skip_bad)
-    encoded = _encode(reader, cache or output / "encoded", 2 if workers is None else
-                      max(workers, 1))
+    encoded = _encode(
+        reader, cache or output / "encoded", 2 if workers is None else max(workers, 1)
+    )
     try:
         manifest = run(encoded, output, lm, cfg, excluded, scheduler, workers)
     except KeyboardInterrupt:
-        typer.echo("\ninterrupted; finished shards are kept. Run the same command again to "
-                   "make the rest.", err=True)
+        typer.echo(
+            "\ninterrupted; finished shards are kept. Run the same command again to make the rest.",
+            err=True,
+        )
         raise typer.Exit(130) from None
     report = manifest["candidate_filter"]
-    typer.echo(f"candidates: {report['eligible']:,} of {report['reviews']:,} reviews pass "
-               f"the '{cfg.preset}' constraints ({report})")
+    typer.echo(
+        f"candidates: {report['eligible']:,} of {report['reviews']:,} reviews pass "
+        f"the '{cfg.preset}' constraints ({report})"
+    )
     run_info = manifest["this_run"]
-    typer.echo(f"{manifest['pairs']:,} pairs in {output} ({run_info['shards_computed']} shards "
-               f"made in {run_info['wall_seconds']:.0f} s)")
+    typer.echo(
+        f"{manifest['pairs']:,} pairs in {output} ({run_info['shards_computed']} shards "
+        f"made in {run_info['wall_seconds']:.0f} s)"
+    )
 
 
 @app.command("evaluate")
 def evaluate_command(
-        predictions: Annotated[Path, typer.Argument(
-            help="Prediction file (JSONL: entity_id, summary).")],
-        gold: Annotated[Path, typer.Argument(
-            help="Review-set file whose 'summaries' are the references.")],
-        compare: Annotated[Path | None, typer.Option(
-            help="A second prediction file: paired significance test of PREDICTIONS - "
-                 "COMPARE.")] = None,
-        metrics: Annotated[str | None, typer.Option(
+    predictions: Annotated[
+        Path, typer.Argument(help="Prediction file (JSONL: entity_id, summary).")
+    ],
+    gold: Annotated[
+        Path, typer.Argument(help="Review-set file whose 'summaries' are the references.")
+    ],
+    compare: Annotated[
+        Path | None,
+        typer.Option(
+            help="A second prediction file: paired significance test of PREDICTIONS - COMPARE."
+        ),
+    ] = None,
+    metrics: Annotated[
+        str | None,
+        typer.Option(
             show_default="rouge,pooled,su4,meteor",
             help="Comma-separated: rouge (rouge-score), pooled (py-rouge style), su4 (Perl "
-                 "ROUGE-1.5.5, needs perl + XML::Parser), meteor (METEOR 1.5, needs java). "
-                 "Without this option a metric whose tool is missing is left out with a "
-                 "warning; a metric named here must run.")] = None,
-        per_entity: Annotated[Path | None, typer.Option(
-            help="Write every entity's scores to this JSONL file.")] = None,
-        resamples: Annotated[int, typer.Option(
-            min=1, help="Bootstrap resamples over entities.")] = 1000,
-        seed: Annotated[int, typer.Option(help="Seed of the bootstrap and the test.")] = 0,
-        as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+            "ROUGE-1.5.5, needs perl + XML::Parser), meteor (METEOR 1.5, needs java). "
+            "Without this option a metric whose tool is missing is left out with a "
+            "warning; a metric named here must run.",
+        ),
+    ] = None,
+    per_entity: Annotated[
+        Path | None, typer.Option(help="Write every entity's scores to this JSONL file.")
+    ] = None,
+    resamples: Annotated[
+        int, typer.Option(min=1, help="Bootstrap resamples over entities.")
+    ] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap and the test.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
     """Score predictions against human summaries: ROUGE, SU4, METEOR, 95% bootstrap CIs."""
     from denoisesum.evaluation import compare as compare_reports
     from denoisesum.evaluation import evaluate as run_evaluation
@@ -437,8 +543,10 @@ def evaluate_command(
     loaded = [load_predictions(path) for path in systems]
     for path, preds in zip(systems, loaded, strict=True):
         check_ids(preds, references, path, gold)
-    reports = [run_evaluation(preds, references, groups, optional=optional,
-                              resamples=resamples, seed=seed) for preds in loaded]
+    reports = [
+        run_evaluation(preds, references, groups, optional=optional, resamples=resamples, seed=seed)
+        for preds in loaded
+    ]
     not_computed = {g: r for report in reports for g, r in report.not_computed.items()}
     for group, reason in not_computed.items():
         typer.echo(not_computed_warning(group, reason), err=True)
@@ -453,8 +561,11 @@ def evaluate_command(
     if as_json:
         out = {"predictions": str(predictions), "gold": str(gold), **reports[0].to_dict()}
         if tests is not None:
-            out["compare"] = {"predictions": str(compare), **reports[1].to_dict(),
-                              "tests": {m: t.to_dict() for m, t in tests.items()}}
+            out["compare"] = {
+                "predictions": str(compare),
+                **reports[1].to_dict(),
+                "tests": {m: t.to_dict() for m, t in tests.items()},
+            }
         typer.echo(json.dumps(out, indent=2))
         return
     typer.echo(f"gold: {gold} ({len(references)} entities)")
@@ -466,15 +577,27 @@ def evaluate_command(
 
 
 BASELINE_NAMES = "first, random, clustroid, oracle, lexrank, word2vec, opinosis"
-CorpusOption = Annotated[list[str] | None, typer.Option(
-    "--corpus", help="Review corpus to learn from (lexrank: IDF; word2vec: vectors + IDF); "
-                     "files or quoted glob patterns, repeatable.")]
-SampleOption = Annotated[int, typer.Option(
-    min=1, help="Reviews sampled uniformly from --corpus (reservoir sampling, --seed).")]
-WordsOption = Annotated[int, typer.Option(
-    min=1, help="Word budget of the sentence-level baselines (lexrank, opinosis).")]
-SeedOption = Annotated[int, typer.Option(
-    help="Seed of the random baseline, the corpus sample and word2vec.")]
+CorpusOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--corpus",
+        help="Review corpus to learn from (lexrank: IDF; word2vec: vectors + IDF); "
+        "files or quoted glob patterns, repeatable.",
+    ),
+]
+SampleOption = Annotated[
+    int,
+    typer.Option(
+        min=1, help="Reviews sampled uniformly from --corpus (reservoir sampling, --seed)."
+    ),
+]
+WordsOption = Annotated[
+    int,
+    typer.Option(min=1, help="Word budget of the sentence-level baselines (lexrank, opinosis)."),
+]
+SeedOption = Annotated[
+    int, typer.Option(help="Seed of the random baseline, the corpus sample and word2vec.")
+]
 
 
 def _log(message: str) -> None:
@@ -483,17 +606,28 @@ def _log(message: str) -> None:
 
 @app.command()
 def baseline(
-        name: Annotated[str, typer.Argument(help=f"Baseline: {BASELINE_NAMES}.")],
-        review_sets: Annotated[Path, typer.Argument(
-            help="Review-set file (JSONL: entity_id, reviews; summaries for oracle).")],
-        output: Annotated[str, typer.Option(
-            "--output", "-o", help="Prediction file to write ('-': standard output).")] = "-",
-        corpus: CorpusOption = None, sample: SampleOption = DEFAULT_SAMPLE,
-        model: Annotated[Path | None, typer.Option(
+    name: Annotated[str, typer.Argument(help=f"Baseline: {BASELINE_NAMES}.")],
+    review_sets: Annotated[
+        Path,
+        typer.Argument(help="Review-set file (JSONL: entity_id, reviews; summaries for oracle)."),
+    ],
+    output: Annotated[
+        str, typer.Option("--output", "-o", help="Prediction file to write ('-': standard output).")
+    ] = "-",
+    corpus: CorpusOption = None,
+    sample: SampleOption = DEFAULT_SAMPLE,
+    model: Annotated[
+        Path | None,
+        typer.Option(
             help="word2vec: folder to save the vectors trained with --corpus in, or to load "
-                 "them from.")] = None,
-        words: WordsOption = DEFAULT_WORDS, seed: SeedOption = DEFAULT_SEED,
-        entity_field: EntityField = "entity_id", text_field: TextField = "text") -> None:
+            "them from."
+        ),
+    ] = None,
+    words: WordsOption = DEFAULT_WORDS,
+    seed: SeedOption = DEFAULT_SEED,
+    entity_field: EntityField = "entity_id",
+    text_field: TextField = "text",
+) -> None:
     """Summarize every review set with a baseline; writes a prediction file."""
     from denoisesum.baselines import summarize_file
     from denoisesum.data.corpus import FieldNames
@@ -505,8 +639,16 @@ def baseline(
     if model is not None and corpus:
         check_output_dir(model)  # word2vec saves its vectors there, after training
     predictions = summarize_file(
-        name, review_sets, words=words, seed=seed, corpus=corpus or [], sample=sample,
-        model=model, fields=FieldNames(entity_id=entity_field, text=text_field), log=_log)
+        name,
+        review_sets,
+        words=words,
+        seed=seed,
+        corpus=corpus or [],
+        sample=sample,
+        model=model,
+        fields=FieldNames(entity_id=entity_field, text=text_field),
+        log=_log,
+    )
     write_predictions(output, predictions)
     if output != "-":
         typer.echo(f"{len(predictions)} summaries -> {output}", err=True)
@@ -514,36 +656,65 @@ def baseline(
 
 @app.command("leaderboard")
 def leaderboard_command(
-        gold: Annotated[Path, typer.Argument(
-            help="Review-set file with reviews and gold 'summaries' (e.g. the test set).")],
-        systems: Annotated[list[Path] | None, typer.Option(
-            "--systems", help="Released outputs: a folder of *.jsonl prediction files or a "
-                              "file (name: file name up to its first dot); repeatable.")] = None,
-        baselines: Annotated[str, typer.Option(
-            help=f"Comma-separated baselines to run ({BASELINE_NAMES}); '' for none.")]
-        = LeaderboardOptions.baselines,
-        predictions: Annotated[list[str] | None, typer.Option(
-            "--predictions", help="NAME=FILE: more prediction files (e.g. trained models); "
-                                  "repeatable.")] = None,
-        metrics: Annotated[str | None, typer.Option(
+    gold: Annotated[
+        Path,
+        typer.Argument(
+            help="Review-set file with reviews and gold 'summaries' (e.g. the test set)."
+        ),
+    ],
+    systems: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--systems",
+            help="Released outputs: a folder of *.jsonl prediction files or a "
+            "file (name: file name up to its first dot); repeatable.",
+        ),
+    ] = None,
+    baselines: Annotated[
+        str, typer.Option(help=f"Comma-separated baselines to run ({BASELINE_NAMES}); '' for none.")
+    ] = LeaderboardOptions.baselines,
+    predictions: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--predictions",
+            help="NAME=FILE: more prediction files (e.g. trained models); repeatable.",
+        ),
+    ] = None,
+    metrics: Annotated[
+        str | None,
+        typer.Option(
             show_default=LeaderboardOptions.metrics,
             help="Comma-separated metric groups: rouge, pooled, su4, meteor. Without this option "
-                 "a metric whose tool is missing is left out with a warning; a metric named "
-                 "here must run.")] = None,
-        limit: Annotated[int | None, typer.Option(
-            min=1, help="Score only the first N gold entities.")] = None,
-        words: WordsOption = LeaderboardOptions.words, seed: SeedOption = LeaderboardOptions.seed,
-        corpus: CorpusOption = None, sample: SampleOption = LeaderboardOptions.sample,
-        word2vec_model: Annotated[Path | None, typer.Option(
+            "a metric whose tool is missing is left out with a warning; a metric named "
+            "here must run.",
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="Score only the first N gold entities.")
+    ] = None,
+    words: WordsOption = LeaderboardOptions.words,
+    seed: SeedOption = LeaderboardOptions.seed,
+    corpus: CorpusOption = None,
+    sample: SampleOption = LeaderboardOptions.sample,
+    word2vec_model: Annotated[
+        Path | None,
+        typer.Option(
             help="word2vec: folder to save the vectors trained with --corpus in, or to load "
-                 "them from.")] = None,
-        notes: Annotated[Path | None, typer.Option(
-            help="A Markdown file appended under the table (analysis, literature).")] = None,
-        title: Annotated[str | None, typer.Option(help="Page title.")] = None,
-        save_predictions: Annotated[Path | None, typer.Option(
-            help="Also write each baseline's predictions to this folder.")] = None,
-        output: Annotated[Path, typer.Option("--output", "-o", help="Markdown file to write.")]
-        = LeaderboardOptions.output) -> None:
+            "them from."
+        ),
+    ] = None,
+    notes: Annotated[
+        Path | None,
+        typer.Option(help="A Markdown file appended under the table (analysis, literature)."),
+    ] = None,
+    title: Annotated[str | None, typer.Option(help="Page title.")] = None,
+    save_predictions: Annotated[
+        Path | None, typer.Option(help="Also write each baseline's predictions to this folder.")
+    ] = None,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Markdown file to write.")
+    ] = LeaderboardOptions.output,
+) -> None:
     """Score released systems, baselines and prediction files on one gold set; a Markdown
     table."""
     from denoisesum.baselines import leaderboard as board
@@ -552,10 +723,22 @@ def leaderboard_command(
 
     groups, optional = requested_metrics(metrics, LeaderboardOptions.metrics)
     options = LeaderboardOptions(
-        gold, systems=systems or [], baselines=baselines, predictions=predictions or [],
-        metrics=",".join(groups), limit=limit, words=words, seed=seed, corpus=corpus or [],
-        sample=sample, word2vec_model=word2vec_model, notes=notes, title=title,
-        save_predictions=save_predictions, output=output)
+        gold,
+        systems=systems or [],
+        baselines=baselines,
+        predictions=predictions or [],
+        metrics=",".join(groups),
+        limit=limit,
+        words=words,
+        seed=seed,
+        corpus=corpus or [],
+        sample=sample,
+        word2vec_model=word2vec_model,
+        notes=notes,
+        title=title,
+        save_predictions=save_predictions,
+        output=output,
+    )
     entries, page = board.make_page(options, log=_log, optional=optional)
     with atomic_write(output) as handle:
         handle.write(page)
@@ -565,23 +748,39 @@ def leaderboard_command(
 
 @app.command("rating")
 def rating_command(
-        corpus: CorpusArg,
-        output: Annotated[Path, typer.Option(
-            "-o", "--output", help="Directory to write rating.npz and rating-report.json to "
-                                   "(a summarizer's model directory uses it from there).")],
-        heldout: Annotated[list[str], typer.Option(
+    corpus: CorpusArg,
+    output: Annotated[
+        Path,
+        typer.Option(
+            "-o",
+            "--output",
+            help="Directory to write rating.npz and rating-report.json to "
+            "(a summarizer's model directory uses it from there).",
+        ),
+    ],
+    heldout: Annotated[
+        list[str],
+        typer.Option(
             help="Rated reviews kept out of training, to report accuracy on; files or quoted "
-                 "globs, repeatable.")],
-        sample: Annotated[int, typer.Option(
-            min=100, max=5_000_000, help="Rated reviews sampled from CORPUS to train on.")
-        ] = 250_000,
-        heldout_sample: Annotated[int, typer.Option(
-            min=10, max=1_000_000, help="Rated reviews sampled from --heldout.")] = 20_000,
-        max_features: Annotated[int, typer.Option(
-            min=10, max=5_000_000, help="Most frequent n-grams kept as features.")] = 200_000,
-        seed: SeedOption = 0,
-        entity_field: EntityField = "entity_id", text_field: TextField = "text",
-        rating_field: RatingField = "rating", skip_bad: SkipBad = False) -> None:
+            "globs, repeatable."
+        ),
+    ],
+    sample: Annotated[
+        int,
+        typer.Option(min=100, max=5_000_000, help="Rated reviews sampled from CORPUS to train on."),
+    ] = 250_000,
+    heldout_sample: Annotated[
+        int, typer.Option(min=10, max=1_000_000, help="Rated reviews sampled from --heldout.")
+    ] = 20_000,
+    max_features: Annotated[
+        int, typer.Option(min=10, max=5_000_000, help="Most frequent n-grams kept as features.")
+    ] = 200_000,
+    seed: SeedOption = 0,
+    entity_field: EntityField = "entity_id",
+    text_field: TextField = "text",
+    rating_field: RatingField = "rating",
+    skip_bad: SkipBad = False,
+) -> None:
     """Train the rating model (stars a text reads as) on the corpus's own ratings; it measures
     the opinion of summaries and lets decoding follow their reviews' opinion."""
     from dataclasses import asdict
@@ -591,8 +790,10 @@ def rating_command(
     from denoisesum.training.rating import rated_sample, train_rating_model
 
     _check_output_dir(output)
-    readers = [_reader(paths, entity_field, text_field, rating_field, "category", skip_bad)
-               for paths in (corpus, heldout)]
+    readers = [
+        _reader(paths, entity_field, text_field, rating_field, "category", skip_bad)
+        for paths in (corpus, heldout)
+    ]
     train = rated_sample(readers[0], sample, seed)
     held = rated_sample(readers[1], heldout_sample, seed)
     _log(f"training on {len(train):,} rated reviews, reporting on {len(held):,}")
@@ -605,15 +806,20 @@ def rating_command(
 
 @app.command("opinion-set")
 def opinion_set_command(
-        corpus: CorpusArg,
-        output: Annotated[Path, typer.Option("-o", "--output", help="Review-set file (JSONL).")],
-        per_stratum: Annotated[int, typer.Option(
-            min=1, max=100_000, help="Businesses at most in each stratum.")] = 100,
-        size: Annotated[int, typer.Option(
-            min=1, max=1000, help="Rated reviews drawn per business.")] = 8,
-        seed: SeedOption = 0,
-        entity_field: EntityField = "entity_id", text_field: TextField = "text",
-        rating_field: RatingField = "rating", skip_bad: SkipBad = False) -> None:
+    corpus: CorpusArg,
+    output: Annotated[Path, typer.Option("-o", "--output", help="Review-set file (JSONL).")],
+    per_stratum: Annotated[
+        int, typer.Option(min=1, max=100_000, help="Businesses at most in each stratum.")
+    ] = 100,
+    size: Annotated[
+        int, typer.Option(min=1, max=1000, help="Rated reviews drawn per business.")
+    ] = 8,
+    seed: SeedOption = 0,
+    entity_field: EntityField = "entity_id",
+    text_field: TextField = "text",
+    rating_field: RatingField = "rating",
+    skip_bad: SkipBad = False,
+) -> None:
     """Review sets stratified by their reviews' mean stars (mostly negative <= 2, mixed
     2.75-3.25, mostly positive >= 4.5), with the stars: the set `denoisesum opinion` scores."""
     from collections import Counter
@@ -632,18 +838,30 @@ def opinion_set_command(
 
 @app.command("opinion")
 def opinion_command(
-        predictions: Annotated[Path, typer.Argument(
-            help="Prediction file (JSONL: entity_id, summary).")],
-        sets: Annotated[Path, typer.Argument(
+    predictions: Annotated[
+        Path, typer.Argument(help="Prediction file (JSONL: entity_id, summary).")
+    ],
+    sets: Annotated[
+        Path,
+        typer.Argument(
             help="Review-set file with ratings (from `denoisesum opinion-set`); without ratings "
-                 "the rating model reads the reviews too.")],
-        rating_model: Annotated[str | None, typer.Option(
-            "--rating-model", metavar="DIR|NAME",
+            "the rating model reads the reviews too."
+        ),
+    ],
+    rating_model: Annotated[
+        str | None,
+        typer.Option(
+            "--rating-model",
+            metavar="DIR|NAME",
             help="A rating model directory, or a summarizer whose directory holds one "
-                 "(default: denoisesum-yelp's).")] = None,
-        per_entity: Annotated[Path | None, typer.Option(
-            help="Write every entity's row to this JSONL file.")] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+            "(default: denoisesum-yelp's).",
+        ),
+    ] = None,
+    per_entity: Annotated[
+        Path | None, typer.Option(help="Write every entity's row to this JSONL file.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
     """Opinion fidelity: per stratum, the share of summaries whose opinion agrees with their
     reviews', misleads, contradicts itself or states the opposite of the reviews."""
     from denoisesum.data.reviewsets import read_review_sets
@@ -657,18 +875,20 @@ def opinion_command(
     model = RatingModel.load(resolve_model(rating_model))
     summaries = {p.entity_id: p.summary for p in _predictions(predictions)}
     strata = [record.get("stratum", "all") for _, record in iter_jsonl(sets)]
-    rows = [{**rs.model_dump(), "stratum": stratum}
-            for rs, stratum in zip(read_review_sets(sets), strata, strict=True)]
+    rows = [
+        {**rs.model_dump(), "stratum": stratum}
+        for rs, stratum in zip(read_review_sets(sets), strata, strict=True)
+    ]
     missing = [r["entity_id"] for r in rows if r["entity_id"] not in summaries]
     if missing:
-        raise DenoiseSumError(f"{predictions}: no summary for {len(missing)} entities of "
-                              f"{sets} (first: {missing[0]})")
+        raise DenoiseSumError(
+            f"{predictions}: no summary for {len(missing)} entities of {sets} (first: {missing[0]})"
+        )
     report, per_row = opinion_report([summaries[r["entity_id"]] for r in rows], rows, model)
     if per_entity is not None:
         with atomic_write(per_entity) as handle:
             handle.writelines(json.dumps(r) + "\n" for r in per_row)
-    typer.echo(json.dumps(report.to_dict(), indent=2) if as_json
-               else format_opinion_report(report))
+    typer.echo(json.dumps(report.to_dict(), indent=2) if as_json else format_opinion_report(report))
 
 
 def _predictions(path: Path):
@@ -679,34 +899,50 @@ def _predictions(path: Path):
 
 @app.command("topics")
 def topics_command(
-        source: Annotated[list[str], typer.Argument(
+    source: Annotated[
+        list[str],
+        typer.Argument(
             help="Review corpus files or globs, or a directory of synthetic pairs "
-                 "(denoisesum synthesize output).")],
-        output: Annotated[Path, typer.Option("--output", "-o", help="Topic model directory.")],
-        n_topics: Annotated[int, typer.Option(
-            "--topics", min=2, help="LDA topics (the paper: 100 Yelp, 50 Rotten Tomatoes).")]
-        = 100,
-        categories: Annotated[str, typer.Option(
-            help="'lda': learn topics; 'human': use the corpus' category field.")] = "lda",
-        sample: Annotated[int, typer.Option(min=1, help="Documents LDA trains on (uniform "
-                                            "sample).")] = 100_000,
-        passes: Annotated[int, typer.Option(min=1, help="LDA passes over the sample.")] = 2,
-        min_docs: Annotated[int, typer.Option(
-            min=1, help="LDA vocabulary: words in at least this many documents.")] = 5,
-        seed: Annotated[int, typer.Option(help="Sample and LDA seed.")] = 1,
-        entity_field: EntityField = "entity_id", text_field: TextField = "text",
-        rating_field: RatingField = "rating", category_field: CategoryField = "category",
-        skip_bad: SkipBad = False) -> None:
+            "(denoisesum synthesize output)."
+        ),
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Topic model directory.")],
+    n_topics: Annotated[
+        int,
+        typer.Option(
+            "--topics", min=2, help="LDA topics (the paper: 100 Yelp, 50 Rotten Tomatoes)."
+        ),
+    ] = 100,
+    categories: Annotated[
+        str, typer.Option(help="'lda': learn topics; 'human': use the corpus' category field.")
+    ] = "lda",
+    sample: Annotated[
+        int, typer.Option(min=1, help="Documents LDA trains on (uniform sample).")
+    ] = 100_000,
+    passes: Annotated[int, typer.Option(min=1, help="LDA passes over the sample.")] = 2,
+    min_docs: Annotated[
+        int, typer.Option(min=1, help="LDA vocabulary: words in at least this many documents.")
+    ] = 5,
+    seed: Annotated[int, typer.Option(help="Sample and LDA seed.")] = 1,
+    entity_field: EntityField = "entity_id",
+    text_field: TextField = "text",
+    rating_field: RatingField = "rating",
+    category_field: CategoryField = "category",
+    skip_bad: SkipBad = False,
+) -> None:
     """Train the topic model whose p(z) the summarizer's discriminator predicts."""
     _check_output_dir(output)
     from denoisesum.topics.build import build_topics
     from denoisesum.topics.models import LDAConfig
 
-    cfg = LDAConfig(n_topics=n_topics, sample=sample, passes=passes, min_docs=min_docs,
-                    seed=seed)
+    cfg = LDAConfig(n_topics=n_topics, sample=sample, passes=passes, min_docs=min_docs, seed=seed)
     model = build_topics(
-        source, lambda: _reader(source, entity_field, text_field, rating_field, category_field,
-                                skip_bad), categories, cfg, log=lambda m: typer.echo(m, err=True))
+        source,
+        lambda: _reader(source, entity_field, text_field, rating_field, category_field, skip_bad),
+        categories,
+        cfg,
+        log=lambda m: typer.echo(m, err=True),
+    )
     model.save(output)
     if model.kind == "lda":
         for k in range(min(5, model.n_topics)):
@@ -718,23 +954,34 @@ def topics_command(
 
 @app.command("train")
 def train_command(
-        pairs: Annotated[Path, typer.Argument(
-            help="Directory of synthetic pairs (denoisesum synthesize output).")],
-        output: Annotated[Path, typer.Option("--output", "-o", help="Run directory.")],
-        config: Annotated[Path | None, typer.Option(help="TOML config file.")] = None,
-        overrides: Annotated[list[str] | None, typer.Option(
-            "--set", help="Override a config key, e.g. --set model.copy=false.")] = None,
-        topics: Annotated[Path | None, typer.Option(
-            help="Topic model directory (denoisesum topics) for the discriminator.")] = None,
-        resume: Annotated[bool, typer.Option(
-            help="Continue from the latest checkpoint in the run directory.")] = False,
-        max_steps: Annotated[int | None, typer.Option(help="train.max_steps.")] = None,
-        max_minutes: Annotated[float | None, typer.Option(
-            help="Stop after this much training time (train.max_minutes).")] = None,
-        vocab: Annotated[Path | None, typer.Option(
-            help="Use this vocab.json instead of building one from the pairs.")] = None,
-        cache: Annotated[Path | None, typer.Option(
-            help="Encoded-pairs cache (default: RUN_DIR/data).")] = None) -> None:
+    pairs: Annotated[
+        Path, typer.Argument(help="Directory of synthetic pairs (denoisesum synthesize output).")
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Run directory.")],
+    config: Annotated[Path | None, typer.Option(help="TOML config file.")] = None,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override a config key, e.g. --set model.copy=false."),
+    ] = None,
+    topics: Annotated[
+        Path | None,
+        typer.Option(help="Topic model directory (denoisesum topics) for the discriminator."),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option(help="Continue from the latest checkpoint in the run directory.")
+    ] = False,
+    max_steps: Annotated[int | None, typer.Option(help="train.max_steps.")] = None,
+    max_minutes: Annotated[
+        float | None, typer.Option(help="Stop after this much training time (train.max_minutes).")
+    ] = None,
+    vocab: Annotated[
+        Path | None,
+        typer.Option(help="Use this vocab.json instead of building one from the pairs."),
+    ] = None,
+    cache: Annotated[
+        Path | None, typer.Option(help="Encoded-pairs cache (default: RUN_DIR/data).")
+    ] = None,
+) -> None:
     """Train the DenoiseSum summarizer on synthetic pairs."""
     _check_output_dir(output)
     if cache is not None:
@@ -744,77 +991,143 @@ def train_command(
     from denoisesum.topics import load_topics
     from denoisesum.training.summarizer import SummarizerRunConfig, SummarizerTrainer
 
-    flags = {"train.max_steps": max_steps, "train.max_minutes": max_minutes,
-             "data.topics": topics and json.dumps(str(topics))}
+    flags = {
+        "train.max_steps": max_steps,
+        "train.max_minutes": max_minutes,
+        "data.topics": topics and json.dumps(str(topics)),
+    }
     cfg = _load_config(SummarizerRunConfig, config, _with_flags(overrides, flags))
     if cfg.model.discriminator and cfg.data.topics:
         load_topics(cfg.data.topics)  # a bad topic model: an error now, not after the caches
     if (pairs / "shards").is_dir() and not (pairs / "manifest.json").exists():
-        typer.echo(f"note: {pairs} has no manifest.json (synthesis unfinished?); training on the "
-                   "shards present", err=True)
+        typer.echo(
+            f"note: {pairs} has no manifest.json (synthesis unfinished?); training on the "
+            "shards present",
+            err=True,
+        )
     vocab_given = Vocab.load(require_file(vocab, field="--vocab")) if vocab else None
-    trainer = SummarizerTrainer(pairs, output, cfg, vocab=vocab_given,
-                                resume=resume, cache_dir=cache)  # a bar on a terminal, else lines
+    trainer = SummarizerTrainer(
+        pairs, output, cfg, vocab=vocab_given, resume=resume, cache_dir=cache
+    )  # a bar on a terminal, else lines
     if trainer.dist.is_main:
-        typer.echo(f"{len(trainer.train_pairs):,} training pairs, {len(trainer.held_pairs):,} "
-                   f"held out; vocabulary {len(trainer.vocab):,}; starting at step "
-                   f"{trainer.state['step']}", err=True)
+        typer.echo(
+            f"{len(trainer.train_pairs):,} training pairs, {len(trainer.held_pairs):,} "
+            f"held out; vocabulary {len(trainer.vocab):,}; starting at step "
+            f"{trainer.state['step']}",
+            err=True,
+        )
     if trainer.init_report is not None:
         r = trainer.init_report
-        typer.echo(f"from the LM in {r['lm']}: {r['embedding_rows']:,} of {r['vocab_size']:,} "
-                   f"embedding rows; copied {', '.join(r['copied']) or 'no LSTM'}; skipped "
-                   f"{', '.join(r['skipped']) or 'nothing'}", err=True)
+        typer.echo(
+            f"from the LM in {r['lm']}: {r['embedding_rows']:,} of {r['vocab_size']:,} "
+            f"embedding rows; copied {', '.join(r['copied']) or 'no LSTM'}; skipped "
+            f"{', '.join(r['skipped']) or 'nothing'}",
+            err=True,
+        )
     summary = _fit(trainer)
     if not trainer.dist.is_main:  # under torchrun: rank 0 reports
         return
     best, rouge = summary["best_val_loss"], summary["best_dev_rouge"]
-    shown = (f"best dev ROUGE (mean of R1/R2/RL) {rouge:.2f}" if rouge is not None else
-             "no held-out pairs" if best is None else f"best validation loss {best:.4f}")
-    typer.echo(f"{summary['steps']} steps, {shown} (step {summary['best_step']}); "
-               f"{summary['pairs_per_second']:.1f} pairs/s; model in {output}")
+    shown = (
+        f"best dev ROUGE (mean of R1/R2/RL) {rouge:.2f}"
+        if rouge is not None
+        else "no held-out pairs"
+        if best is None
+        else f"best validation loss {best:.4f}"
+    )
+    typer.echo(
+        f"{summary['steps']} steps, {shown} (step {summary['best_step']}); "
+        f"{summary['pairs_per_second']:.1f} pairs/s; model in {output}"
+    )
 
 
 @app.command("fit")
 def fit_command(
-        corpus: CorpusArg,
-        output: Annotated[Path, typer.Option(
-            "--output", "-o", help="Model directory: the summarizer at its root, every stage "
-                                   "under work/ (rerun the same command to resume).")],
-        preset: Annotated[str, typer.Option(
+    corpus: CorpusArg,
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Model directory: the summarizer at its root, every stage "
+            "under work/ (rerun the same command to resume).",
+        ),
+    ],
+    preset: Annotated[
+        str,
+        typer.Option(
             help="Settings sized by hardware and time: tiny (tests), cpu-small (a laptop, a few "
-                 "hours), cpu (2 cores, Yelp sizes), paper (a GPU).")] = "cpu-small",
-        dev: Annotated[Path | None, typer.Option(
+            "hours), cpu (2 cores, Yelp sizes), paper (a GPU)."
+        ),
+    ] = "cpu-small",
+    dev: Annotated[
+        Path | None,
+        typer.Option(
             help="Review sets with reference summaries: select the model and the decoding "
-                 "min_length on their ROUGE (default: fully unsupervised).")] = None,
-        budget: Annotated[float | None, typer.Option(
+            "min_length on their ROUGE (default: fully unsupervised)."
+        ),
+    ] = None,
+    budget: Annotated[
+        float | None,
+        typer.Option(
             help="Hours of training time, split between the LM and the summarizer (their "
-                 "max_minutes); the other stages come on top.")] = None,
-        lm: Annotated[Path | None, typer.Option(
-            help="A trained BiLM (train-lm) to noise with and start from, instead of training "
-                 "one.")] = None,
-        noise_lm: Annotated[Path | None, typer.Option(
+            "max_minutes); the other stages come on top."
+        ),
+    ] = None,
+    lm: Annotated[
+        Path | None,
+        typer.Option(
+            help="A trained BiLM (train-lm) to noise with and start from, instead of training one."
+        ),
+    ] = None,
+    noise_lm: Annotated[
+        Path | None,
+        typer.Option(
             help="A trained BiLM to noise the candidates with instead (token replacement), e.g. a "
-                 "larger one than the summarizer's sizes allow to start from (default: the LM "
-                 "of --lm, or the one fit trains).")] = None,
-        config: Annotated[Path | None, typer.Option(
+            "larger one than the summarizer's sizes allow to start from (default: the LM "
+            "of --lm, or the one fit trains)."
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
             help="TOML file of settings, one table per stage: lm, synthesize, topics, train, "
-                 "decode, evaluate.")] = None,
-        overrides: Annotated[list[str] | None, typer.Option(
-            "--set", help="Override a setting, e.g. --set train.train.lr=0.002 or --set "
-                          "synthesize.pairs=5000.")] = None,
-        base: Annotated[str | None, typer.Option(
-            "--from", metavar="DIR|NAME",
+            "decode, evaluate."
+        ),
+    ] = None,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Override a setting, e.g. --set train.train.lr=0.002 or --set "
+            "synthesize.pairs=5000.",
+        ),
+    ] = None,
+    base: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="DIR|NAME",
             help="Adapt a trained summarizer (an installed model's name, e.g. denoisesum-yelp, "
-                 "or a directory) to this corpus: it starts from that model, with its "
-                 "vocabulary, sizes, topic count and decoding, and no LM is trained to start "
-                 "from (--noise-lm DIR: none at all).")] = None,
-        entity_field: EntityField = "entity_id", text_field: TextField = "text",
-        rating_field: RatingField = "rating", category_field: CategoryField = "category",
-        skip_bad: SkipBad = False,
-        device: Annotated[str | None, typer.Option(
+            "or a directory) to this corpus: it starts from that model, with its "
+            "vocabulary, sizes, topic count and decoding, and no LM is trained to start "
+            "from (--noise-lm DIR: none at all).",
+        ),
+    ] = None,
+    entity_field: EntityField = "entity_id",
+    text_field: TextField = "text",
+    rating_field: RatingField = "rating",
+    category_field: CategoryField = "category",
+    skip_bad: SkipBad = False,
+    device: Annotated[
+        str | None,
+        typer.Option(
             help="Where the summarizer trains: auto (the GPU when PyTorch sees one), cpu or "
-                 "cuda (train.train.device; default: the preset's). The LM trains on the "
-                 "CPU.")] = None) -> None:
+            "cuda (train.train.device; default: the preset's). The LM trains on the "
+            "CPU."
+        ),
+    ] = None,
+) -> None:
     """Train a summarizer on a review corpus: LM, synthetic pairs, topics, summarizer, decoding
     and export in one command; a stage done is skipped, one cut off is resumed."""
     _check_output_dir(output)
@@ -829,85 +1142,170 @@ def fit_command(
         if path is not None:
             require_file(path, field=option)  # a directory is named as one, not a traceback
     request = FitRequest(
-        list(corpus), output, preset=preset, dev=dev, budget_hours=budget, lm=lm,
-        noise_lm=noise_lm, config=config, base=base,
-        overrides=list(overrides or []), skip_bad=skip_bad,
-        fields=FieldNames(entity_field, text_field, rating_field, category_field))
+        list(corpus),
+        output,
+        preset=preset,
+        dev=dev,
+        budget_hours=budget,
+        lm=lm,
+        noise_lm=noise_lm,
+        config=config,
+        base=base,
+        overrides=list(overrides or []),
+        skip_bad=skip_bad,
+        fields=FieldNames(entity_field, text_field, rating_field, category_field),
+    )
     try:
         report = run_fit(request, log=_log)  # progress: bars on a terminal, else lines
     except KeyboardInterrupt:
-        typer.echo("\ninterrupted; finished stages and checkpoints are kept. Run the same "
-                   "command again to finish.", err=True)
+        typer.echo(
+            "\ninterrupted; finished stages and checkpoints are kept. Run the same "
+            "command again to finish.",
+            err=True,
+        )
         raise typer.Exit(130) from None
     typer.echo(report.table())
 
 
 @app.command("summarize", cls=_OldDecodeFlags)
 def summarize_command(
-        source: Annotated[str, typer.Argument(
-            metavar="INPUT", help="Review-set file (JSONL: entity_id, reviews), a review corpus "
-                                  "(.csv/.tsv/.parquet: one review per row, grouped by entity), "
-                                  "or '-' for review-set JSONL on standard input.")],
-        model: ModelOption = None,
-        output: Annotated[str, typer.Option(
-            "--output", "-o", help="Prediction file to write, its format by its extension: "
-                                   ".jsonl, .csv, .parquet, or .txt with --text ('-': "
-                                   "standard output). Written batch by batch: rerunning the "
-                                   "same command after a crash or kill continues it, skipping "
-                                   "the entities already written.")] = "-",
-        overwrite: Annotated[bool, typer.Option(
-            "--overwrite", help="Start the output over instead of continuing it (it is "
-                                "replaced when the first batch is written).")] = False,
-        beam: Annotated[int | None, typer.Option(
-            min=1, help="Beam size; 1 is greedy (decode.beam_size; default: the model's).")
-        ] = None,
-        min_length: Annotated[int | None, typer.Option(
-            min=0, help="No end of summary before this many words (decode.min_length).")] = None,
-        max_length: Annotated[int | None, typer.Option(
-            "--max-length", "--max-words", min=1,
+    source: Annotated[
+        str,
+        typer.Argument(
+            metavar="INPUT",
+            help="Review-set file (JSONL: entity_id, reviews), a review corpus "
+            "(.csv/.tsv/.parquet: one review per row, grouped by entity), "
+            "or '-' for review-set JSONL on standard input.",
+        ),
+    ],
+    model: ModelOption = None,
+    output: Annotated[
+        str,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Prediction file to write, its format by its extension: "
+            ".jsonl, .csv, .parquet, or .txt with --text ('-': "
+            "standard output). Written batch by batch: rerunning the "
+            "same command after a crash or kill continues it, skipping "
+            "the entities already written.",
+        ),
+    ] = "-",
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Start the output over instead of continuing it (it is "
+            "replaced when the first batch is written).",
+        ),
+    ] = False,
+    beam: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Beam size; 1 is greedy (decode.beam_size; default: the model's)."
+        ),
+    ] = None,
+    min_length: Annotated[
+        int | None,
+        typer.Option(min=0, help="No end of summary before this many words (decode.min_length)."),
+    ] = None,
+    max_length: Annotated[
+        int | None,
+        typer.Option(
+            "--max-length",
+            "--max-words",
+            min=1,
             help="Words at most; the summary then ends at its last sentence end within them "
-                 "(decode.max_length).")] = None,
-        block_first_person: Annotated[bool | None, typer.Option(
+            "(decode.max_length).",
+        ),
+    ] = None,
+    block_first_person: Annotated[
+        bool | None,
+        typer.Option(
             "--block-first-person/--allow-first-person",
-            help="Ban i/me/my/mine/myself, or allow them (decode.block_first_person).")] = None,
-        overrides: SetOption = None,
-        device: DeviceOption = "auto",
-        slice_: Annotated[str, typer.Option(
-            "--slice", help="Summarize all reviews, or only the complaints (reviews of at most "
-                            "3 stars) or the praise (at least 4): all, complaints, praise.")
-        ] = "all",
-        batch_size: Annotated[int, typer.Option(min=1, help="Entities decoded together.")] = 8,
-        by_length: Annotated[bool, typer.Option(
-            "--by-length", help="Batch entities of similar input length: each window of 16 "
-                                "batches is decoded shortest first (and written in that "
-                                "order), so batches pad less.")] = False,
-        bf16: Annotated[bool, typer.Option(
-            "--bf16", help="Compute in bfloat16: ~2x faster on CPUs with AVX512-BF16/AMX "
-                           "(on others: fp32, with a warning); beams may differ slightly.")
-        ] = False,
-        shortlist: Annotated[int | None, typer.Option(
-            min=0, help="Decode over the N most frequent words plus the input's words: cheaper "
-                        "output layers, may change summaries (0: all words; default: the "
-                        "model's setting, else 0).")] = None,
-        raw: Annotated[bool, typer.Option(
-            "--raw", help="Write the tokenized form ('i ca n't'), not readable text.")] = False,
-        explain: Annotated[bool, typer.Option(
-            "--explain", help="Add the reviews supporting each summary sentence, with scores "
-                              "(JSONL: a 'support' object per entity).")] = False,
-        as_text: Annotated[bool, typer.Option(
-            "--text", help="Write readable text (entity id, summary and, with --explain, the "
-                           "support of each sentence) instead of JSONL.")] = False,
-        strict: Annotated[bool, typer.Option(
-            "--strict", help="Refuse (an error, before decoding) when a review set is one the "
-                             "model cannot read: no words, or most words unknown to it "
-                             "(another language). Without it such summaries are written with "
-                             "a 'warnings' field and a warning on standard error.")] = False,
-        dask: Annotated[str | None, typer.Option(
-            "--dask", metavar="N|ADDRESS",
+            help="Ban i/me/my/mine/myself, or allow them (decode.block_first_person).",
+        ),
+    ] = None,
+    overrides: SetOption = None,
+    device: DeviceOption = "auto",
+    slice_: Annotated[
+        str,
+        typer.Option(
+            "--slice",
+            help="Summarize all reviews, or only the complaints (reviews of at most "
+            "3 stars) or the praise (at least 4): all, complaints, praise.",
+        ),
+    ] = "all",
+    batch_size: Annotated[int, typer.Option(min=1, help="Entities decoded together.")] = 8,
+    by_length: Annotated[
+        bool,
+        typer.Option(
+            "--by-length",
+            help="Batch entities of similar input length: each window of 16 "
+            "batches is decoded shortest first (and written in that "
+            "order), so batches pad less.",
+        ),
+    ] = False,
+    bf16: Annotated[
+        bool,
+        typer.Option(
+            "--bf16",
+            help="Compute in bfloat16: ~2x faster on CPUs with AVX512-BF16/AMX "
+            "(on others: fp32, with a warning); beams may differ slightly.",
+        ),
+    ] = False,
+    shortlist: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="Decode over the N most frequent words plus the input's words: cheaper "
+            "output layers, may change summaries (0: all words; default: the "
+            "model's setting, else 0).",
+        ),
+    ] = None,
+    raw: Annotated[
+        bool,
+        typer.Option("--raw", help="Write the tokenized form ('i ca n't'), not readable text."),
+    ] = False,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help="Add the reviews supporting each summary sentence, with scores "
+            "(JSONL: a 'support' object per entity).",
+        ),
+    ] = False,
+    as_text: Annotated[
+        bool,
+        typer.Option(
+            "--text",
+            help="Write readable text (entity id, summary and, with --explain, the "
+            "support of each sentence) instead of JSONL.",
+        ),
+    ] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Refuse (an error, before decoding) when a review set is one the "
+            "model cannot read: no words, or most words unknown to it "
+            "(another language). Without it such summaries are written with "
+            "a 'warnings' field and a warning on standard error.",
+        ),
+    ] = False,
+    dask: Annotated[
+        str | None,
+        typer.Option(
+            "--dask",
+            metavar="N|ADDRESS",
             help="Decode on a Dask cluster: N worker processes on this machine, or a running "
-                 "scheduler's address (tcp://host:8786; every worker needs denoisesum and the "
-                 "model). The output is the same as without it.")] = None,
-        entity_field: EntityField = "entity_id", text_field: TextField = "text") -> None:
+            "scheduler's address (tcp://host:8786; every worker needs denoisesum and the "
+            "model). The output is the same as without it.",
+        ),
+    ] = None,
+    entity_field: EntityField = "entity_id",
+    text_field: TextField = "text",
+) -> None:
     """Summarize every entity's reviews with a trained DenoiseSum model; writes predictions
     (JSONL: entity_id, summary; reviews_read and reviews_total when the model chose which
     reviews to read: at most its read_reviews setting, by default the most central)."""
@@ -926,18 +1324,35 @@ def summarize_command(
         raise DenoiseSumError(f"--slice {slice_!r}: must be one of {', '.join(SLICES)}")
     summarizer = Summarizer.from_pretrained(model, device=_device(device))
     sets = [*(overrides or []), *([f"shortlist={shortlist}"] if shortlist is not None else [])]
-    summarizer.config = _summarize_settings(summarizer.config, sets, {
-        "--beam": ("beam", beam), "--min-length": ("min_words", min_length),
-        "--max-length": ("max_words", max_length),
-        "--block-first-person": ("block_first_person", block_first_person)})
+    summarizer.config = _summarize_settings(
+        summarizer.config,
+        sets,
+        {
+            "--beam": ("beam", beam),
+            "--min-length": ("min_words", min_length),
+            "--max-length": ("max_words", max_length),
+            "--block-first-person": ("block_first_person", block_first_person),
+        },
+    )
     summarizer.config.bf16 = summarizer.config.bf16 or bf16
     try:
         with writing(output), _dask_cluster(dask) as cluster:  # writing: a full disk, /dev/full
             written, before = bulk.run(
-                summarizer, source, output, batch_size=batch_size, slice_=slice_, raw=raw,
-                explain=explain, as_text=as_text, strict=strict, overwrite=overwrite,
-                entity_field=entity_field, text_field=text_field, by_length=by_length,
-                cluster=cluster)
+                summarizer,
+                source,
+                output,
+                batch_size=batch_size,
+                slice_=slice_,
+                raw=raw,
+                explain=explain,
+                as_text=as_text,
+                strict=strict,
+                overwrite=overwrite,
+                entity_field=entity_field,
+                text_field=text_field,
+                by_length=by_length,
+                cluster=cluster,
+            )
             sys.stdout.flush()
     except bulk.Interrupted as stop:
         typer.echo(f"\ninterrupted: {stop}", err=True)
@@ -961,37 +1376,59 @@ def _dask_cluster(target: str | None):
 
 @app.command("serve")
 def serve_command(
-        host: Annotated[str, typer.Option(help="Address to listen on (0.0.0.0: every "
-                                               "interface).")] = "127.0.0.1",
-        port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
-        model: ModelOption = None,
-        max_reviews: Annotated[int, typer.Option(min=1, help="Reviews per set, at most.")] = 100,
-        max_review_chars: Annotated[int, typer.Option(
-            min=1, help="Characters per review, at most.")] = 5000,
-        max_sets: Annotated[int, typer.Option(
-            min=1, help="Review sets per batch request, at most.")] = 16,
-        timeout: Annotated[float, typer.Option(
-            min=0.001, help="Seconds a request may wait and run; then 503 (still queued) or "
-                            "504 (decoding).")] = 60.0,
-        max_batch: Annotated[int, typer.Option(
-            min=1, help="Review sets decoded together (concurrent requests share batches).")]
-        = 8,
-        max_pending: Annotated[int, typer.Option(
-            min=1, help="Review sets waiting for the model, at most (at least --max-sets); "
-                            "more get 503.")] = 64,
-        threads: Annotated[int | None, typer.Option(
-            min=1, help="torch threads (default: torch's, one per core).")] = None,
-        device: DeviceOption = "auto",
-        log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info") -> None:
+    host: Annotated[
+        str, typer.Option(help="Address to listen on (0.0.0.0: every interface).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
+    model: ModelOption = None,
+    max_reviews: Annotated[int, typer.Option(min=1, help="Reviews per set, at most.")] = 100,
+    max_review_chars: Annotated[
+        int, typer.Option(min=1, help="Characters per review, at most.")
+    ] = 5000,
+    max_sets: Annotated[
+        int, typer.Option(min=1, help="Review sets per batch request, at most.")
+    ] = 16,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            min=0.001,
+            help="Seconds a request may wait and run; then 503 (still queued) or 504 (decoding).",
+        ),
+    ] = 60.0,
+    max_batch: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Review sets decoded together (concurrent requests share batches)."
+        ),
+    ] = 8,
+    max_pending: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Review sets waiting for the model, at most (at least --max-sets); more get 503.",
+        ),
+    ] = 64,
+    threads: Annotated[
+        int | None, typer.Option(min=1, help="torch threads (default: torch's, one per core).")
+    ] = None,
+    device: DeviceOption = "auto",
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+) -> None:
     """Serve summaries over HTTP: a JSON API (/v1/summarize, /docs) and a web page (/)."""
     from denoisesum.inference.summarizer import DEFAULT_MODEL_DIR, Summarizer
 
     # without the serve extra: main() says "denoisesum serve needs the serve extra: ..."
     from denoisesum.serving import ServiceLimits, create_app
     from denoisesum.serving.server import serve  # uvicorn, with read timeouts
-    limits = ServiceLimits(max_reviews=max_reviews, max_review_chars=max_review_chars,
-                           max_sets=max_sets, timeout_s=timeout, max_batch_sets=max_batch,
-                           max_pending_sets=max(max_pending, max_sets))
+
+    limits = ServiceLimits(
+        max_reviews=max_reviews,
+        max_review_chars=max_review_chars,
+        max_sets=max_sets,
+        timeout_s=timeout,
+        max_batch_sets=max_batch,
+        max_pending_sets=max(max_pending, max_sets),
+    )
     from denoisesum.config import check
 
     check(limits)
@@ -1000,16 +1437,20 @@ def serve_command(
     if log_level not in LOG_LEVELS:
         raise DenoiseSumError(f"--log-level {log_level!r} must be one of {', '.join(LOG_LEVELS)}")
     if model is None and not DEFAULT_MODEL_DIR.is_dir():
-        raise DenoiseSumError(f"no default model is installed (looked for {DEFAULT_MODEL_DIR}); "
-                              "pass a model directory: denoisesum serve --model DIR")
+        raise DenoiseSumError(
+            f"no default model is installed (looked for {DEFAULT_MODEL_DIR}); "
+            "pass a model directory: denoisesum serve --model DIR"
+        )
     if threads is not None:
         import torch
 
         torch.set_num_threads(threads)
     summarizer = Summarizer.from_pretrained(model, device=_device(device))
     service = create_app(summarizer, limits)
-    typer.echo(f"model {summarizer.path}; serving on http://{host}:{port}/ (API: /docs); "
-               "Ctrl-C stops", err=True)
+    typer.echo(
+        f"model {summarizer.path}; serving on http://{host}:{port}/ (API: /docs); Ctrl-C stops",
+        err=True,
+    )
     serve(service, host=host, port=port, log_level=log_level)
 
 
@@ -1082,7 +1523,8 @@ def _takes(param) -> str:
     if getattr(desc, "is_choice", False) and desc.choices:
         return "one of " + ", ".join(str(getattr(c, "value", c)) for c in desc.choices)
     kind = {int: "a whole number", float: "a number", bool: "true or false"}.get(
-        annotation, "a valid value")
+        annotation, "a valid value"
+    )
     low, high = getattr(param, "min", None), getattr(param, "max", None)
     if low is not None and high is not None:
         return f"{kind} between {low:g} and {high:g}"

@@ -32,12 +32,18 @@ def _check_keys(cls: type, data: dict[str, Any], prefix: str = "") -> None:
     for key, value in data.items():
         if key not in hints:
             known = ", ".join(f.name for f in dataclasses.fields(cls))
-            raise ConfigError(f"unknown config key '{prefix}{key}' (known: {known})",
-                              key=prefix + key, reason=f"unknown key (known: {known})")
+            raise ConfigError(
+                f"unknown config key '{prefix}{key}' (known: {known})",
+                key=prefix + key,
+                reason=f"unknown key (known: {known})",
+            )
         if dataclasses.is_dataclass(hints[key]):
             if not isinstance(value, dict):
-                raise ConfigError(f"config key '{prefix}{key}' must be a table, got {value!r}",
-                                  key=prefix + key, reason=f"must be a table, got {value!r}")
+                raise ConfigError(
+                    f"config key '{prefix}{key}' must be a table, got {value!r}",
+                    key=prefix + key,
+                    reason=f"must be a table, got {value!r}",
+                )
             _check_keys(hints[key], value, f"{prefix}{key}.")
 
 
@@ -64,8 +70,11 @@ class Range:
         low, high = _number(self.low), _number(self.high)
         if self.low is not None and self.high is not None:
             left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
-            text = (f"in {left}{low}, {high}{right}" if self.low_open or self.high_open
-                    else f"between {low} and {high}")
+            text = (
+                f"in {left}{low}, {high}{right}"
+                if self.low_open or self.high_open
+                else f"between {low} and {high}"
+            )
         elif self.low is not None:
             text = f"more than {low}" if self.low_open else f"at least {low}"
         elif self.high is not None:
@@ -103,8 +112,11 @@ def check_bounds(obj: Any) -> None:
         rule = bounds.get(f.name, FINITE)
         for item in value if isinstance(value, list | tuple) else [value]:
             # bool is an int to Python, never a number to a user
-            if isinstance(item, int | float) and not isinstance(item, bool) \
-                    and not rule.contains(item):
+            if (
+                isinstance(item, int | float)
+                and not isinstance(item, bool)
+                and not rule.contains(item)
+            ):
                 why = f"{item!r} must be {rule}"
                 raise ConfigError(f"{f.name}={item!r} must be {rule}", key=f.name, reason=why)
 
@@ -134,8 +146,7 @@ def check(obj: Any, prefix: str = "") -> None:
         if exc.key is None:
             raise
         key = prefix + exc.key
-        raise ConfigError(f"config key '{key}': {exc.reason}", key=key,
-                          reason=exc.reason) from None
+        raise ConfigError(f"config key '{key}': {exc.reason}", key=key, reason=exc.reason) from None
 
 
 def build(cls: type[T], data: dict[str, Any], prefix: str = "") -> T:
@@ -198,12 +209,20 @@ def _reject_derived(cls: type, given: dict[str, Any]) -> None:
     that one setting lives in one place; giving such a key is an error, never overwritten."""
     for key, source in getattr(cls, "DERIVED", {}).items():
         if _has_key(given, key):
-            raise ConfigError(f"config key '{key}' is set by '{source}'; set that instead",
-                              key=key, reason=f"is set by '{source}'; set that instead")
+            raise ConfigError(
+                f"config key '{key}' is set by '{source}'; set that instead",
+                key=key,
+                reason=f"is set by '{source}'; set that instead",
+            )
 
 
-def load_config(cls: type[T], path: str | Path | None = None, overrides: Iterable[str] = (),
-                base: T | None = None, field: str | None = None) -> T:
+def load_config(
+    cls: type[T],
+    path: str | Path | None = None,
+    overrides: Iterable[str] = (),
+    base: T | None = None,
+    field: str | None = None,
+) -> T:
     """Build a `cls` from its defaults (or `base`), a TOML file, then `key=value` overrides.
     `field`: the option that named the file (e.g. "--config"), said in the file's errors."""
     given: dict[str, Any] = {}

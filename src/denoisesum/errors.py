@@ -44,8 +44,7 @@ class ConfigError(DenoiseSumError):
     `key` (dotted) and `reason` are set when one key is to blame, so a caller can name its own
     file and field."""
 
-    def __init__(self, message: str, *, key: str | None = None,
-                 reason: str | None = None) -> None:
+    def __init__(self, message: str, *, key: str | None = None, reason: str | None = None) -> None:
         self.key, self.reason = key, reason or message
         super().__init__(message)
 
@@ -62,7 +61,7 @@ PLAIN_MESSAGES = {
     "list_type": "must be a list",
     "string_too_short": "must not be empty",  # min_length 1; longer minimums: below
     "string_unicode": "must be a valid string (it holds a lone surrogate such as \\ud800, "
-                      "which is not a character)",
+    "which is not a character)",
     "int_type": "must be a whole number",
     "int_parsing": "must be a whole number",
     "int_from_float": "must be a whole number",
@@ -88,9 +87,9 @@ def plain_validation_message(err: dict) -> str:
     message = str(err.get("msg", "invalid"))
     for prefix in VALIDATION_PREFIXES:
         if message.startswith(prefix):
-            return message[len(prefix):]
+            return message[len(prefix) :]
     if message.startswith("Input should be "):  # e.g. a choice: "Input should be 'a' or 'b'"
-        return "must be " + message[len("Input should be "):]
+        return "must be " + message[len("Input should be ") :]
     return message
 
 
@@ -101,5 +100,7 @@ def _count_message(kind: str, ctx: dict, loc) -> str:
     noun = name[:-1] if name.endswith("s") and name.isalpha() else "item"
     bound = ctx["min_length"] if kind == "too_short" else ctx["max_length"]
     side = "at least" if kind == "too_short" else "at most"
-    return f"must hold {side} {bound} {noun}{'' if bound == 1 else 's'} " \
-           f"(it holds {ctx['actual_length']})"
+    return (
+        f"must hold {side} {bound} {noun}{'' if bound == 1 else 's'} "
+        f"(it holds {ctx['actual_length']})"
+    )

@@ -108,16 +108,18 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
             for line_no, raw in enumerate(handle, start=1):
                 yield line_no, raw
     except DECOMPRESSION_ERRORS as exc:
-        raise CorruptFileError(f"cannot read (corrupt or truncated file?): {exc}", path=path,
-                               line=line_no + 1) from exc
+        raise CorruptFileError(
+            f"cannot read (corrupt or truncated file?): {exc}", path=path, line=line_no + 1
+        ) from exc
 
 
 def decode_line(raw: bytes, path: str | Path, line_no: int) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"undecodable bytes (not UTF-8) at byte {exc.start}",
-                         path=path, line=line_no) from exc
+        raise InputError(
+            f"undecodable bytes (not UTF-8) at byte {exc.start}", path=path, line=line_no
+        ) from exc
 
 
 BLANK = object()
@@ -131,8 +133,9 @@ def parse_json_line(raw: bytes, path: str | Path, line_no: int) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})",
-                         path=path, line=line_no) from exc
+        raise InputError(
+            f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=line_no
+        ) from exc
     except RecursionError as exc:
         raise InputError(TOO_DEEP, path=path, line=line_no) from exc
 
@@ -176,8 +179,7 @@ def expand_paths(patterns: Iterable[str | Path]) -> list[Path]:
         matches = [m for m in matches if Path(m).is_file()]
         if not matches:
             if Path(pattern).is_dir():
-                raise InputError("is a directory; give its files (e.g. DIR/*.jsonl)",
-                                 path=pattern)
+                raise InputError("is a directory; give its files (e.g. DIR/*.jsonl)", path=pattern)
             raise InputError("no such file (or the pattern matches no file)", path=pattern)
         paths.extend(Path(m) for m in matches if Path(m) not in paths)
     return paths
@@ -193,10 +195,17 @@ def check_output(path: str | Path, inputs: Iterable[str | Path] = ()) -> None:
     if parent is not None and not parent.is_dir():
         raise InputError(f"cannot be created: {parent} is a file, not a directory", path=path)
     for source in inputs:
-        if str(source) != "-" and path.exists() and Path(source).exists() \
-                and os.path.samefile(path, source):
-            raise InputError(f"is also an input ({source}); writing it would destroy that "
-                             "input: choose another output", path=path)
+        if (
+            str(source) != "-"
+            and path.exists()
+            and Path(source).exists()
+            and os.path.samefile(path, source)
+        ):
+            raise InputError(
+                f"is also an input ({source}); writing it would destroy that "
+                "input: choose another output",
+                path=path,
+            )
     if not path.exists() or path.is_file():  # a device or FIFO is written through, in place
         _check_writable(path)
 
@@ -210,8 +219,7 @@ def _check_writable(path: Path) -> None:
     try:
         fd, probe = tempfile.mkstemp(prefix=".denoisesum-probe.", dir=parent)
     except OSError as exc:
-        raise InputError(f"cannot be written ({parent}: {exc.strerror or exc})",
-                         path=path) from exc
+        raise InputError(f"cannot be written ({parent}: {exc.strerror or exc})", path=path) from exc
     os.close(fd)
     os.unlink(probe)
 
@@ -228,8 +236,9 @@ def _new_file_mode(path: Path) -> int:
 
 # What a write fails with when the system, not the program, is at fault: a full disk or quota,
 # a file too large, a read-only file system, an I/O error, a reader that went away.
-WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO,
-                          errno.EPIPE})
+WRITE_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO, errno.EPIPE}
+)
 
 
 def output_error(exc: OSError, path: str | Path) -> InputError:
@@ -267,8 +276,9 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
         try:
             handle = open(path, mode, encoding=None if "b" in mode else encoding)  # noqa: SIM115
         except OSError as exc:  # a socket, a device that refuses writes
-            raise InputError(f"is not a regular file and cannot be written: {exc.strerror}",
-                             path=path) from exc
+            raise InputError(
+                f"is not a regular file and cannot be written: {exc.strerror}", path=path
+            ) from exc
         with writing(path), handle:  # /dev/full: ENOSPC
             yield handle
         return
@@ -325,6 +335,7 @@ def count_lines(path: str | Path) -> int:
             while chunk := handle.read(1 << 20):
                 n += chunk.count(b"\n")
     except DECOMPRESSION_ERRORS as exc:
-        raise CorruptFileError(f"cannot read (corrupt or truncated file?): {exc}",
-                               path=path) from exc
+        raise CorruptFileError(
+            f"cannot read (corrupt or truncated file?): {exc}", path=path
+        ) from exc
     return n

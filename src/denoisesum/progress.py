@@ -37,8 +37,9 @@ def clock(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
 
 
-def remaining(done: float, total: float | None, rate: float, budget: float | None
-              ) -> tuple[float | None, bool]:
+def remaining(
+    done: float, total: float | None, rate: float, budget: float | None
+) -> tuple[float | None, bool]:
     """(seconds left, whether the time budget decides it): the work left over the rate, or the
     budget when it ends sooner. None when neither is known."""
     by_work = (total - done) / rate if total is not None and rate > 0 else None
@@ -51,10 +52,18 @@ class LineProgress:
     """tqdm's interface as far as this package uses it (update, set_postfix, close, iteration,
     `n`, `total`), writing whole lines (see the module docstring)."""
 
-    def __init__(self, iterable: Iterable | None = None, total: float | None = None,
-                 desc: str = "", unit: str = "it", initial: float = 0,
-                 stream: TextIO | None = None, interval: float = PLAIN_INTERVAL,
-                 time_left: TimeLeft | None = None, **_: Any) -> None:
+    def __init__(
+        self,
+        iterable: Iterable | None = None,
+        total: float | None = None,
+        desc: str = "",
+        unit: str = "it",
+        initial: float = 0,
+        stream: TextIO | None = None,
+        interval: float = PLAIN_INTERVAL,
+        time_left: TimeLeft | None = None,
+        **_: Any,
+    ) -> None:
         if total is None and iterable is not None and hasattr(iterable, "__len__"):
             total = len(iterable)
         self.iterable, self.total, self.desc, self.unit = iterable, total, desc, unit.strip()
@@ -85,8 +94,9 @@ class LineProgress:
             self.last = now
             self._write()
 
-    def set_postfix(self, ordered_dict: dict | None = None, refresh: bool = True,
-                    **values: Any) -> None:
+    def set_postfix(
+        self, ordered_dict: dict | None = None, refresh: bool = True, **values: Any
+    ) -> None:
         values = {**(ordered_dict or {}), **values}
         self.postfix = ", ".join(f"{k}={v}" for k, v in values.items())
 
@@ -149,23 +159,30 @@ class BudgetBar(tqdm):
             return
         left, by_budget = remaining(self.n + n, self.planned, done / elapsed, budget)
         if left is not None:
-            self.total = (min(self.planned, round(self.n + n + left * done / elapsed))
-                          if by_budget else self.planned)
+            self.total = (
+                min(self.planned, round(self.n + n + left * done / elapsed))
+                if by_budget
+                else self.planned
+            )
 
 
-def progress_bar(iterable: Iterable | None = None, *, enabled: bool = True,
-                 stream: TextIO | None = None, time_left: TimeLeft | None = None,
-                 interval: float = PLAIN_INTERVAL, **kwargs: Any):
+def progress_bar(
+    iterable: Iterable | None = None,
+    *,
+    enabled: bool = True,
+    stream: TextIO | None = None,
+    time_left: TimeLeft | None = None,
+    interval: float = PLAIN_INTERVAL,
+    **kwargs: Any,
+):
     """A bar on a terminal, plain lines elsewhere, nothing when not `enabled`; kwargs: tqdm's
     (total, desc, unit, initial, ...)."""
     stream = stream if stream is not None else sys.stderr
     if not enabled:
         return tqdm(iterable, disable=True, **kwargs)
     if _is_terminal(stream):
-        return BudgetBar(iterable, file=stream, time_left=time_left, dynamic_ncols=True,
-                         **kwargs)
-    return LineProgress(iterable, stream=stream, time_left=time_left, interval=interval,
-                        **kwargs)
+        return BudgetBar(iterable, file=stream, time_left=time_left, dynamic_ncols=True, **kwargs)
+    return LineProgress(iterable, stream=stream, time_left=time_left, interval=interval, **kwargs)
 
 
 def _is_terminal(stream: TextIO) -> bool:

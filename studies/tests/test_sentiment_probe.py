@@ -33,8 +33,7 @@ def probe():
 
 @pytest.fixture(scope="module")
 def lexicon():
-    return RatingLexicon.fit(((r["text"], r["rating"]) for r in synthetic_reviews()),
-                             min_count=5)
+    return RatingLexicon.fit(((r["text"], r["rating"]) for r in synthetic_reviews()), min_count=5)
 
 
 def test_the_lexicon_learns_which_words_go_with_low_stars(lexicon):
@@ -47,7 +46,8 @@ def test_the_lexicon_learns_which_words_go_with_low_stars(lexicon):
     bad = [lexicon.rating(r["text"]) for r in held if r["rating"] == 1.0]
     assert min(good) > 4.0 > 2.0 > max(bad)  # the line stretches the offsets back to stars
     assert lexicon.offset("zzz qqq") == 0.0 and lexicon.rating("zzz") == pytest.approx(
-        lexicon.intercept)
+        lexicon.intercept
+    )
 
 
 def test_rare_words_are_left_out_and_ratings_round_trip(lexicon, tmp_path):
@@ -68,8 +68,9 @@ def test_no_words_that_vary_leaves_the_mean(tmp_path):
 
 
 def tiny(tmp_path, lexicon, shortlist=0):
-    summarizer = Summarizer.from_pretrained(save_tiny_summarizer(
-        tmp_path / f"m{shortlist}", SummarizerConfig(shortlist=shortlist)))
+    summarizer = Summarizer.from_pretrained(
+        save_tiny_summarizer(tmp_path / f"m{shortlist}", SummarizerConfig(shortlist=shortlist))
+    )
     weights = torch.tensor(lexicon.token_weights(summarizer.vocab.tokens))
     return summarizer, weights
 
@@ -78,8 +79,9 @@ def test_steering_biases_the_words_toward_the_reviews_tone(probe, lexicon, tmp_p
     summarizer, weights = tiny(tmp_path, lexicon)
     rude, friendly = (summarizer.vocab.index[w] for w in ("rude", "friendly"))
     texts = [r["text"] for r in synthetic_reviews(n_entities=2, per_entity=4)]
-    batch = inference_batch([summarizer.encode_reviews(texts[:4]),
-                             summarizer.encode_reviews(texts[4:])])
+    batch = inference_batch(
+        [summarizer.encode_reviews(texts[:4]), summarizer.encode_reviews(texts[4:])]
+    )
     steered = probe.SteeredModel(summarizer.model, weights, 5.0, center=1.0)  # above any tone
     state = steered.encode(batch)
     assert state.bias.shape == (2, len(summarizer.vocab))
@@ -102,6 +104,7 @@ def test_steering_over_a_shortlist_biases_its_rows(probe, lexicon, tmp_path):
     def wrap(model):
         seen.append(probe.SteeredModel(model, weights, 2.0, 0.0))
         return seen[-1]
+
     summarizer_probe.wrap = wrap
     texts = [r["text"] for r in synthetic_reviews(n_entities=1, per_entity=4)]
     assert summarizer_probe.summarize_tokens_batch([texts])[0]
@@ -115,23 +118,60 @@ def test_the_command_line_measures_tone_and_pairs_every_probe(tmp_path):
     corpus = write_jsonl(tmp_path / "corpus.jsonl", reviews)
     dev = write_dev_sets(tmp_path / "dev.jsonl")
     out, md = tmp_path / "s.json", tmp_path / "s.md"
-    common = [*STUDY, str(model), str(dev), "--corpus", str(corpus),
-              "--heldout", str(corpus), "--lexicon", str(tmp_path / "lex.json")]
-    run = subprocess.run([*common, "--probes", "s:strength=3;r:strength=3,center='reviews'",
-                          "--json", str(out), "--markdown", str(md)],
-                         capture_output=True, text=True, cwd=ROOT)
+    common = [
+        *STUDY,
+        str(model),
+        str(dev),
+        "--corpus",
+        str(corpus),
+        "--heldout",
+        str(corpus),
+        "--lexicon",
+        str(tmp_path / "lex.json"),
+    ]
+    run = subprocess.run(
+        [
+            *common,
+            "--probes",
+            "s:strength=3;r:strength=3,center='reviews'",
+            "--json",
+            str(out),
+            "--markdown",
+            str(md),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert run.returncode == 0, run.stderr
     rows = json.loads(out.read_text())
     assert list(rows) == ["base", "s", "r"] and "rouge1" in rows["s"]["vs_base"]
     text = md.read_text()
     assert "held-out rated reviews: Pearson r" in text and "| summaries' rating |" in text
     assert "| r | " in text and (tmp_path / "lex.json").exists()
-    for probes, message in (("x:temperature=2", "unknown key(s) temperature"),
-                            ("x:strength=1,center='middle'", "center must be one of")):
-        bad = subprocess.run([*common, "--probes", probes, "--json", str(tmp_path / "x.json")],
-                             capture_output=True, text=True, cwd=ROOT)
+    for probes, message in (
+        ("x:temperature=2", "unknown key(s) temperature"),
+        ("x:strength=1,center='middle'", "center must be one of"),
+    ):
+        bad = subprocess.run(
+            [*common, "--probes", probes, "--json", str(tmp_path / "x.json")],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
         assert bad.returncode != 0 and message in bad.stderr and "Traceback" not in bad.stderr
-    missing = subprocess.run([*STUDY, str(model), str(dev), "--lexicon",
-                              str(tmp_path / "none.json"), "--json", str(tmp_path / "y.json")],
-                             capture_output=True, text=True, cwd=ROOT)
+    missing = subprocess.run(
+        [
+            *STUDY,
+            str(model),
+            str(dev),
+            "--lexicon",
+            str(tmp_path / "none.json"),
+            "--json",
+            str(tmp_path / "y.json"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert missing.returncode != 0 and "--corpus is needed" in missing.stderr

@@ -19,9 +19,23 @@ from typing import Any
 
 from denoisesum.baselines.options import DEFAULT_WORDS
 
-__all__ = ["BASELINES", "DEFAULT_WORDS", "Clustroid", "FirstReview", "LexRank", "Opinosis",
-           "Oracle", "RandomReview", "Summarizer", "Word2VecCentroid", "create", "prepare",
-           "sample_texts", "summarize_file", "summarize_sets"]
+__all__ = [
+    "BASELINES",
+    "DEFAULT_WORDS",
+    "Clustroid",
+    "FirstReview",
+    "LexRank",
+    "Opinosis",
+    "Oracle",
+    "RandomReview",
+    "Summarizer",
+    "Word2VecCentroid",
+    "create",
+    "prepare",
+    "sample_texts",
+    "summarize_file",
+    "summarize_sets",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -24,9 +24,16 @@ from denoisesum.evaluation.report import not_computed_warning, split_metrics
 from denoisesum.io import check_output, check_output_dir, expand_paths, require_file
 
 KINDS = {"system": "released outputs", "baseline": "baseline", "predictions": "predictions"}
-COLUMNS = (("rouge1", "R1"), ("rouge2", "R2"), ("rougeL", "RL"),
-           ("pooled_rouge1", "R1 pooled"), ("pooled_rouge2", "R2 pooled"),
-           ("pooled_rougeL", "RL pooled"), ("su4_recall", "SU4 R"), ("meteor", "METEOR"))
+COLUMNS = (
+    ("rouge1", "R1"),
+    ("rouge2", "R2"),
+    ("rougeL", "RL"),
+    ("pooled_rouge1", "R1 pooled"),
+    ("pooled_rouge2", "R2 pooled"),
+    ("pooled_rougeL", "RL pooled"),
+    ("su4_recall", "SU4 R"),
+    ("meteor", "METEOR"),
+)
 SCORER_NOTE = """\
 **Scorers.** Scores are 0-100, computed per entity and averaged over entities; the same code
 scores every row (`denoisesum evaluate` gives the full report of one file).
@@ -49,8 +56,9 @@ class Scoring:
         self.metrics, self.optional, self.log = list(metrics), optional, log
         self.not_computed: dict[str, str] = {}
 
-    def __call__(self, predictions: Mapping[str, str],
-                 references: Mapping[str, Sequence[str]]) -> EvaluationReport:
+    def __call__(
+        self, predictions: Mapping[str, str], references: Mapping[str, Sequence[str]]
+    ) -> EvaluationReport:
         report = evaluate(predictions, references, self.metrics, optional=self.optional)
         self.skip(report.not_computed)
         return report
@@ -100,8 +108,9 @@ def parse_named(values: Iterable[str]) -> dict[str, Path]:
     return named
 
 
-def restrict(predictions: Mapping[str, str], references: Mapping[str, Sequence[str]],
-             path: Path, gold: Path) -> dict[str, str]:
+def restrict(
+    predictions: Mapping[str, str], references: Mapping[str, Sequence[str]], path: Path, gold: Path
+) -> dict[str, str]:
     """The predictions of the scored entities; every one of them must be there. Predictions
     for other entities are left out, so a released file can be scored on a slice of its set."""
     kept = {e: predictions[e] for e in references if e in predictions}
@@ -109,15 +118,21 @@ def restrict(predictions: Mapping[str, str], references: Mapping[str, Sequence[s
     return kept
 
 
-def run_baseline(summarizer: Summarizer, sets: Sequence[ReviewSet],
-                 gold: Path) -> tuple[dict[str, str], float]:
+def run_baseline(
+    summarizer: Summarizer, sets: Sequence[ReviewSet], gold: Path
+) -> tuple[dict[str, str], float]:
     start = time.perf_counter()
     predictions = {p.entity_id: p.summary for p in summarize_sets(summarizer, sets, gold)}
     return predictions, time.perf_counter() - start
 
 
-def score_files(files: Mapping[str, Path], kind: str, references: Mapping[str, Sequence[str]],
-                gold: Path, score: Scoring) -> list[Entry]:
+def score_files(
+    files: Mapping[str, Path],
+    kind: str,
+    references: Mapping[str, Sequence[str]],
+    gold: Path,
+    score: Scoring,
+) -> list[Entry]:
     entries = []
     for name, path in files.items():
         predictions = restrict(load_predictions(path), references, path, gold)
@@ -125,8 +140,9 @@ def score_files(files: Mapping[str, Path], kind: str, references: Mapping[str, S
     return entries
 
 
-def make_page(options: LeaderboardOptions, log: Log = silent,
-              optional: Collection[str] = ()) -> tuple[list[Entry], str]:
+def make_page(
+    options: LeaderboardOptions, log: Log = silent, optional: Collection[str] = ()
+) -> tuple[list[Entry], str]:
     """The entries of the leaderboard `options` describe and its Markdown page. Every input is
     checked before a baseline is trained or run, and so is every tool the metrics need: a
     metric group in `optional` whose tool is missing is left out with a warning (`log`), any
@@ -134,14 +150,23 @@ def make_page(options: LeaderboardOptions, log: Log = silent,
     started = time.perf_counter()
     metrics, missing = split_metrics(options.metrics, optional)
     score = Scoring(metrics, optional, log)
-    summarizers = [create(n, words=options.words, seed=options.seed)
-                   for n in options.baseline_names()]
+    summarizers = [
+        create(n, words=options.words, seed=options.seed) for n in options.baseline_names()
+    ]
     files = prediction_files(options.systems)
     extra = parse_named(options.predictions)
     notes = _read_notes(options.notes) if options.notes is not None else ""
-    check_outputs(options, [s.name for s in summarizers], [
-        options.gold, *files.values(), *extra.values(), *expand_paths(options.corpus),
-        *([options.notes] if options.notes is not None else [])])
+    check_outputs(
+        options,
+        [s.name for s in summarizers],
+        [
+            options.gold,
+            *files.values(),
+            *extra.values(),
+            *expand_paths(options.corpus),
+            *([options.notes] if options.notes is not None else []),
+        ],
+    )
     gold = options.gold
     sets, references = _gold_sets(gold, options.limit)
     if not (files or extra or summarizers):
@@ -151,16 +176,22 @@ def make_page(options: LeaderboardOptions, log: Log = silent,
     entries = score_files(files, "system", references, gold, score)
     entries += _baseline_entries(summarizers, sets, references, score, options, log)
     entries += score_files(extra, "predictions", references, gold, score)
-    page = render(entries, title=options.title or f"Leaderboard: {gold.name}",
-                  command=options.command_line(), gold=gold,
-                  settings=_settings(summarizers, options),
-                  seconds=time.perf_counter() - started, notes=notes,
-                  not_computed=score.not_computed)
+    page = render(
+        entries,
+        title=options.title or f"Leaderboard: {gold.name}",
+        command=options.command_line(),
+        gold=gold,
+        settings=_settings(summarizers, options),
+        seconds=time.perf_counter() - started,
+        notes=notes,
+        not_computed=score.not_computed,
+    )
     return entries, page
 
 
-def check_outputs(options: LeaderboardOptions, baselines: Sequence[str],
-                  inputs: Sequence[Path]) -> None:
+def check_outputs(
+    options: LeaderboardOptions, baselines: Sequence[str], inputs: Sequence[Path]
+) -> None:
     """Refuse, before any work, a page or a baseline's saved predictions that cannot be written
     or that would overwrite one of the `inputs`, and a word2vec folder to save in that is a
     file."""
@@ -177,8 +208,7 @@ def _read_notes(path: Path) -> str:
     try:
         return require_file(path, field="--notes").read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", path=path,
-                         field="--notes") from None
+        raise InputError(f"not UTF-8 text (byte {exc.start})", path=path, field="--notes") from None
 
 
 def _gold_sets(gold: Path, limit: int | None) -> tuple[list[ReviewSet], dict[str, list[str]]]:
@@ -190,31 +220,51 @@ def _gold_sets(gold: Path, limit: int | None) -> tuple[list[ReviewSet], dict[str
     return sets, references
 
 
-def _prepare_word2vec(summarizers: list[Summarizer], options: LeaderboardOptions,
-                      log: Log) -> list[Summarizer]:
+def _prepare_word2vec(
+    summarizers: list[Summarizer], options: LeaderboardOptions, log: Log
+) -> list[Summarizer]:
     # only word2vec learns from --corpus here: lexrank keeps its entity-level IDF (better here)
-    return [prepare(s, options.corpus, sample=options.sample, seed=options.seed,
-                    model=options.word2vec_model, log=log) if s.name == "word2vec" else s
-            for s in summarizers]
+    return [
+        prepare(
+            s,
+            options.corpus,
+            sample=options.sample,
+            seed=options.seed,
+            model=options.word2vec_model,
+            log=log,
+        )
+        if s.name == "word2vec"
+        else s
+        for s in summarizers
+    ]
 
 
-def _baseline_entries(summarizers: Sequence[Summarizer], sets: Sequence[ReviewSet],
-                      references: Mapping[str, Sequence[str]], score: Scoring,
-                      options: LeaderboardOptions, log: Log) -> list[Entry]:
+def _baseline_entries(
+    summarizers: Sequence[Summarizer],
+    sets: Sequence[ReviewSet],
+    references: Mapping[str, Sequence[str]],
+    score: Scoring,
+    options: LeaderboardOptions,
+    log: Log,
+) -> list[Entry]:
     entries = []
     for summarizer in summarizers:
         found, seconds = run_baseline(summarizer, sets, options.gold)
         if options.save_predictions is not None:
-            write_predictions(options.save_predictions / f"{summarizer.name}.jsonl",
-                              [Prediction(entity_id=e, summary=s) for e, s in found.items()])
+            write_predictions(
+                options.save_predictions / f"{summarizer.name}.jsonl",
+                [Prediction(entity_id=e, summary=s) for e, s in found.items()],
+            )
         entries.append(Entry(summarizer.name, "baseline", score(found, references), seconds))
         log(f"{summarizer.name}: {seconds:.1f} s")
     return entries
 
 
 def _settings(summarizers: Sequence[Summarizer], options: LeaderboardOptions) -> list[str]:
-    settings = [f"Sentence-level baselines (lexrank, opinosis): {options.words}-word budget; "
-                f"seed {options.seed}."]
+    settings = [
+        f"Sentence-level baselines (lexrank, opinosis): {options.words}-word budget; "
+        f"seed {options.seed}."
+    ]
     return settings + [f"word2vec: {s.describe()}." for s in summarizers if s.name == "word2vec"]
 
 
@@ -240,30 +290,51 @@ def table(entries: Sequence[Entry]) -> str:
             if key == "rouge1":
                 low, high = entry.report.intervals.get(key, (None, None))
                 cells.append("–" if low is None else f"{low:.2f}–{high:.2f}")
-        cells += [_cell(entry.report.lengths()["prediction_words"], 1),
-                  _cell(entry.seconds, 1)]
+        cells += [_cell(entry.report.lengths()["prediction_words"], 1), _cell(entry.seconds, 1)]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
 
-def render(entries: Sequence[Entry], *, title: str, command: str, gold: Path,
-           settings: Sequence[str], seconds: float, notes: str = "",
-           not_computed: Mapping[str, str] | None = None) -> str:
+def render(
+    entries: Sequence[Entry],
+    *,
+    title: str,
+    command: str,
+    gold: Path,
+    settings: Sequence[str],
+    seconds: float,
+    notes: str = "",
+    not_computed: Mapping[str, str] | None = None,
+) -> str:
     """The whole leaderboard page."""
     first = entries[0].report
     lengths = first.lengths()
-    lines = [f"# {title}", "",
-             "Generated by `denoisesum leaderboard`; to reproduce, from the repository root:", "",
-             "```bash", command, "```", "",
-             f"Gold: `{gold}`, {len(first.entity_ids)} entities, reference summaries of "
-             f"{lengths['reference_words']:.1f} words on average. Rows: released system outputs, "
-             "baselines run on the gold file's reviews, and any prediction files given. "
-             f"The whole run took {seconds / 60:.1f} min (\"seconds\": a baseline's time to "
-             "summarize every entity, after any training).", "",
-             table(entries), "", SCORER_NOTE]
+    lines = [
+        f"# {title}",
+        "",
+        "Generated by `denoisesum leaderboard`; to reproduce, from the repository root:",
+        "",
+        "```bash",
+        command,
+        "```",
+        "",
+        f"Gold: `{gold}`, {len(first.entity_ids)} entities, reference summaries of "
+        f"{lengths['reference_words']:.1f} words on average. Rows: released system outputs, "
+        "baselines run on the gold file's reviews, and any prediction files given. "
+        f'The whole run took {seconds / 60:.1f} min ("seconds": a baseline\'s time to '
+        "summarize every entity, after any training).",
+        "",
+        table(entries),
+        "",
+        SCORER_NOTE,
+    ]
     if not_computed:
-        lines += ["", "**Not computed.**", "",
-                  *[f"- `{group}`: {reason}" for group, reason in not_computed.items()]]
+        lines += [
+            "",
+            "**Not computed.**",
+            "",
+            *[f"- `{group}`: {reason}" for group, reason in not_computed.items()],
+        ]
     if settings:
         lines += ["", "**Baseline settings.**", "", *[f"- {s}" for s in settings]]
     if notes.strip():

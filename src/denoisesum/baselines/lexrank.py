@@ -32,8 +32,9 @@ from denoisesum.text import idf_table
 _TOKENIZER = Tokenizer()
 
 
-def tfidf_cosine(sentences: Sequence[Sequence[str]], idf: dict[str, float],
-                 unseen_idf: float) -> np.ndarray:
+def tfidf_cosine(
+    sentences: Sequence[Sequence[str]], idf: dict[str, float], unseen_idf: float
+) -> np.ndarray:
     """Cosine similarity matrix of the sentences' TF-IDF vectors (rows of zeros stay zero)."""
     vocab = {w: i for i, w in enumerate(sorted({w for s in sentences for w in s}))}
     matrix = np.zeros((len(sentences), len(vocab)))
@@ -45,8 +46,13 @@ def tfidf_cosine(sentences: Sequence[Sequence[str]], idf: dict[str, float],
     return matrix @ matrix.T
 
 
-def lexrank_scores(similarity: np.ndarray, threshold: float = 0.1, damping: float = 0.15,
-                   tolerance: float = 1e-8, max_iterations: int = 1000) -> np.ndarray:
+def lexrank_scores(
+    similarity: np.ndarray,
+    threshold: float = 0.1,
+    damping: float = 0.15,
+    tolerance: float = 1e-8,
+    max_iterations: int = 1000,
+) -> np.ndarray:
     """Stationary distribution of the thresholded similarity graph (LexRank with threshold)."""
     n = len(similarity)
     adjacency = (similarity > threshold).astype(float)
@@ -67,8 +73,9 @@ class LexRank(Summarizer):
     name = "lexrank"
     can_fit = True
 
-    def __init__(self, *, words: int = DEFAULT_WORDS, threshold: float = 0.1,
-                 damping: float = 0.15) -> None:
+    def __init__(
+        self, *, words: int = DEFAULT_WORDS, threshold: float = 0.1, damping: float = 0.15
+    ) -> None:
         self.words = words
         self.threshold = threshold
         self.damping = damping
@@ -77,8 +84,7 @@ class LexRank(Summarizer):
 
     def fit(self, texts: Iterable[str]) -> LexRank:
         """IDF over a corpus, each review a document."""
-        self.idf, self.unseen_idf = idf_table(
-            compared_words(_TOKENIZER.tokenize(t)) for t in texts)
+        self.idf, self.unseen_idf = idf_table(compared_words(_TOKENIZER.tokenize(t)) for t in texts)
         return self
 
     def rank(self, reviews: Sequence[str]) -> tuple[list[list[str]], np.ndarray]:

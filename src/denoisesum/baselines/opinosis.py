@@ -55,12 +55,74 @@ Tagger = Callable[[list[list[str]]], list[list[str]]]
 _FINAL = {".", "!", "?", "..."}  # a path ends here and goes no further
 _JOINS = {",", ";", "and", "but", "yet"}  # a path may end here, or go on
 _HUBS = {"is", "are", "was", "were", "am", "'s", "'re", "'m"}
-_NOT_LAST_TAGS = {"DT", "IN", "CC", "TO", "PRP$", "WDT", "WP", "WP$", "WRB", "POS", "PDT", "EX",
-                  "MD", "RP", "HYPH", ",", ":", "``", "''", "-LRB-"}
-_NOT_LAST_WORDS = {"a", "an", "the", "of", "to", "in", "on", "at", "for", "with", "from", "by",
-                   "and", "but", "or", "so", "as", "if", "than", "that", "this", "which", "who",
-                   "my", "our", "your", "their", "his", "her", "its", "is", "are", "was", "were",
-                   "be", "been", "very", "really", "too", "not", "n't", "i", "we", "it"}
+_NOT_LAST_TAGS = {
+    "DT",
+    "IN",
+    "CC",
+    "TO",
+    "PRP$",
+    "WDT",
+    "WP",
+    "WP$",
+    "WRB",
+    "POS",
+    "PDT",
+    "EX",
+    "MD",
+    "RP",
+    "HYPH",
+    ",",
+    ":",
+    "``",
+    "''",
+    "-LRB-",
+}
+_NOT_LAST_WORDS = {
+    "a",
+    "an",
+    "the",
+    "of",
+    "to",
+    "in",
+    "on",
+    "at",
+    "for",
+    "with",
+    "from",
+    "by",
+    "and",
+    "but",
+    "or",
+    "so",
+    "as",
+    "if",
+    "than",
+    "that",
+    "this",
+    "which",
+    "who",
+    "my",
+    "our",
+    "your",
+    "their",
+    "his",
+    "her",
+    "its",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "been",
+    "very",
+    "really",
+    "too",
+    "not",
+    "n't",
+    "i",
+    "we",
+    "it",
+}
 _NO_START = {"and", "but", "or", "yet", "so", "because"}
 # tags of words that cannot open a sentence (a verb, preposition or particle left mid-clause)
 _NO_START_TAGS = ("VB", "MD", "IN", "TO", "CC", "RP", "POS", "WDT")
@@ -131,11 +193,21 @@ class Opinosis(Summarizer):
 
     name = "opinosis"
 
-    def __init__(self, *, words: int = DEFAULT_WORDS, redundancy: int = 2,
-                 min_redundancy: int = 1, gap: int = 3, start_position: float = 15.0,
-                 similarity: float = 0.5, max_length: int = 30, collapse: bool = True,
-                 pos: bool = True, tagger: Tagger | None = None,
-                 max_steps: int = 200_000) -> None:
+    def __init__(
+        self,
+        *,
+        words: int = DEFAULT_WORDS,
+        redundancy: int = 2,
+        min_redundancy: int = 1,
+        gap: int = 3,
+        start_position: float = 15.0,
+        similarity: float = 0.5,
+        max_length: int = 30,
+        collapse: bool = True,
+        pos: bool = True,
+        tagger: Tagger | None = None,
+        max_steps: int = 200_000,
+    ) -> None:
         self.words = words
         self.redundancy = redundancy
         self.min_redundancy = min(min_redundancy, redundancy)
@@ -151,9 +223,13 @@ class Opinosis(Summarizer):
         sentences = [s for r in reviews for s in split_sentences(r)]
         tags = self.tagger(sentences) if self.tagger else [[""] * len(s) for s in sentences]
         # "!" and "." only end a sentence: one end node lets "great." and "great!" agree
-        return [[("." if w in _FINAL else w.lower(), "." if w in _FINAL else t)
-                 for w, t in zip(s, ts, strict=True)]
-                for s, ts in zip(sentences, tags, strict=True)]
+        return [
+            [
+                ("." if w in _FINAL else w.lower(), "." if w in _FINAL else t)
+                for w, t in zip(s, ts, strict=True)
+            ]
+            for s, ts in zip(sentences, tags, strict=True)
+        ]
 
     def candidates(self, reviews: Sequence[str]) -> list[Candidate]:
         """Every valid path (fused at hubs when `collapse`), best first: by redundancy tier
@@ -175,9 +251,12 @@ class Opinosis(Summarizer):
 
     def _is_start(self, graph: WordGraph, key: Key) -> bool:
         word, tag = key
-        return (any(c.isalnum() for c in word) and word not in _NO_START
-                and not tag.startswith(_NO_START_TAGS)
-                and graph.mean_position(key) <= self.start_position)
+        return (
+            any(c.isalnum() for c in word)
+            and word not in _NO_START
+            and not tag.startswith(_NO_START_TAGS)
+            and graph.mean_position(key) <= self.start_position
+        )
 
     def _search(self, graph: WordGraph) -> list[Path]:
         # One search at the lowest redundancy wanted: a path's redundancy never grows as it
@@ -189,8 +268,15 @@ class Opinosis(Summarizer):
                 self._extend(graph, [key], references, 0.0, found, steps)
         return found
 
-    def _extend(self, graph: WordGraph, path: list[Key], overlap: Overlap, gain: float,
-                found: list[Path], steps: list[int]) -> None:
+    def _extend(
+        self,
+        graph: WordGraph,
+        path: list[Key],
+        overlap: Overlap,
+        gain: float,
+        found: list[Path],
+        steps: list[int],
+    ) -> None:
         steps[0] -= 1
         if steps[0] < 0:
             return
@@ -229,17 +315,18 @@ class Opinosis(Summarizer):
             hub = next((i for i, (w, _) in enumerate(nodes[1:-2], start=1) if w in _HUBS), None)
             if hub is not None:
                 tier = min(redundancy, self.redundancy)
-                groups.setdefault((nodes[:hub + 1], tier), []).append(path)
+                groups.setdefault((nodes[: hub + 1], tier), []).append(path)
         fused: set[tuple[Key, ...]] = set()
         out = []
         for (anchor, _), members in groups.items():
             members.sort(key=lambda m: -m[1])
             tails: list[tuple[tuple[str, ...], Path]] = []
             for path in members:
-                tail = tuple(w for w, _ in path[0][len(anchor):-1])
+                tail = tuple(w for w, _ in path[0][len(anchor) : -1])
                 # containment, not Jaccard: "friendly" adds nothing to "very friendly"
                 if len(tails) < MAX_FUSED and all(
-                        _containment(tail, t) <= self.similarity for t, _ in tails):
+                    _containment(tail, t) <= self.similarity for t, _ in tails
+                ):
                     tails.append((tail, path))
             if len(tails) < 2:
                 continue
@@ -248,8 +335,13 @@ class Opinosis(Summarizer):
                 if i:
                     words.append("and" if i == len(tails) - 1 else ",")
                 words.extend(tail)
-            out.append(Candidate(tuple(words), sum(p[1] for _, p in tails) / len(tails),
-                                 min(p[2] for _, p in tails)))
+            out.append(
+                Candidate(
+                    tuple(words),
+                    sum(p[1] for _, p in tails) / len(tails),
+                    min(p[2] for _, p in tails),
+                )
+            )
             fused.update(p[0] for _, p in tails)
         out.extend(_candidate(p) for p in paths if p[0] not in fused)
         return out

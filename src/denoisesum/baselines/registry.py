@@ -20,8 +20,9 @@ from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.io import require_file
 
 BASELINES: dict[str, type[Summarizer]] = {
-    cls.name: cls for cls in (FirstReview, RandomReview, Clustroid, Oracle, LexRank,
-                              Word2VecCentroid, Opinosis)}
+    cls.name: cls
+    for cls in (FirstReview, RandomReview, Clustroid, Oracle, LexRank, Word2VecCentroid, Opinosis)
+}
 
 Log = Callable[[str], None]
 
@@ -39,9 +40,16 @@ def create(name: str, **options) -> Summarizer:
     return cls(**{k: v for k, v in options.items() if k in accepted})
 
 
-def prepare(summarizer: Summarizer, corpus: Sequence[str] = (), *, sample: int = DEFAULT_SAMPLE,
-            seed: int = DEFAULT_SEED, model: Path | None = None, fields: FieldNames | None = None,
-            log: Log = silent) -> Summarizer:
+def prepare(
+    summarizer: Summarizer,
+    corpus: Sequence[str] = (),
+    *,
+    sample: int = DEFAULT_SAMPLE,
+    seed: int = DEFAULT_SEED,
+    model: Path | None = None,
+    fields: FieldNames | None = None,
+    log: Log = silent,
+) -> Summarizer:
     """`summarizer` ready to use: fitted on `sample` reviews of `corpus` (word2vec also saved to
     `model` then), or word2vec loaded from `model`."""
     name = summarizer.name
@@ -56,17 +64,27 @@ def prepare(summarizer: Summarizer, corpus: Sequence[str] = (), *, sample: int =
     if model is not None:
         return Word2VecCentroid.load(model)
     if summarizer.needs_fit:
-        raise DenoiseSumError(f"the {name} baseline must be trained first: pass --corpus FILES "
-                              "(optionally with --model DIR to keep it) or --model DIR")
+        raise DenoiseSumError(
+            f"the {name} baseline must be trained first: pass --corpus FILES "
+            "(optionally with --model DIR to keep it) or --model DIR"
+        )
     return summarizer
 
 
-def _fit(summarizer: Summarizer, corpus: Sequence[str], fields: FieldNames | None, sample: int,
-         seed: int, log: Log) -> None:
+def _fit(
+    summarizer: Summarizer,
+    corpus: Sequence[str],
+    fields: FieldNames | None,
+    sample: int,
+    seed: int,
+    log: Log,
+) -> None:
     name = summarizer.name
     if not summarizer.can_fit:
-        raise DenoiseSumError(f"the {name} baseline learns nothing from a corpus; drop "
-                              "--corpus (lexrank and word2vec use one)")
+        raise DenoiseSumError(
+            f"the {name} baseline learns nothing from a corpus; drop "
+            "--corpus (lexrank and word2vec use one)"
+        )
     start = time.perf_counter()
     texts = sample_texts(CorpusReader(corpus, fields or FieldNames()), sample, seed)
     log(f"{name}: sampled {len(texts):,} reviews in {time.perf_counter() - start:.0f} s")
@@ -75,26 +93,40 @@ def _fit(summarizer: Summarizer, corpus: Sequence[str], fields: FieldNames | Non
     log(f"{name}: fitted in {time.perf_counter() - start:.0f} s")
 
 
-def summarize_file(name: str, path: Path, *, words: int = DEFAULT_WORDS,
-                   seed: int = DEFAULT_SEED, corpus: Sequence[str] = (),
-                   sample: int = DEFAULT_SAMPLE, model: Path | None = None,
-                   fields: FieldNames | None = None, log: Log = silent) -> list[Prediction]:
+def summarize_file(
+    name: str,
+    path: Path,
+    *,
+    words: int = DEFAULT_WORDS,
+    seed: int = DEFAULT_SEED,
+    corpus: Sequence[str] = (),
+    sample: int = DEFAULT_SAMPLE,
+    model: Path | None = None,
+    fields: FieldNames | None = None,
+    log: Log = silent,
+) -> list[Prediction]:
     """The `name` baseline's prediction for every review set in the file at `path`; the other
     options are those of `create` and `prepare`."""
     summarizer = create(name, words=words, seed=seed)
     require_file(path)  # before any fitting, which can take minutes
-    summarizer = prepare(summarizer, corpus, sample=sample, seed=seed, model=model,
-                         fields=fields, log=log)
+    summarizer = prepare(
+        summarizer, corpus, sample=sample, seed=seed, model=model, fields=fields, log=log
+    )
     return list(summarize_sets(summarizer, read_review_sets(path), path))
 
 
-def summarize_sets(summarizer: Summarizer, sets: Iterable[ReviewSet],
-                   path: str | Path | None = None) -> Iterator[Prediction]:
+def summarize_sets(
+    summarizer: Summarizer, sets: Iterable[ReviewSet], path: str | Path | None = None
+) -> Iterator[Prediction]:
     """One prediction per review set; `path` (the sets' file) names the file in errors."""
     for review_set in sets:
         if summarizer.needs_reference and not review_set.summaries:
-            raise InputError(f"entity '{review_set.entity_id}' has no gold summaries, which the "
-                             f"{summarizer.name} baseline needs", path=path, field="summaries")
+            raise InputError(
+                f"entity '{review_set.entity_id}' has no gold summaries, which the "
+                f"{summarizer.name} baseline needs",
+                path=path,
+                field="summaries",
+            )
         summary = summarizer.summarize(review_set.reviews, references=review_set.summaries)
         yield Prediction(entity_id=review_set.entity_id, summary=summary)
 

@@ -76,8 +76,9 @@ class Oracle(Summarizer):
 
     def __init__(self, *, metric: str = "rouge1") -> None:
         if metric not in self.METRICS:
-            raise DenoiseSumError(f"unknown oracle metric '{metric}'; choose from "
-                                  f"{', '.join(self.METRICS)}")
+            raise DenoiseSumError(
+                f"unknown oracle metric '{metric}'; choose from {', '.join(self.METRICS)}"
+            )
         self.metric = metric
 
     def _score(self, review: str, references: Sequence[str]) -> float:

@@ -36,10 +36,23 @@ class Word2VecCentroid(Summarizer):
     can_fit = True
     needs_fit = True
 
-    def __init__(self, *, dim: int = 100, window: int = 5, min_count: int = 5, epochs: int = 5,
-                 workers: int = 2, seed: int = 0) -> None:
-        self.settings = {"dim": dim, "window": window, "min_count": min_count, "epochs": epochs,
-                         "seed": seed}
+    def __init__(
+        self,
+        *,
+        dim: int = 100,
+        window: int = 5,
+        min_count: int = 5,
+        epochs: int = 5,
+        workers: int = 2,
+        seed: int = 0,
+    ) -> None:
+        self.settings = {
+            "dim": dim,
+            "window": window,
+            "min_count": min_count,
+            "epochs": epochs,
+            "seed": seed,
+        }
         self.workers = workers
         self.vectors = None  # gensim KeyedVectors, from fit() or load()
         self.idf: dict[str, float] = {}
@@ -52,9 +65,16 @@ class Word2VecCentroid(Summarizer):
         if not any(documents):
             raise DenoiseSumError("word2vec: the training corpus has no words")
         s = self.settings
-        model = Word2Vec(documents, vector_size=s["dim"], window=s["window"],
-                         min_count=s["min_count"], epochs=s["epochs"], seed=s["seed"],
-                         workers=self.workers, sg=0)
+        model = Word2Vec(
+            documents,
+            vector_size=s["dim"],
+            window=s["window"],
+            min_count=s["min_count"],
+            epochs=s["epochs"],
+            seed=s["seed"],
+            workers=self.workers,
+            sg=0,
+        )
         self.vectors = model.wv
         idf, _ = idf_table(documents)
         # only words with a vector are ever weighted
@@ -70,8 +90,10 @@ class Word2VecCentroid(Summarizer):
         partial = directory / f".{VECTORS_FILE}.partial"
         self.vectors.save_word2vec_format(str(partial), binary=True)
         os.replace(partial, directory / VECTORS_FILE)
-        write_json(directory / META_FILE, {"settings": self.settings,
-                                           "reviews": self.reviews_seen, "idf": self.idf})
+        write_json(
+            directory / META_FILE,
+            {"settings": self.settings, "reviews": self.reviews_seen, "idf": self.idf},
+        )
 
     @classmethod
     def load(cls, directory: str | Path) -> Word2VecCentroid:
@@ -79,26 +101,33 @@ class Word2VecCentroid(Summarizer):
 
         directory = Path(directory)
         if not (directory / VECTORS_FILE).is_file():
-            raise InputError(f"no trained word vectors here (expected {VECTORS_FILE}; train "
-                             "them with --corpus)", path=directory)
+            raise InputError(
+                f"no trained word vectors here (expected {VECTORS_FILE}; train them with --corpus)",
+                path=directory,
+            )
         meta = read_json(directory / META_FILE)
         summarizer = cls(**meta["settings"])
-        summarizer.vectors = KeyedVectors.load_word2vec_format(directory / VECTORS_FILE,
-                                                               binary=True)
+        summarizer.vectors = KeyedVectors.load_word2vec_format(
+            directory / VECTORS_FILE, binary=True
+        )
         summarizer.idf = meta["idf"]
         summarizer.reviews_seen = meta["reviews"]
         return summarizer
 
     def describe(self) -> str:
         s = self.settings
-        return (f"{len(self.idf):,} word vectors ({s['dim']}-dim CBOW, window {s['window']}, "
-                f"min count {s['min_count']}, {s['epochs']} epochs) trained on "
-                f"{self.reviews_seen:,} reviews")
+        return (
+            f"{len(self.idf):,} word vectors ({s['dim']}-dim CBOW, window {s['window']}, "
+            f"min count {s['min_count']}, {s['epochs']} epochs) trained on "
+            f"{self.reviews_seen:,} reviews"
+        )
 
     def _require_vectors(self) -> None:
         if self.vectors is None:
-            raise DenoiseSumError("word2vec has no word vectors: fit it on a corpus "
-                                  "(--corpus FILES) or load a trained model (--model DIR)")
+            raise DenoiseSumError(
+                "word2vec has no word vectors: fit it on a corpus "
+                "(--corpus FILES) or load a trained model (--model DIR)"
+            )
 
     def weighted_sum(self, words: Sequence[str]) -> np.ndarray:
         """IDF-weighted sum of the vectors of the known words (zeros when none is known)."""

@@ -50,8 +50,9 @@ class SummaryBatch:
 
     def to(self, device: torch.device | str) -> SummaryBatch:
         moved = {f.name: getattr(self, f.name) for f in fields(self)}
-        return SummaryBatch(**{k: v.to(device) if isinstance(v, torch.Tensor) else v
-                               for k, v in moved.items()})
+        return SummaryBatch(
+            **{k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in moved.items()}
+        )
 
 
 N_OPINIONS = 6  # opinion classes: 0 = unknown, 1..5 stars
@@ -75,8 +76,7 @@ def _ratings_tensor(ratings: Sequence[float | None] | torch.Tensor, n_pairs: int
     else:
         out = torch.tensor([opinion_class(r) for r in ratings], dtype=torch.long)
     if out.shape != (n_pairs,):
-        raise ValueError(f"ratings must give one value per pair ({n_pairs}), got "
-                         f"{list(out.shape)}")
+        raise ValueError(f"ratings must give one value per pair ({n_pairs}), got {list(out.shape)}")
     return out
 
 
@@ -90,11 +90,13 @@ def pad_ids(seqs: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     return out, lengths
 
 
-def make_batch(segment: Sequence[Sequence[Sequence[int]]],
-               document: Sequence[Sequence[Sequence[int]]],
-               summaries: Sequence[Sequence[int]] | None = None,
-               topics: Sequence[Sequence[float]] | torch.Tensor | None = None,
-               ratings: Sequence[float | None] | torch.Tensor | None = None) -> SummaryBatch:
+def make_batch(
+    segment: Sequence[Sequence[Sequence[int]]],
+    document: Sequence[Sequence[Sequence[int]]],
+    summaries: Sequence[Sequence[int]] | None = None,
+    topics: Sequence[Sequence[float]] | torch.Tensor | None = None,
+    ratings: Sequence[float | None] | torch.Tensor | None = None,
+) -> SummaryBatch:
     """Per pair: its segment-noise reviews, its document-noise reviews (lists of word ids), the
     summary's word ids (no <s>/</s>), its topic distribution and its rating (a number or None,
     made an opinion class; or a tensor of opinion classes)."""
@@ -107,8 +109,13 @@ def make_batch(segment: Sequence[Sequence[Sequence[int]]],
             pair.extend([b] * len(reviews))
             kind.extend([k] * len(reviews))
     reviews, lengths = pad_ids(rows)
-    batch = SummaryBatch(reviews, lengths, torch.tensor(pair, dtype=torch.long),
-                         torch.tensor(kind, dtype=torch.long), len(segment))
+    batch = SummaryBatch(
+        reviews,
+        lengths,
+        torch.tensor(pair, dtype=torch.long),
+        torch.tensor(kind, dtype=torch.long),
+        len(segment),
+    )
     if summaries is not None:
         batch.summary, batch.summary_lengths = pad_ids(summaries)
     if topics is not None:
@@ -118,9 +125,10 @@ def make_batch(segment: Sequence[Sequence[Sequence[int]]],
     return batch
 
 
-def inference_batch(review_sets: Sequence[Sequence[Sequence[int]]],
-                    ratings: Sequence[float | None] | torch.Tensor | None = None
-                    ) -> SummaryBatch:
+def inference_batch(
+    review_sets: Sequence[Sequence[Sequence[int]]],
+    ratings: Sequence[float | None] | torch.Tensor | None = None,
+) -> SummaryBatch:
     """Real reviews of each entity -> a batch that gives all of them to both branches.
     ratings: the opinion each summary is to have (see make_batch); None: unknown."""
     batch = make_batch(review_sets, [[] for _ in review_sets], ratings=ratings)

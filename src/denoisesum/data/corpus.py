@@ -90,8 +90,12 @@ def to_review(record: Any, fields: FieldNames, path: Path, line: int, unit: str 
         raise fail(f"must be a string, got {type(text).__name__}", fields.text)
     if not text.strip():
         raise fail("empty text", fields.text)
-    return Review(str(entity), text, _rating(record.get(fields.rating), fail, fields.rating),
-                  _category(record.get(fields.category), fail, fields.category))
+    return Review(
+        str(entity),
+        text,
+        _rating(record.get(fields.rating), fail, fields.rating),
+        _category(record.get(fields.category), fail, fields.category),
+    )
 
 
 def _rating(value: Any, fail, name: str) -> float | None:
@@ -151,8 +155,12 @@ def _csv_records(path: Path, delimiter: str, fields: FieldNames) -> Iterator[tup
         raise header
     for required in (fields.entity_id, fields.text):
         if required not in header:
-            raise InputError(f"header has no such column (columns: {', '.join(header)})",
-                             path=path, line=1, field=required)
+            raise InputError(
+                f"header has no such column (columns: {', '.join(header)})",
+                path=path,
+                line=1,
+                field=required,
+            )
     for line, row in rows:
         end = reader.line_num
         bad = next((bad_lines[n] for n in range(line, end + 1) if n in bad_lines), None)
@@ -165,8 +173,12 @@ def _csv_records(path: Path, delimiter: str, fields: FieldNames) -> Iterator[tup
         if not any(cell.strip() for cell in row):
             continue
         if len(row) != len(header):
-            yield line, InputError(f"expected {len(header)} columns, found {len(row)}",
-                                   path=path, line=line)
+            yield (
+                line,
+                InputError(
+                    f"expected {len(header)} columns, found {len(row)}", path=path, line=line
+                ),
+            )
             continue
         yield line, dict(zip(header, row, strict=True))
 
@@ -184,16 +196,25 @@ def _csv_rows(reader, path: Path) -> Iterator[tuple[int, list[str] | InputError]
         except csv.Error as exc:
             message = str(exc)
             if "unexpected end of data" in message:
-                raise CorruptFileError("unterminated quote: a quoted field of this row runs to "
-                                       f"the end of the file (line {reader.line_num}), taking "
-                                       "in every row after it", path=path, line=start) from exc
+                raise CorruptFileError(
+                    "unterminated quote: a quoted field of this row runs to "
+                    f"the end of the file (line {reader.line_num}), taking "
+                    "in every row after it",
+                    path=path,
+                    line=start,
+                ) from exc
             if "field larger than field limit" in message:
-                raise CorruptFileError(f"a field longer than {csv.field_size_limit():,} "
-                                       "characters (an unterminated quote?)", path=path,
-                                       line=start) from exc
+                raise CorruptFileError(
+                    f"a field longer than {csv.field_size_limit():,} "
+                    "characters (an unterminated quote?)",
+                    path=path,
+                    line=start,
+                ) from exc
             if "expected after" in message:  # strict's "',' expected after '\"'"
-                message = ("text after a field's closing quote (a quote inside a quoted field "
-                           'is written twice: "")')
+                message = (
+                    "text after a field's closing quote (a quote inside a quoted field "
+                    'is written twice: "")'
+                )
             yield start, InputError(f"malformed CSV: {message}", path=path, line=start)
 
 
@@ -207,10 +228,12 @@ def _parquet_records(path: Path, fields: FieldNames) -> Iterator[tuple[int, Any]
     names = parquet.schema_arrow.names
     for required in (fields.entity_id, fields.text):
         if required not in names:
-            raise InputError(f"no such column (columns: {', '.join(names)})", path=path,
-                             field=required)
-    wanted = [n for n in (fields.entity_id, fields.text, fields.rating, fields.category)
-              if n in names]
+            raise InputError(
+                f"no such column (columns: {', '.join(names)})", path=path, field=required
+            )
+    wanted = [
+        n for n in (fields.entity_id, fields.text, fields.rating, fields.category) if n in names
+    ]
     row = 0
     for batch in parquet.iter_batches(batch_size=8192, columns=wanted):
         for record in batch.to_pylist():
@@ -226,11 +249,15 @@ def _records(path: Path, fields: FieldNames) -> Iterator[tuple[int, Any]]:
         return _csv_records(path, "\t" if suffix == ".tsv" else ",", fields)
     if suffix == ".parquet":
         if compression:
-            raise InputError("Parquet is compressed internally; do not wrap it in "
-                             f"{compression}", path=path)
+            raise InputError(
+                f"Parquet is compressed internally; do not wrap it in {compression}", path=path
+            )
         return _parquet_records(path, fields)
-    raise InputError(f"unknown format '{suffix}' (use one of: {', '.join(sorted(ALL_FORMATS))}, "
-                     "optionally with .gz, .xz or .zst)", path=path)
+    raise InputError(
+        f"unknown format '{suffix}' (use one of: {', '.join(sorted(ALL_FORMATS))}, "
+        "optionally with .gz, .xz or .zst)",
+        path=path,
+    )
 
 
 class CorpusReader:
@@ -239,8 +266,12 @@ class CorpusReader:
     With `skip_bad=True`, bad records are counted in `self.skipped` instead of raising.
     """
 
-    def __init__(self, paths: Iterable[str | Path] | str | Path, fields: FieldNames | None = None,
-                 skip_bad: bool = False) -> None:
+    def __init__(
+        self,
+        paths: Iterable[str | Path] | str | Path,
+        fields: FieldNames | None = None,
+        skip_bad: bool = False,
+    ) -> None:
         if isinstance(paths, (str, Path)):
             paths = [paths]
         self.paths = expand_paths(paths)

@@ -59,8 +59,14 @@ def _batches(reviews: Iterable[Review], size: int) -> Iterator[list[Review]]:
 
 
 def source_fingerprint(paths: Iterable[Path]) -> list[dict]:
-    return [{"path": str(Path(p).resolve()), "bytes": os.path.getsize(p),
-             "mtime": int(os.path.getmtime(p))} for p in paths]
+    return [
+        {
+            "path": str(Path(p).resolve()),
+            "bytes": os.path.getsize(p),
+            "mtime": int(os.path.getmtime(p)),
+        }
+        for p in paths
+    ]
 
 
 def content_fingerprint(paths: Iterable[Path]) -> list[dict]:
@@ -109,8 +115,12 @@ class RankedTokens:
         self.tokenizer = Tokenizer(**self.meta.get("tokenizer", {}))
 
     def build_vocab(self, max_size: int | None, min_count: int = 1) -> Vocab:
-        return Vocab.from_counts(dict(zip(self.types, self.counts.tolist(), strict=True)),
-                                 min_count=min_count, max_size=max_size, tokenizer=self.tokenizer)
+        return Vocab.from_counts(
+            dict(zip(self.types, self.counts.tolist(), strict=True)),
+            min_count=min_count,
+            max_size=max_size,
+            tokenizer=self.tokenizer,
+        )
 
     def vocab_table(self, vocab: Vocab) -> np.ndarray:
         """int64 [n_types]: vocabulary id of every type rank (<unk> for types not in `vocab`)."""
@@ -155,30 +165,45 @@ class EncodedCorpus(RankedTokens):
         return np.full(len(self), np.nan, dtype=np.float32)
 
     @classmethod
-    def build(cls, reviews: CorpusReader, directory: str | Path, tokenizer: Tokenizer,
-              workers: int = 1, total: int | None = None) -> EncodedCorpus:
+    def build(
+        cls,
+        reviews: CorpusReader,
+        directory: str | Path,
+        tokenizer: Tokenizer,
+        workers: int = 1,
+        total: int | None = None,
+    ) -> EncodedCorpus:
         """Tokenize `reviews` into `directory`, reusing a complete cache of the same sources."""
         directory = Path(directory)
         if (directory / "meta.json").exists():
             meta = read_json(directory / "meta.json")
-            if (cache_matches(meta, reviews.paths) and meta.get("tokenizer") == tokenizer.to_dict()
-                    and meta.get("format") == FORMAT):
+            if (
+                cache_matches(meta, reviews.paths)
+                and meta.get("tokenizer") == tokenizer.to_dict()
+                and meta.get("format") == FORMAT
+            ):
                 return cls(directory)
 
         def fill(tmp: Path) -> dict[str, Any]:
             n_reviews, skipped = _encode_to(tmp, reviews, tokenizer, workers, total)
             # "sources" stays: the noising fingerprint of pairs made from this cache hashes it
-            return {"format": FORMAT, "sources": source_fingerprint(reviews.paths),
-                    "content": content_fingerprint(reviews.paths), "tokenizer": tokenizer.to_dict(),
-                    "reviews": n_reviews, "tokens": int(np.load(tmp / "offsets.npy")[-1]),
-                    "skipped_bad_records": skipped}
+            return {
+                "format": FORMAT,
+                "sources": source_fingerprint(reviews.paths),
+                "content": content_fingerprint(reviews.paths),
+                "tokenizer": tokenizer.to_dict(),
+                "reviews": n_reviews,
+                "tokens": int(np.load(tmp / "offsets.npy")[-1]),
+                "skipped_bad_records": skipped,
+            }
 
         build_directory(directory, fill)
         return cls(directory)
 
 
-def _encode_to(out: Path, reviews: CorpusReader, tokenizer: Tokenizer, workers: int,
-               total: int | None) -> tuple[int, int]:
+def _encode_to(
+    out: Path, reviews: CorpusReader, tokenizer: Tokenizer, workers: int, total: int | None
+) -> tuple[int, int]:
     """First pass: provisional ids in order of appearance; then renumber by frequency rank."""
     type_id: dict[str, int] = {}
     entity_id: dict[str, int] = {}

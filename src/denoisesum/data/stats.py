@@ -18,9 +18,15 @@ def describe(values: np.ndarray) -> dict[str, float]:
     if len(values) == 0:
         return {}
     p = np.percentile(values, [5, 50, 95])
-    return {"mean": float(values.mean()), "std": float(values.std()), "min": float(values.min()),
-            "p5": float(p[0]), "median": float(p[1]), "p95": float(p[2]),
-            "max": float(values.max())}
+    return {
+        "mean": float(values.mean()),
+        "std": float(values.std()),
+        "min": float(values.min()),
+        "p5": float(p[0]),
+        "median": float(p[1]),
+        "p95": float(p[2]),
+        "max": float(values.max()),
+    }
 
 
 @dataclass
@@ -37,22 +43,27 @@ class CorpusStats:
         def row(name: str, d: dict[str, float]) -> str:
             if not d:
                 return f"{name:<20} -"
-            return (f"{name:<20} mean {d['mean']:.1f}  std {d['std']:.1f}  min {d['min']:.0f}  "
-                    f"median {d['median']:.0f}  p95 {d['p95']:.0f}  max {d['max']:.0f}")
+            return (
+                f"{name:<20} mean {d['mean']:.1f}  std {d['std']:.1f}  min {d['min']:.0f}  "
+                f"median {d['median']:.0f}  p95 {d['p95']:.0f}  max {d['max']:.0f}"
+            )
 
-        return "\n".join([
-            f"{'reviews':<20} {self.reviews:,}",
-            f"{'entities':<20} {self.entities:,}",
-            f"{'tokens':<20} {self.total_tokens:,}",
-            row("reviews per entity", self.reviews_per_entity),
-            row("tokens per review", self.tokens_per_review),
-            f"{'with rating':<20} {self.with_rating:,}",
-            f"{'with category':<20} {self.with_category:,}",
-        ])
+        return "\n".join(
+            [
+                f"{'reviews':<20} {self.reviews:,}",
+                f"{'entities':<20} {self.entities:,}",
+                f"{'tokens':<20} {self.total_tokens:,}",
+                row("reviews per entity", self.reviews_per_entity),
+                row("tokens per review", self.tokens_per_review),
+                f"{'with rating':<20} {self.with_rating:,}",
+                f"{'with category':<20} {self.with_category:,}",
+            ]
+        )
 
 
-def corpus_stats(reviews: Iterable[Review], tokenizer: Tokenizer,
-                 progress: bool = False) -> CorpusStats:
+def corpus_stats(
+    reviews: Iterable[Review], tokenizer: Tokenizer, progress: bool = False
+) -> CorpusStats:
     per_entity: Counter[str] = Counter()
     lengths = array("i")  # compact: one C int per review, not a Python object
     rated = categorized = 0
@@ -63,7 +74,11 @@ def corpus_stats(reviews: Iterable[Review], tokenizer: Tokenizer,
         categorized += review.category is not None
     lens = np.frombuffer(lengths, dtype=np.int32) if lengths else np.zeros(0, np.int32)
     return CorpusStats(
-        reviews=len(lens), entities=len(per_entity),
+        reviews=len(lens),
+        entities=len(per_entity),
         reviews_per_entity=describe(np.fromiter(per_entity.values(), dtype=np.int64)),
-        tokens_per_review=describe(lens), total_tokens=int(lens.sum()),
-        with_rating=rated, with_category=categorized)
+        tokens_per_review=describe(lens),
+        total_tokens=int(lens.sum()),
+        with_rating=rated,
+        with_category=categorized,
+    )

@@ -40,11 +40,22 @@ _TOKEN_RE = regex.compile(
 )
 
 # Normalise typographic variants so "don’t" and "don't" are the same token.
-_TRANSLATE = str.maketrans({
-    "\u2018": "'", "\u2019": "'", "\u02bc": "'", "\u2032": "'", "`": "'",
-    "\u201c": '"', "\u201d": '"', "\u2033": '"',
-    "\u2013": "-", "\u2014": "--", "\u2026": "...", "\u00a0": " ",
-})
+_TRANSLATE = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u02bc": "'",
+        "\u2032": "'",
+        "`": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u2033": '"',
+        "\u2013": "-",
+        "\u2014": "--",
+        "\u2026": "...",
+        "\u00a0": " ",
+    }
+)
 
 CLITICS = ("n't", "'s", "'m", "'re", "'ve", "'ll", "'d")
 _NO_SPACE_BEFORE = {".", ",", "!", "?", ";", ":", ")", "]", "}", "%", "...", *CLITICS}
@@ -58,7 +69,7 @@ def _split_clitic(word: str) -> list[str]:
         return [word[:-3], word[-3:]]
     for clitic in CLITICS[1:]:
         if lower.endswith(clitic) and len(word) > len(clitic):
-            return [word[: -len(clitic)], word[-len(clitic):]]
+            return [word[: -len(clitic)], word[-len(clitic) :]]
     return [word]
 
 

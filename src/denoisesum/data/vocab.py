@@ -17,8 +17,12 @@ FORMAT = "denoisesum-vocab/1"
 
 
 class Vocab:
-    def __init__(self, tokens: Sequence[str], counts: Sequence[int] | None = None,
-                 tokenizer: Tokenizer | None = None) -> None:
+    def __init__(
+        self,
+        tokens: Sequence[str],
+        counts: Sequence[int] | None = None,
+        tokenizer: Tokenizer | None = None,
+    ) -> None:
         if tuple(tokens[: len(SPECIALS)]) != SPECIALS:
             raise ValueError(f"vocabulary must start with the special tokens {SPECIALS}")
         self.tokens = list(tokens)
@@ -29,18 +33,28 @@ class Vocab:
             raise ValueError("vocabulary has duplicate tokens")
 
     @classmethod
-    def from_counts(cls, counts: Mapping[str, int], min_count: int = 1,
-                    max_size: int | None = None, tokenizer: Tokenizer | None = None) -> Vocab:
+    def from_counts(
+        cls,
+        counts: Mapping[str, int],
+        min_count: int = 1,
+        max_size: int | None = None,
+        tokenizer: Tokenizer | None = None,
+    ) -> Vocab:
         """Most frequent tokens first (ties by token, so the result is deterministic).
 
         `max_size` counts the special tokens too.
         """
-        kept = sorted(((t, c) for t, c in counts.items() if c >= min_count and t not in SPECIALS),
-                      key=lambda tc: (-tc[1], tc[0]))
+        kept = sorted(
+            ((t, c) for t, c in counts.items() if c >= min_count and t not in SPECIALS),
+            key=lambda tc: (-tc[1], tc[0]),
+        )
         if max_size is not None:
             kept = kept[: max(0, max_size - len(SPECIALS))]
-        return cls([*SPECIALS, *(t for t, _ in kept)], [0] * len(SPECIALS) + [c for _, c in kept],
-                   tokenizer)
+        return cls(
+            [*SPECIALS, *(t for t, _ in kept)],
+            [0] * len(SPECIALS) + [c for _, c in kept],
+            tokenizer,
+        )
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -65,8 +79,15 @@ class Vocab:
         return self.encode(self.tokenizer.tokenize(text))
 
     def save(self, path: str | Path) -> None:
-        write_json(path, {"format": FORMAT, "tokenizer": self.tokenizer.to_dict(),
-                          "tokens": self.tokens, "counts": self.counts})
+        write_json(
+            path,
+            {
+                "format": FORMAT,
+                "tokenizer": self.tokenizer.to_dict(),
+                "tokens": self.tokens,
+                "counts": self.counts,
+            },
+        )
 
     @classmethod
     def load(cls, path: str | Path) -> Vocab:
@@ -91,5 +112,8 @@ def _check_entries(data: dict, path: str | Path) -> None:
             raise InputError(f"malformed vocabulary: '{key}' must be a list", path=path)
         for i, entry in enumerate(entries):
             if not isinstance(entry, kind) or isinstance(entry, bool):
-                raise InputError(f"malformed vocabulary: entry {i} of '{key}' is "
-                                 f"{json.dumps(entry)[:40]}, not {what}", path=path)
+                raise InputError(
+                    f"malformed vocabulary: entry {i} of '{key}' is "
+                    f"{json.dumps(entry)[:40]}, not {what}",
+                    path=path,
+                )

@@ -19,5 +19,13 @@ from denoisesum.evaluation.report import (
 )
 from denoisesum.evaluation.stats import PairedTest
 
-__all__ = ["DEFAULT_METRICS", "METRIC_GROUPS", "EvaluationReport", "PairedTest", "compare",
-           "evaluate", "load_predictions", "load_references"]
+__all__ = [
+    "DEFAULT_METRICS",
+    "METRIC_GROUPS",
+    "EvaluationReport",
+    "PairedTest",
+    "compare",
+    "evaluate",
+    "load_predictions",
+    "load_references",
+]

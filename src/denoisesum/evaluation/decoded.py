@@ -38,16 +38,23 @@ class DecodedRun:
         return sum(len(s.split()) for s in self.summaries) / max(1, len(self.summaries))
 
 
-def decode_and_score(summarizer, sets: Iterable[ReviewSet], metrics: Sequence[str] | str = "rouge",
-                     batch_size: int = 8) -> DecodedRun:
+def decode_and_score(
+    summarizer,
+    sets: Iterable[ReviewSet],
+    metrics: Sequence[str] | str = "rouge",
+    batch_size: int = 8,
+) -> DecodedRun:
     """Summarize every review set (which must have reference summaries) and score it."""
     sets = list(sets)
     start = time.perf_counter()
     tokens = summarizer.summarize_tokens_batch([s.reviews for s in sets], batch_size)
     seconds = time.perf_counter() - start
     summaries = [" ".join(t) for t in tokens]
-    report = evaluate({s.entity_id: h for s, h in zip(sets, summaries, strict=True)},
-                      {s.entity_id: s.summaries for s in sets}, metrics)
+    report = evaluate(
+        {s.entity_id: h for s, h in zip(sets, summaries, strict=True)},
+        {s.entity_id: s.summaries for s in sets},
+        metrics,
+    )
     return DecodedRun(summaries, report, seconds)
 
 

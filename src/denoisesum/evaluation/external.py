@@ -10,8 +10,7 @@ from denoisesum.errors import DenoiseSumError
 from denoisesum.extras import install_hint as extra_hint
 
 
-def missing(metric: str, program: str, install_hint: str, module: str, package: str
-            ) -> str | None:
+def missing(metric: str, program: str, install_hint: str, module: str, package: str) -> str | None:
     """Why `metric` cannot run (one line with the install hint), or None: `program` must be on
     PATH and `module` must import."""
     if shutil.which(program) is None:
@@ -23,8 +22,7 @@ def missing(metric: str, program: str, install_hint: str, module: str, package: 
     return None
 
 
-def require(metric: str, program: str, install_hint: str, module: str, package: str
-            ) -> ModuleType:
+def require(metric: str, program: str, install_hint: str, module: str, package: str) -> ModuleType:
     """Fail with one clear line unless `program` is on PATH and `module` imports; return it."""
     reason = missing(metric, program, install_hint, module, package)
     if reason is not None:

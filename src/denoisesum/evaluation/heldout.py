@@ -64,8 +64,7 @@ class HeldOutConfig:
     }
 
 
-def held_out_entities(entity: np.ndarray, entities: Sequence[str],
-                      cfg: HeldOutConfig) -> list[str]:
+def held_out_entities(entity: np.ndarray, entities: Sequence[str], cfg: HeldOutConfig) -> list[str]:
     """The ids of the businesses to hold out: `cfg.entities` of those with at least
     `cfg.min_reviews` reviews (never more than `cfg.share` of them), drawn with `cfg.seed`.
     entity: each review's index into `entities` (EncodedCorpus.entity)."""
@@ -78,8 +77,12 @@ def held_out_entities(entity: np.ndarray, entities: Sequence[str],
     return [entities[i] for i in np.sort(chosen)]
 
 
-def domain_terms(types: Sequence[str], counts: Sequence[int],
-                 base_tokens: Sequence[str] | None = None, k: int = TERMS) -> list[str]:
+def domain_terms(
+    types: Sequence[str],
+    counts: Sequence[int],
+    base_tokens: Sequence[str] | None = None,
+    k: int = TERMS,
+) -> list[str]:
     """The corpus's `k` most frequent content words (types and counts: EncodedCorpus's, most
     frequent first); given the vocabulary of the model adapted from (most frequent first), only
     those that rank DISTINCT_RANK times higher in this corpus than there (or that it lacks):
@@ -93,12 +96,16 @@ def domain_terms(types: Sequence[str], counts: Sequence[int],
     if base_tokens is None:
         return words[:k]
     base_rank = {t: i for i, t in enumerate(content(base_tokens))}
-    return [w for rank, w in enumerate(words)
-            if base_rank.get(w, math.inf) + 1 >= DISTINCT_RANK * (rank + 1)][:k]
+    return [
+        w
+        for rank, w in enumerate(words)
+        if base_rank.get(w, math.inf) + 1 >= DISTINCT_RANK * (rank + 1)
+    ][:k]
 
 
-def terms_covered(summary_tokens: Sequence[str], review_tokens: Sequence[Sequence[str]],
-                  terms: set[str]) -> float | None:
+def terms_covered(
+    summary_tokens: Sequence[str], review_tokens: Sequence[Sequence[str]], terms: set[str]
+) -> float | None:
     """The share of the domain terms used by at least two of the reviews that the summary
     mentions (None when the reviews share none)."""
     used: dict[str, int] = {}
@@ -111,8 +118,9 @@ def terms_covered(summary_tokens: Sequence[str], review_tokens: Sequence[Sequenc
     return len(salient.intersection(summary_tokens)) / len(salient)
 
 
-def score(summaries: Sequence[str], sets: Sequence[dict], rating, terms: Sequence[str],
-          tokenize) -> dict[str, Any]:
+def score(
+    summaries: Sequence[str], sets: Sequence[dict], rating, terms: Sequence[str], tokenize
+) -> dict[str, Any]:
     """The measures of the module docstring over summaries of `sets` ({"entity_id", "reviews",
     "ratings"}); rating: a RatingModel; tokenize: str -> lower-cased tokens."""
     from denoisesum.evaluation.opinion import opinion_rows
@@ -157,8 +165,11 @@ def failures(scores: dict[str, Any]) -> list[str]:
 
 def scores_line(scores: dict[str, Any]) -> str:
     covered = scores["terms_covered"]
-    return (f"opinion agrees {scores['opinion_agrees']:.0%} (misleading "
-            f"{scores['misleading']:.0%}), supported sentences {scores['supported']:.0%}, "
-            f"words no review says {scores['unsaid_words']:.1f} per summary, domain terms "
-            f"covered " + (f"{covered:.0%}" if covered is not None else "n/a") +
-            f", {scores['words']:.0f} words")
+    return (
+        f"opinion agrees {scores['opinion_agrees']:.0%} (misleading "
+        f"{scores['misleading']:.0%}), supported sentences {scores['supported']:.0%}, "
+        f"words no review says {scores['unsaid_words']:.1f} per summary, domain terms "
+        f"covered "
+        + (f"{covered:.0%}" if covered is not None else "n/a")
+        + f", {scores['words']:.0f} words"
+    )

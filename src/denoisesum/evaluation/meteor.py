@@ -38,8 +38,9 @@ def normalize(text: str) -> str:
     return " ".join(_TOKENIZER.tokenize(_SPLIT_CLITIC.sub(r"\1'\2", text)))
 
 
-def meteor(hypotheses: Sequence[str],
-           references: Sequence[Sequence[str]]) -> tuple[list[float], float]:
+def meteor(
+    hypotheses: Sequence[str], references: Sequence[Sequence[str]]
+) -> tuple[list[float], float]:
     """(segment score of each hypothesis, corpus-level score), all 0-1."""
     Meteor = require(*_TOOLS).Meteor
     gts = {str(i): [normalize(r) for r in refs] for i, refs in enumerate(references)}

@@ -54,8 +54,9 @@ def _wordnet_table() -> dict[str, str]:
     try:
         dist = importlib.metadata.distribution("py-rouge")
     except importlib.metadata.PackageNotFoundError:
-        raise DenoiseSumError(install_hint("the pooled (py-rouge style) scorer (py-rouge's "
-                                           "data files)", "eval")) from None
+        raise DenoiseSumError(
+            install_hint("the pooled (py-rouge style) scorer (py-rouge's data files)", "eval")
+        ) from None
     table: dict[str, str] = {}
     for name in _WORDNET_FILES:
         path = dist.locate_file(name)
@@ -125,7 +126,7 @@ def truncate(sentences: list[str], limit: int | None, unit: str) -> list[str]:
 
 
 def _ngrams(tokens: list[str], n: int) -> Counter:
-    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
 
 
 def _lcs_hits(ref: list[str], hyp: list[str]) -> list[int]:
@@ -198,8 +199,9 @@ class PooledRouge:
 
     def __post_init__(self) -> None:
         if self.length_unit not in ("words", "bytes"):
-            raise DenoiseSumError(f"length_unit must be 'words' or 'bytes', not "
-                                  f"'{self.length_unit}'")
+            raise DenoiseSumError(
+                f"length_unit must be 'words' or 'bytes', not '{self.length_unit}'"
+            )
 
     def _prepare(self, summary: str) -> list[list[str]]:
         sentences = truncate(summary.split("\n"), self.length_limit, self.length_unit)

@@ -49,13 +49,16 @@ def parse_metrics(text: str | Sequence[str]) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
     unknown = [n for n in names if n not in METRIC_GROUPS]
     if unknown or not names:
-        raise DenoiseSumError(f"unknown metric '{unknown[0] if unknown else text}'; choose from "
-                              f"{', '.join(METRIC_GROUPS)} (comma-separated)")
+        raise DenoiseSumError(
+            f"unknown metric '{unknown[0] if unknown else text}'; choose from "
+            f"{', '.join(METRIC_GROUPS)} (comma-separated)"
+        )
     return names
 
 
-def requested_metrics(text: str | None, default: str | Sequence[str] = DEFAULT_METRICS
-                      ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def requested_metrics(
+    text: str | None, default: str | Sequence[str] = DEFAULT_METRICS
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(metric groups to run, those of them that may be left out when their tool is missing),
     from a --metrics option: None (not given) runs the `default` groups, each optional; groups
     the user named are required."""
@@ -78,18 +81,22 @@ def _meteor_unavailable() -> str | None:
 
 
 # The metric groups that run an external tool: why it cannot run here, or None.
-AVAILABILITY: dict[str, Callable[[], str | None]] = {"su4": _su4_unavailable,
-                                                      "meteor": _meteor_unavailable}
+AVAILABILITY: dict[str, Callable[[], str | None]] = {
+    "su4": _su4_unavailable,
+    "meteor": _meteor_unavailable,
+}
 
 
-def split_metrics(metrics: Sequence[str] | str, optional: Collection[str] = ()
-                  ) -> tuple[tuple[str, ...], dict[str, str]]:
+def split_metrics(
+    metrics: Sequence[str] | str, optional: Collection[str] = ()
+) -> tuple[tuple[str, ...], dict[str, str]]:
     """(the groups of `metrics` that can run here, {group: why it cannot} for the others). Only
     groups in `optional` may be left out: a required group whose tool is missing is a
     DenoiseSumError, with the install hint of every missing tool, before any work."""
     groups = parse_metrics(metrics)
-    missing = {g: reason for g in groups if g in AVAILABILITY
-               if (reason := AVAILABILITY[g]()) is not None}
+    missing = {
+        g: reason for g in groups if g in AVAILABILITY if (reason := AVAILABILITY[g]()) is not None
+    }
     required = [reason for g, reason in missing.items() if g not in optional]
     if required:
         raise DenoiseSumError("; ".join(required))
@@ -115,8 +122,9 @@ def _pooled(hyps: list[str], refs: list[list[str]]):
 
     scorer = PooledRouge()
     per_entity = [scorer.score(h, r) for h, r in zip(hyps, refs, strict=True)]
-    return {f"pooled_{t}": [100 * s[t] for s in per_entity]
-            for t in ("rouge1", "rouge2", "rougeL")}, {}
+    return {
+        f"pooled_{t}": [100 * s[t] for s in per_entity] for t in ("rouge1", "rouge2", "rougeL")
+    }, {}
 
 
 def _su4(hyps: list[str], refs: list[list[str]]):
@@ -132,8 +140,7 @@ def _meteor(hyps: list[str], refs: list[list[str]]):
     return {"meteor": [100 * s for s in segments]}, {"meteor_corpus": 100 * corpus}
 
 
-SCORERS: dict[str, Scorer] = {"rouge": _rouge, "pooled": _pooled, "su4": _su4,
-                              "meteor": _meteor}
+SCORERS: dict[str, Scorer] = {"rouge": _rouge, "pooled": _pooled, "su4": _su4, "meteor": _meteor}
 
 
 @dataclass
@@ -159,33 +166,51 @@ class EvaluationReport:
 
     def lengths(self) -> dict[str, float]:
         n = len(self.entity_ids)
-        return {"prediction_words": sum(self.prediction_words) / n,
-                "reference_words": sum(self.reference_words) / n}
+        return {
+            "prediction_words": sum(self.prediction_words) / n,
+            "reference_words": sum(self.reference_words) / n,
+        }
 
     def to_dict(self) -> dict:
         return {
             "entities": len(self.entity_ids),
-            "scores": {m: {"mean": round(v, 4), "ci": [round(x, 4) for x in self.intervals[m]]}
-                       for m, v in self.means.items()},
+            "scores": {
+                m: {"mean": round(v, 4), "ci": [round(x, 4) for x in self.intervals[m]]}
+                for m, v in self.means.items()
+            },
             "corpus": {k: round(v, 4) for k, v in self.corpus.items()},
             "lengths": {k: round(v, 2) for k, v in self.lengths().items()},
-            "bootstrap": {"resamples": self.resamples, "seed": self.seed,
-                          "confidence": self.confidence},
+            "bootstrap": {
+                "resamples": self.resamples,
+                "seed": self.seed,
+                "confidence": self.confidence,
+            },
             "seconds": {k: round(v, 2) for k, v in self.seconds.items()},
             "not_computed": dict(self.not_computed),
         }
 
     def per_entity(self) -> list[dict]:
-        return [{"entity_id": entity,
-                 **{m: round(v[i], 4) for m, v in self.scores.items()},
-                 "prediction_words": self.prediction_words[i],
-                 "reference_words": round(self.reference_words[i], 2)}
-                for i, entity in enumerate(self.entity_ids)]
+        return [
+            {
+                "entity_id": entity,
+                **{m: round(v[i], 4) for m, v in self.scores.items()},
+                "prediction_words": self.prediction_words[i],
+                "reference_words": round(self.reference_words[i], 2),
+            }
+            for i, entity in enumerate(self.entity_ids)
+        ]
 
 
-def evaluate(predictions: Mapping[str, str], references: Mapping[str, Sequence[str]],
-             metrics: Sequence[str] | str = DEFAULT_METRICS, *, optional: Collection[str] = (),
-             resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> EvaluationReport:
+def evaluate(
+    predictions: Mapping[str, str],
+    references: Mapping[str, Sequence[str]],
+    metrics: Sequence[str] | str = DEFAULT_METRICS,
+    *,
+    optional: Collection[str] = (),
+    resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> EvaluationReport:
     """Score `predictions` (entity id -> summary) against `references` (entity id -> human
     summaries) with the metric groups named in `metrics` (see METRIC_GROUPS; a list or a
     comma-separated string). Entities are taken in the order of `references`.
@@ -219,27 +244,48 @@ def evaluate(predictions: Mapping[str, str], references: Mapping[str, Sequence[s
     samples = bootstrap_samples(len(ids), resamples, seed)
     intervals = {m: percentile_interval(v, samples, confidence) for m, v in scores.items()}
     return EvaluationReport(
-        entity_ids=ids, scores=scores, intervals=intervals, corpus=corpus, seconds=seconds,
+        entity_ids=ids,
+        scores=scores,
+        intervals=intervals,
+        corpus=corpus,
+        seconds=seconds,
         prediction_words=[word_count(h) for h in hyps],
         reference_words=[sum(word_count(r) for r in rs) / len(rs) for rs in refs],
-        resamples=resamples, seed=seed, confidence=confidence, not_computed=not_computed)
+        resamples=resamples,
+        seed=seed,
+        confidence=confidence,
+        not_computed=not_computed,
+    )
 
 
-def compare(a: EvaluationReport, b: EvaluationReport, *, trials: int = 10000,
-            seed: int = 0) -> dict[str, PairedTest]:
+def compare(
+    a: EvaluationReport, b: EvaluationReport, *, trials: int = 10000, seed: int = 0
+) -> dict[str, PairedTest]:
     """Paired test (A - B) for every metric both reports have, on the same entities."""
     if a.entity_ids != b.entity_ids:
-        raise DenoiseSumError("the two reports cover different entities; evaluate both against "
-                              "the same references")
-    return {m: paired_test(a.scores[m], b.scores[m], trials=trials, resamples=a.resamples,
-                           seed=seed, confidence=a.confidence)
-            for m in a.scores if m in b.scores}
+        raise DenoiseSumError(
+            "the two reports cover different entities; evaluate both against the same references"
+        )
+    return {
+        m: paired_test(
+            a.scores[m],
+            b.scores[m],
+            trials=trials,
+            resamples=a.resamples,
+            seed=seed,
+            confidence=a.confidence,
+        )
+        for m in a.scores
+        if m in b.scores
+    }
 
 
 def _length_line(report: EvaluationReport, name: str = "") -> str:
     lengths = report.lengths()
-    return (f"length (words){' of ' + name if name else ''}: predictions "
-            f"{lengths['prediction_words']:.1f}, references {lengths['reference_words']:.1f}")
+    return (
+        f"length (words){' of ' + name if name else ''}: predictions "
+        f"{lengths['prediction_words']:.1f}, references {lengths['reference_words']:.1f}"
+    )
 
 
 def format_report(report: EvaluationReport) -> str:
@@ -250,27 +296,35 @@ def format_report(report: EvaluationReport) -> str:
         low, high = report.intervals[m]
         lines.append(f"{LABELS[m]:<{width}}  {mean:6.2f}  [{low:5.2f}, {high:5.2f}]")
     if "meteor_corpus" in report.corpus:
-        lines.append(f"{'METEOR 1.5  (corpus level)':<{width}}  "
-                     f"{report.corpus['meteor_corpus']:6.2f}")
+        lines.append(
+            f"{'METEOR 1.5  (corpus level)':<{width}}  {report.corpus['meteor_corpus']:6.2f}"
+        )
     lines.append(_length_line(report))
-    lines.append(f"{len(report.entity_ids)} entities; intervals: percentile bootstrap over "
-                 f"entities, {report.resamples} resamples, seed {report.seed}")
+    lines.append(
+        f"{len(report.entity_ids)} entities; intervals: percentile bootstrap over "
+        f"entities, {report.resamples} resamples, seed {report.seed}"
+    )
     lines += [f"not computed: {group}: {reason}" for group, reason in report.not_computed.items()]
     return "\n".join(lines)
 
 
-def format_comparison(a: EvaluationReport, b: EvaluationReport,
-                      tests: Mapping[str, PairedTest]) -> str:
+def format_comparison(
+    a: EvaluationReport, b: EvaluationReport, tests: Mapping[str, PairedTest]
+) -> str:
     level = f"{a.confidence:.0%} CI of A-B"
     width = max(len(LABELS[m]) for m in tests)
     lines = [f"{'metric':<{width}}  {'A':>6}  {'B':>6}  {'A-B':>6}  {level:<17}  p"]
     for m, t in tests.items():
-        lines.append(f"{LABELS[m]:<{width}}  {t.mean_a:6.2f}  {t.mean_b:6.2f}  "
-                     f"{t.difference:+6.2f}  [{t.ci_low:+5.2f}, {t.ci_high:+5.2f}]   "
-                     f"{t.p_value:.4f}")
+        lines.append(
+            f"{LABELS[m]:<{width}}  {t.mean_a:6.2f}  {t.mean_b:6.2f}  "
+            f"{t.difference:+6.2f}  [{t.ci_low:+5.2f}, {t.ci_high:+5.2f}]   "
+            f"{t.p_value:.4f}"
+        )
     lines.append(_length_line(a, "A"))
     lines.append(_length_line(b, "B"))
     trials = next(iter(tests.values())).trials if tests else 0
-    lines.append(f"{len(a.entity_ids)} entities; p: two-sided approximate randomization, "
-                 f"{trials} trials; intervals: paired bootstrap, {a.resamples} resamples")
+    lines.append(
+        f"{len(a.entity_ids)} entities; p: two-sided approximate randomization, "
+        f"{trials} trials; intervals: paired bootstrap, {a.resamples} resamples"
+    )
     return "\n".join(lines)

@@ -25,12 +25,12 @@ def _scorer():
 def rouge_f1(hypothesis: str, references: Sequence[str]) -> dict[str, float]:
     """F1 (0-1) of one hypothesis, averaged over its references."""
     per_reference = [_scorer().score(ref, hypothesis) for ref in references]
-    return {t: sum(s[t].fmeasure for s in per_reference) / len(per_reference)
-            for t in ROUGE_TYPES}
+    return {t: sum(s[t].fmeasure for s in per_reference) / len(per_reference) for t in ROUGE_TYPES}
 
 
-def rouge_f1_per_entity(hypotheses: Sequence[str], references: Sequence[Sequence[str]]
-                        ) -> dict[str, list[float]]:
+def rouge_f1_per_entity(
+    hypotheses: Sequence[str], references: Sequence[Sequence[str]]
+) -> dict[str, list[float]]:
     """Each entity's F1 (0-100) by ROUGE type, in input order: the per-entity scores that a
     mean, a bootstrap interval or a paired test is computed from."""
     scores = [rouge_f1(h, r) for h, r in zip(hypotheses, references, strict=True)]

@@ -20,8 +20,9 @@ def bootstrap_samples(n: int, resamples: int = 1000, seed: int = 0) -> np.ndarra
     return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
 
 
-def percentile_interval(scores: Sequence[float], samples: np.ndarray,
-                        confidence: float = 0.95) -> tuple[float, float]:
+def percentile_interval(
+    scores: Sequence[float], samples: np.ndarray, confidence: float = 0.95
+) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of `scores`."""
     means = np.asarray(scores, dtype=float)[samples].mean(axis=1)
     tail = (1 - confidence) / 2 * 100
@@ -45,8 +46,15 @@ class PairedTest:
         return asdict(self)
 
 
-def paired_test(a: Sequence[float], b: Sequence[float], *, trials: int = 10000,
-                resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> PairedTest:
+def paired_test(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    trials: int = 10000,
+    resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> PairedTest:
     """Approximate randomization test of "A and B score the same" on paired per-entity scores.
 
     Under the null hypothesis each entity's two scores are exchangeable, so every trial swaps
@@ -64,8 +72,13 @@ def paired_test(a: Sequence[float], b: Sequence[float], *, trials: int = 10000,
     permuted = np.abs((signs * diff).mean(axis=1))
     # A tolerance, so that ties that are equal in exact arithmetic count as ties.
     at_least = int(np.count_nonzero(permuted >= observed - 1e-9))
-    low, high = percentile_interval(diff, bootstrap_samples(len(diff), resamples, seed),
-                                    confidence)
-    return PairedTest(mean_a=float(a_arr.mean()), mean_b=float(b_arr.mean()),
-                      difference=float(diff.mean()), ci_low=low, ci_high=high,
-                      p_value=(at_least + 1) / (trials + 1), trials=trials)
+    low, high = percentile_interval(diff, bootstrap_samples(len(diff), resamples, seed), confidence)
+    return PairedTest(
+        mean_a=float(a_arr.mean()),
+        mean_b=float(b_arr.mean()),
+        difference=float(diff.mean()),
+        ci_low=low,
+        ci_high=high,
+        p_value=(at_least + 1) / (trials + 1),
+        trials=trials,
+    )

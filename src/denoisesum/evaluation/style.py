@@ -26,8 +26,7 @@ import regex
 
 from denoisesum.text import fold, is_content_word
 
-FIRST_PERSON_SINGULAR = frozenset({"i", "me", "my", "mine", "myself", "i'm", "i've", "i'd",
-                                   "i'll"})
+FIRST_PERSON_SINGULAR = frozenset({"i", "me", "my", "mine", "myself", "i'm", "i've", "i'd", "i'll"})
 _WORD = regex.compile(r"[\p{L}\p{N}]+(?:'[\p{L}]+)?|[.!?]")
 _ENDS = frozenset(".!?")
 
@@ -87,8 +86,9 @@ class StyleReport:
         return dict(vars(self))
 
 
-def style_report(texts: Sequence[str],
-                 reviews: Sequence[Sequence[str]] | None = None) -> StyleReport:
+def style_report(
+    texts: Sequence[str], reviews: Sequence[Sequence[str]] | None = None
+) -> StyleReport:
     """The measures over `texts`; with `reviews` (each summary's input reviews, in order) also
     the words no review says."""
     n = max(1, len(texts))
@@ -96,8 +96,13 @@ def style_report(texts: Sequence[str],
     res = [restated_sentences(t) for t in texts]
     unsupported = None
     if reviews is not None:
-        unsupported = sum(unsupported_words(t, r)
-                          for t, r in zip(texts, reviews, strict=True)) / n
-    return StyleReport(len(texts), sum(r > 0 for r in rep) / n, sum(rep) / n,
-                       sum(r > 0 for r in res) / n, sum(res) / n,
-                       sum(first_person(t) for t in texts) / n, unsupported)
+        unsupported = sum(unsupported_words(t, r) for t, r in zip(texts, reviews, strict=True)) / n
+    return StyleReport(
+        len(texts),
+        sum(r > 0 for r in rep) / n,
+        sum(rep) / n,
+        sum(r > 0 for r in res) / n,
+        sum(res) / n,
+        sum(first_person(t) for t in texts) / n,
+        unsupported,
+    )

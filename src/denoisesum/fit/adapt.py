@@ -36,9 +36,20 @@ from denoisesum.models.store import CONFIG, RATING, RATING_REPORT, VOCAB, WEIGHT
 
 # what the adapted model takes from MODEL's config.json "model" section (vocab_size comes with
 # the vocabulary itself)
-MODEL_KEYS = ("embed_dim", "hidden_dim", "encoder_dim", "dropout", "n_topics", "segment_noise",
-              "document_noise", "explicit_denoising", "copy", "discriminator", "coverage",
-              "opinion")
+MODEL_KEYS = (
+    "embed_dim",
+    "hidden_dim",
+    "encoder_dim",
+    "dropout",
+    "n_topics",
+    "segment_noise",
+    "document_noise",
+    "explicit_denoising",
+    "copy",
+    "discriminator",
+    "coverage",
+    "opinion",
+)
 # fine-tuning settings of MODEL's own last training, kept when it recorded them
 TRAIN_KEYS = ("lr", "coverage_weight", "kl_weight", "grad_clip")
 # files exported beside the adapted weights when MODEL has them (opinion steering reads them)
@@ -57,12 +68,17 @@ def resolve_base(name_or_dir: str) -> Path:
         raise ConfigError(f"--from {name_or_dir}: no such model directory or installed model")
     missing = [name for name in (WEIGHTS, CONFIG, VOCAB) if not (path / name).is_file()]
     if missing:
-        raise ConfigError(f"--from {name_or_dir}: {path} is not a trained summarizer (it has no "
-                          f"{', '.join(missing)})")
+        raise ConfigError(
+            f"--from {name_or_dir}: {path} is not a trained summarizer (it has no "
+            f"{', '.join(missing)})"
+        )
     config = read_json(path / CONFIG)
     if not isinstance(config, dict) or config.get("kind") != "denoisesum":
-        raise InputError("not a DenoiseSum summarizer (kind must be 'denoisesum'; a BiLM goes "
-                         "to --noise-lm)", path=path / CONFIG, field="kind")
+        raise InputError(
+            "not a DenoiseSum summarizer (kind must be 'denoisesum'; a BiLM goes to --noise-lm)",
+            path=path / CONFIG,
+            field="kind",
+        )
     return path
 
 
@@ -74,8 +90,11 @@ def base_settings(model_dir: Path) -> dict[str, Any]:
     model = config.get("model")
     summarize = dict(config.get("summarize") or {})
     if not isinstance(model, dict) or not isinstance(summarize.get("decode"), dict):
-        raise InputError("has no 'model' and 'summarize.decode' sections to adapt from",
-                         path=where, field="model")
+        raise InputError(
+            "has no 'model' and 'summarize.decode' sections to adapt from",
+            path=where,
+            field="model",
+        )
     reads = summarize.pop("max_review_tokens", None)  # fit derives it from train.data
     trained = config.get("train") if isinstance(config.get("train"), dict) else {}
     train = {key: trained[key] for key in TRAIN_KEYS if key in trained}
@@ -83,8 +102,11 @@ def base_settings(model_dir: Path) -> dict[str, Any]:
     # adaptation within 0.2% of MODEL's weights and lost its gain (docs/results/adaptation.md)
     train.update(init_model=str(model_dir.resolve()), keep_checkpoints=1, ema_decay=0.0)
     layer: dict[str, Any] = {
-        "train": {"model": {k: model[k] for k in MODEL_KEYS if k in model},
-                  "summarize": summarize, "train": train},
+        "train": {
+            "model": {k: model[k] for k in MODEL_KEYS if k in model},
+            "summarize": summarize,
+            "train": train,
+        },
         "lm": {"train": {"keep_checkpoints": 1}},
         "decode": {"min_length": summarize["decode"].get("min_length")},
     }

@@ -93,14 +93,18 @@ class DecodeChoiceConfig:
 class FitConfig:
     # each section is the config of the stage that `denoisesum COMMAND` runs on its own
     lm: LMRunConfig = field(default_factory=LMRunConfig, metadata={"command": "train-lm"})
-    synthesize: SynthesisConfig = field(default_factory=SynthesisConfig,
-                                        metadata={"command": "synthesize"})
-    topics: TopicsStageConfig = field(default_factory=TopicsStageConfig,
-                                      metadata={"command": "topics"})
-    train: SummarizerRunConfig = field(default_factory=SummarizerRunConfig,
-                                       metadata={"command": "train"})
-    decode: DecodeChoiceConfig = field(default_factory=DecodeChoiceConfig,
-                                       metadata={"command": "fit"})
+    synthesize: SynthesisConfig = field(
+        default_factory=SynthesisConfig, metadata={"command": "synthesize"}
+    )
+    topics: TopicsStageConfig = field(
+        default_factory=TopicsStageConfig, metadata={"command": "topics"}
+    )
+    train: SummarizerRunConfig = field(
+        default_factory=SummarizerRunConfig, metadata={"command": "train"}
+    )
+    decode: DecodeChoiceConfig = field(
+        default_factory=DecodeChoiceConfig, metadata={"command": "fit"}
+    )
     # the businesses held out of training and scored at the end (evaluation/heldout.py)
     evaluate: HeldOutConfig = field(default_factory=HeldOutConfig, metadata={"command": "fit"})
     workers: int = 0  # tokenizer and synthesis processes; 0: one per core; 1: in this process
@@ -124,8 +128,12 @@ def preset_config(preset: str) -> FitConfig:
     return build(FitConfig, preset_settings(preset))
 
 
-def load_fit_config(preset: str, path: str | Path | None = None, overrides: Iterable[str] = (),
-                    base: FitConfig | None = None) -> FitConfig:
+def load_fit_config(
+    preset: str,
+    path: str | Path | None = None,
+    overrides: Iterable[str] = (),
+    base: FitConfig | None = None,
+) -> FitConfig:
     """The preset's settings (or `base`, made from them), then the TOML file, then the
     `key=value` overrides."""
     return load_config(FitConfig, path, overrides, base=base or preset_config(preset))

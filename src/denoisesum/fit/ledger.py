@@ -63,8 +63,10 @@ def digest(paths: Iterable[Path]) -> str:
 
 def made(root: Path, paths: Iterable[Path]) -> dict[str, dict[str, Any]]:
     """What a stage made, for its record: {path under root: {"bytes": ..., "sha256": ...}}."""
-    return {path.relative_to(root).as_posix(): {"bytes": path.stat().st_size,
-                                                "sha256": digest([path])} for path in paths}
+    return {
+        path.relative_to(root).as_posix(): {"bytes": path.stat().st_size, "sha256": digest([path])}
+        for path in paths
+    }
 
 
 def damaged(root: Path, recorded: dict[str, dict[str, Any]]) -> list[str]:
@@ -92,7 +94,8 @@ def check_made(stage: str, output: str, damage: list[str]) -> None:
         raise DenoiseSumError(
             f"stage '{stage}' ({output}): its output changed since it ran "
             f"({damage_text(damage)}), so it cannot be skipped. Restore it, or delete {output} "
-            f"and the stages after it to redo them")
+            f"and the stages after it to redo them"
+        )
 
 
 def digest_value(value: Any) -> str:
@@ -104,18 +107,27 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def changed_settings(recorded: dict[str, Any], settings: dict[str, Any],
-                     defaults: dict[str, Any] | None = None) -> list[str]:
+def changed_settings(
+    recorded: dict[str, Any], settings: dict[str, Any], defaults: dict[str, Any] | None = None
+) -> list[str]:
     """The keys whose values differ. A key missing on one side counts as its default (None when
     `defaults` has none): a setting added since a stage ran, left at its default (which does what
     the stage did before the setting existed), is no change."""
     defaults = defaults or {}
-    return [k for k in sorted(set(recorded) | set(settings))
-            if recorded.get(k, defaults.get(k)) != settings.get(k, defaults.get(k))]
+    return [
+        k
+        for k in sorted(set(recorded) | set(settings))
+        if recorded.get(k, defaults.get(k)) != settings.get(k, defaults.get(k))
+    ]
 
 
-def check_settings(stage: str, output: str, recorded: dict[str, Any],
-                   settings: dict[str, Any], defaults: dict[str, Any] | None = None) -> None:
+def check_settings(
+    stage: str,
+    output: str,
+    recorded: dict[str, Any],
+    settings: dict[str, Any],
+    defaults: dict[str, Any] | None = None,
+) -> None:
     """Refuse settings that differ from those the stage's output was made with (defaults: as in
     changed_settings)."""
     changed = changed_settings(recorded, settings, defaults)
@@ -127,15 +139,15 @@ def check_settings(stage: str, output: str, recorded: dict[str, Any],
         f"stage '{stage}' ({output}) was run with {key} = {_shown(recorded.get(key, '<unset>'))}, "
         f"now {_shown(settings.get(key, '<unset>'))}{more}: its output cannot be reused with "
         f"other settings. Run with the same settings, or give another output directory (or "
-        f"delete {output} and the stages after it to redo them)")
+        f"delete {output} and the stages after it to redo them)"
+    )
 
 
 def changed_inputs(recorded: dict[str, str], inputs: dict[str, str]) -> list[str]:
     return sorted(k for k in {**recorded, **inputs} if recorded.get(k) != inputs.get(k))
 
 
-def check_inputs(stage: str, output: str, recorded: dict[str, str],
-                 inputs: dict[str, str]) -> None:
+def check_inputs(stage: str, output: str, recorded: dict[str, str], inputs: dict[str, str]) -> None:
     """Refuse a stage's earlier output made from other inputs (an earlier stage was redone
     differently, or --lm / --dev point to other files)."""
     changed = changed_inputs(recorded, inputs)
@@ -143,4 +155,5 @@ def check_inputs(stage: str, output: str, recorded: dict[str, str],
         raise DenoiseSumError(
             f"stage '{stage}' ({output}) was run on other inputs ({', '.join(changed)} changed "
             f"since): its output cannot be reused. Give another output directory (or delete "
-            f"{output} and the stages after it to redo them)")
+            f"{output} and the stages after it to redo them)"
+        )

@@ -127,8 +127,10 @@ def files(directory: Path, nested: bool = True) -> list[Path]:
 def without_limits(settings: dict[str, Any], prefix: str) -> tuple[dict, dict]:
     """Split a trainer stage's flattened settings into (the others, its LIMITS)."""
     keys = {f"{prefix}.{name}" for name in LIMITS}
-    return ({k: v for k, v in settings.items() if k not in keys},
-            {k: v for k, v in settings.items() if k in keys})
+    return (
+        {k: v for k, v in settings.items() if k not in keys},
+        {k: v for k, v in settings.items() if k in keys},
+    )
 
 
 def fit_config(request: FitRequest) -> FitConfig:
@@ -137,8 +139,10 @@ def fit_config(request: FitRequest) -> FitConfig:
     settings = preset_settings(request.preset)
     if request.base is not None:
         if request.lm is not None:
-            raise ConfigError("--lm starts the summarizer from an LM and --from from a trained "
-                              "summarizer: give one (--noise-lm DIR noises the pairs with an LM)")
+            raise ConfigError(
+                "--lm starts the summarizer from an LM and --from from a trained "
+                "summarizer: give one (--noise-lm DIR noises the pairs with an LM)"
+            )
         settings = merge(settings, adapt.base_settings(adapt.resolve_base(request.base)))
     base = build(FitConfig, settings)
     if request.dev is not None:
@@ -146,11 +150,14 @@ def fit_config(request: FitRequest) -> FitConfig:
         base.train.train.select_on = "dev-rouge"
     cfg = load_fit_config(request.preset, request.config, request.overrides, base=base)
     if cfg.decode.levers and request.dev is None:
-        raise ConfigError("decode.levers are chosen on dev ROUGE: they need --dev (review sets "
-                          "with reference summaries)")
+        raise ConfigError(
+            "decode.levers are chosen on dev ROUGE: they need --dev (review sets "
+            "with reference summaries)"
+        )
     if cfg.train.train.select_on == "dev-rouge" and request.dev is None:
-        raise ConfigError("train.train.select_on = 'dev-rouge' needs --dev (review sets with "
-                          "reference summaries)")
+        raise ConfigError(
+            "train.train.select_on = 'dev-rouge' needs --dev (review sets with reference summaries)"
+        )
     if request.budget_hours is not None:
         apply_budget(cfg, request.budget_hours, train_lm=request.trains_lm)
     return cfg
@@ -160,9 +167,12 @@ def _dev_sets(path: Path) -> list:
     sets = list(read_review_sets(path))
     missing = [s.entity_id for s in sets if not s.summaries]
     if not sets or missing:
-        raise InputError("--dev needs review sets with reference summaries" + (
-            f" (none for {', '.join(missing[:5])})" if missing else " (the file is empty)"),
-            path=path, field="summaries")
+        raise InputError(
+            "--dev needs review sets with reference summaries"
+            + (f" (none for {', '.join(missing[:5])})" if missing else " (the file is empty)"),
+            path=path,
+            field="summaries",
+        )
     return sets
 
 
@@ -183,9 +193,14 @@ class Recipe:
         # the LM that noises may be another (e.g. larger) one than the LM the summarizer starts
         # from, which must have the summarizer's sizes
         self.noise_lm_dir = Path(request.noise_lm) if request.noise_lm is not None else self.lm_dir
-        self.dirs = {"tokenize": self.work / "encoded", "lm": self.lm_dir,
-                     "synthesize": self.work / "pairs", "topics": self.work / "topics",
-                     "train": self.work / "train", "evaluate": self.work / "heldout"}
+        self.dirs = {
+            "tokenize": self.work / "encoded",
+            "lm": self.lm_dir,
+            "synthesize": self.work / "pairs",
+            "topics": self.work / "topics",
+            "train": self.work / "train",
+            "evaluate": self.work / "heldout",
+        }
         self._corpus: EncodedCorpus | None = None
 
     # ---- what the stages read ---------------------------------------------------------------
@@ -197,13 +212,15 @@ class Recipe:
         return self._corpus
 
     def _digests(self, *names: str) -> dict[str, str]:
-        files = {"tokenize": [self.dirs["tokenize"] / "meta.json"],
-                 "lm": [self.lm_dir / WEIGHTS],
-                 "noise_lm": [self.noise_lm_dir / WEIGHTS],
-                 "synthesize": [self.dirs["synthesize"] / "manifest.json"],
-                 "topics": sorted(self.dirs["topics"].glob("topics.*")),
-                 "train": [self.dirs["train"] / WEIGHTS, self.dirs["train"] / CONFIG],
-                 "export": [self.root / WEIGHTS, self.root / CONFIG]}
+        files = {
+            "tokenize": [self.dirs["tokenize"] / "meta.json"],
+            "lm": [self.lm_dir / WEIGHTS],
+            "noise_lm": [self.noise_lm_dir / WEIGHTS],
+            "synthesize": [self.dirs["synthesize"] / "manifest.json"],
+            "topics": sorted(self.dirs["topics"].glob("topics.*")),
+            "train": [self.dirs["train"] / WEIGHTS, self.dirs["train"] / CONFIG],
+            "export": [self.root / WEIGHTS, self.root / CONFIG],
+        }
         out = {name: ledger.digest(files[name]) for name in names if name in files}
         if "decode" in names:
             out["decode"] = ledger.digest_value(self._decoding())
@@ -225,65 +242,144 @@ class Recipe:
     def stages(self) -> list[Stage]:
         c, d = self.cfg, self.dirs
         fields = dataclasses.asdict(self.request.fields)
-        out = [Stage("tokenize", d["tokenize"], flatten({
-            "corpus": content_fingerprint(self.reader.paths), "fields": fields,
-            "skip_bad": self.request.skip_bad}), dict,
-            lambda: (d["tokenize"] / "meta.json").is_file(), self.tokenize,
-            f"tokenizing {len(self.reader.paths)} file(s)", made=lambda: files(d["tokenize"]))]
+        out = [
+            Stage(
+                "tokenize",
+                d["tokenize"],
+                flatten(
+                    {
+                        "corpus": content_fingerprint(self.reader.paths),
+                        "fields": fields,
+                        "skip_bad": self.request.skip_bad,
+                    }
+                ),
+                dict,
+                lambda: (d["tokenize"] / "meta.json").is_file(),
+                self.tokenize,
+                f"tokenizing {len(self.reader.paths)} file(s)",
+                made=lambda: files(d["tokenize"]),
+            )
+        ]
         if self.request.trains_lm:
             t = c.lm.train
             settings, limits = without_limits(flatten(c.lm, "lm"), "lm")
-            out.append(Stage("lm", d["lm"], settings, lambda: self._digests("tokenize"),
-                             lambda: (d["lm"] / "results.json").is_file(), self.train_lm,
-                             f"training the cloze LM ({c.lm.model.hidden_dim}-unit LSTMs, up to "
-                             f"{t.max_steps:,} steps{self._minutes(t.max_minutes)})",
-                             limits=limits, made=lambda: files(d["lm"], nested=False)))
-        out.append(Stage("synthesize", d["synthesize"], {**flatten(c.synthesize, "synthesize"),
-                                                         **self._held_out_settings()},
-                         self._synthesis_inputs,
-                         lambda: (d["synthesize"] / "manifest.json").is_file(), self.synthesize,
-                         f"making {c.synthesize.pairs:,} synthetic pairs",
-                         made=lambda: files(d["synthesize"])))
+            out.append(
+                Stage(
+                    "lm",
+                    d["lm"],
+                    settings,
+                    lambda: self._digests("tokenize"),
+                    lambda: (d["lm"] / "results.json").is_file(),
+                    self.train_lm,
+                    f"training the cloze LM ({c.lm.model.hidden_dim}-unit LSTMs, up to "
+                    f"{t.max_steps:,} steps{self._minutes(t.max_minutes)})",
+                    limits=limits,
+                    made=lambda: files(d["lm"], nested=False),
+                )
+            )
+        out.append(
+            Stage(
+                "synthesize",
+                d["synthesize"],
+                {**flatten(c.synthesize, "synthesize"), **self._held_out_settings()},
+                self._synthesis_inputs,
+                lambda: (d["synthesize"] / "manifest.json").is_file(),
+                self.synthesize,
+                f"making {c.synthesize.pairs:,} synthetic pairs",
+                made=lambda: files(d["synthesize"]),
+            )
+        )
         if c.train.model.discriminator:
             source = "synthesize" if c.topics.source == "pairs" else "tokenize"
-            out.append(Stage("topics", d["topics"], flatten(c.topics, "topics"),
-                             lambda: self._digests(source),
-                             lambda: (d["topics"] / "topics.json").is_file(), self.topics,
-                             f"the topic model ({c.topics.kind}, from the {c.topics.source})",
-                             remake=True, made=lambda: files(d["topics"])))
+            out.append(
+                Stage(
+                    "topics",
+                    d["topics"],
+                    flatten(c.topics, "topics"),
+                    lambda: self._digests(source),
+                    lambda: (d["topics"] / "topics.json").is_file(),
+                    self.topics,
+                    f"the topic model ({c.topics.kind}, from the {c.topics.source})",
+                    remake=True,
+                    made=lambda: files(d["topics"]),
+                )
+            )
         t = c.train.train
         settings, limits = without_limits(flatten(c.train, "train"), "train")
         starts = () if c.train.train.init_model else ("lm",)  # else it does not read the LM
-        out.append(Stage("train", d["train"], settings,
-                         lambda: self._digests("synthesize", *starts, "dev", *(
-                             ("topics",) if c.train.model.discriminator else ())),
-                         lambda: (d["train"] / "results.json").is_file(), self.train,
-                         f"training the summarizer (up to {t.max_steps:,} steps"
-                         f"{self._minutes(t.max_minutes)}, selected on {t.select_on})",
-                         limits=limits, made=lambda: files(d["train"], nested=False)))
-        out.append(Stage("decode", ledger.record_path(self.work, "decode"),
-                         {**flatten(c.decode, "decode"), "dev": self.request.dev is not None},
-                         lambda: self._digests("train", "synthesize", "dev"),
-                         lambda: True, self.choose_decoding,
-                         "choosing the decoding (min_length, levers)", remake=True,
-                         settings_remake=True))
-        out.append(Stage("export", self.root, {}, lambda: self._digests("train", "decode"),
-                         lambda: all((self.root / f).is_file() for f in (WEIGHTS, CONFIG, VOCAB)),
-                         self.export, "exporting the model", remake=True,
-                         made=lambda: [self.root / f for f in (WEIGHTS, CONFIG, VOCAB)]))
+        out.append(
+            Stage(
+                "train",
+                d["train"],
+                settings,
+                lambda: self._digests(
+                    "synthesize",
+                    *starts,
+                    "dev",
+                    *(("topics",) if c.train.model.discriminator else ()),
+                ),
+                lambda: (d["train"] / "results.json").is_file(),
+                self.train,
+                f"training the summarizer (up to {t.max_steps:,} steps"
+                f"{self._minutes(t.max_minutes)}, selected on {t.select_on})",
+                limits=limits,
+                made=lambda: files(d["train"], nested=False),
+            )
+        )
+        out.append(
+            Stage(
+                "decode",
+                ledger.record_path(self.work, "decode"),
+                {**flatten(c.decode, "decode"), "dev": self.request.dev is not None},
+                lambda: self._digests("train", "synthesize", "dev"),
+                lambda: True,
+                self.choose_decoding,
+                "choosing the decoding (min_length, levers)",
+                remake=True,
+                settings_remake=True,
+            )
+        )
+        out.append(
+            Stage(
+                "export",
+                self.root,
+                {},
+                lambda: self._digests("train", "decode"),
+                lambda: all((self.root / f).is_file() for f in (WEIGHTS, CONFIG, VOCAB)),
+                self.export,
+                "exporting the model",
+                remake=True,
+                made=lambda: [self.root / f for f in (WEIGHTS, CONFIG, VOCAB)],
+            )
+        )
         if c.evaluate.entities:
-            out.append(Stage("evaluate", d["evaluate"], flatten(c.evaluate, "evaluate"),
-                             lambda: self._digests("export"),
-                             lambda: (d["evaluate"] / "scores.json").is_file(), self.evaluate,
-                             "scoring the model on the businesses held out of training",
-                             remake=True, made=lambda: files(d["evaluate"])))
+            out.append(
+                Stage(
+                    "evaluate",
+                    d["evaluate"],
+                    flatten(c.evaluate, "evaluate"),
+                    lambda: self._digests("export"),
+                    lambda: (d["evaluate"] / "scores.json").is_file(),
+                    self.evaluate,
+                    "scoring the model on the businesses held out of training",
+                    remake=True,
+                    made=lambda: files(d["evaluate"]),
+                )
+            )
         return out
 
     def _held_out_settings(self) -> dict[str, Any]:
         """The settings that choose the held-out businesses (synthesis leaves them out)."""
         e = self.cfg.evaluate
-        return flatten({"entities": e.entities, "min_reviews": e.min_reviews, "share": e.share,
-                        "seed": e.seed}, "evaluate")
+        return flatten(
+            {
+                "entities": e.entities,
+                "min_reviews": e.min_reviews,
+                "share": e.share,
+                "seed": e.seed,
+            },
+            "evaluate",
+        )
 
     def held_out(self) -> list[str]:
         """The ids of the businesses held out of training for the evaluate stage."""
@@ -300,32 +396,50 @@ class Recipe:
         return f" or {minutes:g} minutes" if minutes else ""
 
     def tokenize(self) -> tuple[str, dict[str, Any]]:
-        encoded = EncodedCorpus.build(self.reader, self.dirs["tokenize"], Tokenizer(),
-                                      workers=self.workers,
-                                      total=estimate_records(self.reader.paths))
+        encoded = EncodedCorpus.build(
+            self.reader,
+            self.dirs["tokenize"],
+            Tokenizer(),
+            workers=self.workers,
+            total=estimate_records(self.reader.paths),
+        )
         self._corpus = encoded
         skipped = encoded.meta.get("skipped_bad_records", 0)
         if self.reader.skipped.count:
             self.log(self.reader.skipped.report())
-        result = {"reviews": len(encoded), "entities": len(encoded.entities),
-                  "tokens": encoded.n_tokens, "skipped_bad_records": skipped}
-        return (f"{len(encoded):,} reviews of {len(encoded.entities):,} entities, "
-                f"{encoded.n_tokens:,} tokens" + (f", {skipped:,} bad records skipped"
-                                                   if skipped else "")), result
+        result = {
+            "reviews": len(encoded),
+            "entities": len(encoded.entities),
+            "tokens": encoded.n_tokens,
+            "skipped_bad_records": skipped,
+        }
+        return (
+            f"{len(encoded):,} reviews of {len(encoded.entities):,} entities, "
+            f"{encoded.n_tokens:,} tokens"
+            + (f", {skipped:,} bad records skipped" if skipped else "")
+        ), result
 
     def train_lm(self) -> tuple[str, dict[str, Any]]:
         from denoisesum.training.lm import LMTrainer
 
         out = self.dirs["lm"]
-        trainer = LMTrainer(self.corpus, out, copy.deepcopy(self.cfg.lm),
-                            resume=latest_checkpoint(out) is not None, progress=self.progress)
+        trainer = LMTrainer(
+            self.corpus,
+            out,
+            copy.deepcopy(self.cfg.lm),
+            resume=latest_checkpoint(out) is not None,
+            progress=self.progress,
+        )
         self._note_start(trainer.state["step"])
         result = trainer.fit()
         held = result["heldout"]
-        quality = (f"held-out perplexity {held['ppl']:.2f}" if held["tokens"]
-                   else "no held-out reviews")
-        return (f"{result['steps']:,} steps, {quality}, vocabulary {result['vocab_size']:,}, "
-                f"{result['tokens_per_second']:,.0f} tokens/s"), result
+        quality = (
+            f"held-out perplexity {held['ppl']:.2f}" if held["tokens"] else "no held-out reviews"
+        )
+        return (
+            f"{result['steps']:,} steps, {quality}, vocabulary {result['vocab_size']:,}, "
+            f"{result['tokens_per_second']:,.0f} tokens/s"
+        ), result
 
     def _note_start(self, step: int) -> None:
         if step:
@@ -333,36 +447,53 @@ class Recipe:
 
     def synthesize(self) -> tuple[str, dict[str, Any]]:
         s = self.cfg.synthesize
-        manifest = synthesize(self.corpus, self.dirs["synthesize"], self.noise_lm_dir,
-                              copy.deepcopy(s), excluded=self.held_out(),
-                              workers=0 if self.workers == 1 else self.workers,
-                              progress=self.progress)
+        manifest = synthesize(
+            self.corpus,
+            self.dirs["synthesize"],
+            self.noise_lm_dir,
+            copy.deepcopy(s),
+            excluded=self.held_out(),
+            workers=0 if self.workers == 1 else self.workers,
+            progress=self.progress,
+        )
         found = manifest["candidate_filter"]
         constraints = "custom" if s.candidates is not None else f"'{s.preset}'"
         warning = shortfall(manifest)
-        result = {"pairs": manifest["pairs"], "asked": s.pairs, "candidates": found,
-                  "warning": warning}
-        noised = ("" if self.noise_lm_dir == self.lm_dir
-                  else f"; noised with the LM in {self.noise_lm_dir}")
-        return (f"{manifest['pairs']:,} pairs of the {s.pairs:,} asked for; {found['eligible']:,}"
-                f" of {found['reviews']:,} reviews qualify as candidate summaries ({constraints}"
-                " constraints)" + ("; too few candidates, see the warning" if warning else "")
-                + noised), result
+        result = {
+            "pairs": manifest["pairs"],
+            "asked": s.pairs,
+            "candidates": found,
+            "warning": warning,
+        }
+        noised = (
+            ""
+            if self.noise_lm_dir == self.lm_dir
+            else f"; noised with the LM in {self.noise_lm_dir}"
+        )
+        return (
+            f"{manifest['pairs']:,} pairs of the {s.pairs:,} asked for; {found['eligible']:,}"
+            f" of {found['reviews']:,} reviews qualify as candidate summaries ({constraints}"
+            " constraints)" + ("; too few candidates, see the warning" if warning else "") + noised
+        ), result
 
     def topics(self) -> tuple[str, dict[str, Any]]:
         from denoisesum.topics.build import build_topics
 
         t = self.cfg.topics
-        sources = ([str(self.dirs["synthesize"])] if t.source == "pairs"
-                   else list(self.request.corpus))
+        sources = (
+            [str(self.dirs["synthesize"])] if t.source == "pairs" else list(self.request.corpus)
+        )
         model = build_topics(sources, lambda: self.reader, t.kind, t.lda(), log=self.log)
         model.save(self.dirs["topics"])
         if model.kind != "lda":
-            return (f"{model.n_topics} categories over {len(model.entities):,} entities",
-                    {"kind": model.kind, "topics": model.n_topics})
-        return (f"{model.n_topics} topics over {len(model.words):,} words; the first: "
-                f"{' '.join(model.top_words(0, 6))}"), {"kind": model.kind,
-                                                         "topics": model.n_topics}
+            return (
+                f"{model.n_topics} categories over {len(model.entities):,} entities",
+                {"kind": model.kind, "topics": model.n_topics},
+            )
+        return (
+            f"{model.n_topics} topics over {len(model.words):,} words; the first: "
+            f"{' '.join(model.top_words(0, 6))}"
+        ), {"kind": model.kind, "topics": model.n_topics}
 
     def train(self) -> tuple[str, dict[str, Any]]:
         from denoisesum.training.summarizer import SummarizerTrainer
@@ -374,22 +505,35 @@ class Recipe:
             cfg.data.topics = str(self.dirs["topics"])
         if cfg.train.select_on == "dev-rouge":
             cfg.train.dev_set = str(self.request.dev)
-        trainer = SummarizerTrainer(self.dirs["synthesize"], out, cfg,
-                                    resume=latest_checkpoint(out) is not None,
-                                    progress=self.progress)
+        trainer = SummarizerTrainer(
+            self.dirs["synthesize"],
+            out,
+            cfg,
+            resume=latest_checkpoint(out) is not None,
+            progress=self.progress,
+        )
         self._note_start(trainer.state["step"])
         result = trainer.fit()
         start = read_json(out / "lm-init.json") if (out / "lm-init.json").is_file() else None
         rouge, loss = result["best_dev_rouge"], result["best_val_loss"]
-        chosen = (f"dev ROUGE {rouge:.2f}" if rouge is not None else
-                  f"validation loss {loss:.4f}" if loss is not None else "the last model")
-        line = (f"{result['steps']:,} steps ({result['epochs']:.1f} epochs of "
-                f"{result['train_pairs']:,} pairs), kept step {result['best_step']:,} by "
-                f"{chosen}; {result['pairs_per_second']:.1f} pairs/s")
+        chosen = (
+            f"dev ROUGE {rouge:.2f}"
+            if rouge is not None
+            else f"validation loss {loss:.4f}"
+            if loss is not None
+            else "the last model"
+        )
+        line = (
+            f"{result['steps']:,} steps ({result['epochs']:.1f} epochs of "
+            f"{result['train_pairs']:,} pairs), kept step {result['best_step']:,} by "
+            f"{chosen}; {result['pairs_per_second']:.1f} pairs/s"
+        )
         if start is not None:
-            line += (f"; from the LM: {start['embedding_rows']:,} embedding rows, "
-                     f"{len(start['copied'])} of {len(start['copied']) + len(start['skipped'])}"
-                     " parts")
+            line += (
+                f"; from the LM: {start['embedding_rows']:,} embedding rows, "
+                f"{len(start['copied'])} of {len(start['copied']) + len(start['skipped'])}"
+                " parts"
+            )
         return line, {**result, "lm_init": start}
 
     def choose_decoding(self) -> tuple[str, dict[str, Any]]:
@@ -408,18 +552,23 @@ class Recipe:
         if self.dev_sets is None:
             chosen = int(np.median(lengths))
             result = {"min_length": chosen, "how": "candidate-median", "summaries": len(lengths)}
-            return (f"min_length {chosen}: the median length of {len(lengths):,} candidate "
-                    "summaries (no dev set)"), result
+            return (
+                f"min_length {chosen}: the median length of {len(lengths):,} candidate "
+                "summaries (no dev set)"
+            ), result
         grid = d.min_lengths or sorted({int(np.percentile(lengths, q)) for q in (25, 50, 75)})
         sets = self.dev_sets[: d.dev_entities or None]
         rows = search_min_length(self.dirs["train"], sets, grid, self.log, d.shortlist)
         best = max(rows, key=lambda row: row["mean"])
-        line = (f"min_length {best['min_length']} of {grid}: dev ROUGE (mean of R1/R2/RL) "
-                f"{best['mean']:.2f} on {len(sets)} review sets")
+        line = (
+            f"min_length {best['min_length']} of {grid}: dev ROUGE (mean of R1/R2/RL) "
+            f"{best['mean']:.2f} on {len(sets)} review sets"
+        )
         result = {"min_length": best["min_length"], "how": "dev-rouge", "search": rows}
         if d.levers:
-            levers = compare_levers(self.dirs["train"], sets, best["min_length"], d.levers,
-                                    self.log, d.shortlist)
+            levers = compare_levers(
+                self.dirs["train"], sets, best["min_length"], d.levers, self.log, d.shortlist
+            )
             chosen = choose_variant({n: r["mean"] for n, r in levers.items()}, d.levers)
             result.update(levers=levers, lever=chosen, changes=d.levers.get(chosen, {}))
             line += f"; levers: {chosen} kept ({levers[chosen]['mean']:.2f})"
@@ -435,17 +584,21 @@ class Recipe:
         decode["min_length"] = min(choice["min_length"], decode.get("max_length", 100))
         if choice.get("shortlist") is not None:
             config["summarize"]["shortlist"] = choice["shortlist"]
-        config["fit"] = {"preset": self.request.preset, "min_length": choice["how"],
-                         "select_on": config["train"]["select_on"]}
+        config["fit"] = {
+            "preset": self.request.preset,
+            "min_length": choice["how"],
+            "select_on": config["train"]["select_on"],
+        }
         if self.base_dir is not None:
             config["fit"]["from"] = self.request.base
             adapt.export_rating(self.base_dir, self.root)
         export_model_dir(source, self.root, config)
         model, vocab, _ = load_model(self.root)  # what `summarize --model` will load
         params = sum(p.numel() for p in model.parameters())
-        return (f"{params:,} parameters, vocabulary {len(vocab):,}, min_length "
-                f"{decode['min_length']}: denoisesum summarize REVIEW_SETS --model {self.root}"
-                ), {"parameters": params}
+        return (
+            f"{params:,} parameters, vocabulary {len(vocab):,}, min_length "
+            f"{decode['min_length']}: denoisesum summarize REVIEW_SETS --model {self.root}"
+        ), {"parameters": params}
 
     def evaluate(self) -> tuple[str, dict[str, Any]]:
         """Summarize the held-out businesses with the exported model and score the summaries
@@ -455,8 +608,10 @@ class Recipe:
         out, e = self.dirs["evaluate"], self.cfg.evaluate
         ids = self.held_out()
         if not ids:
-            return (f"no business held out (evaluate.entities {e.entities}; businesses with at "
-                    f"least {e.min_reviews} reviews: too few)"), {"scores": None}
+            return (
+                f"no business held out (evaluate.entities {e.entities}; businesses with at "
+                f"least {e.min_reviews} reviews: too few)"
+            ), {"scores": None}
         sets = held_out_sets(self.corpus, ids, e)
         summaries, rating = self._held_out_summaries(sets)
         if rating is None:
@@ -468,12 +623,18 @@ class Recipe:
         tokenize = self.corpus.tokenizer.tokenize
         scores = heldout.score(summaries, sets, rating, terms, tokenize)
         out.mkdir(parents=True, exist_ok=True)
-        write_json(out / "summaries.json", [{**s, "summary": summary}
-                                            for s, summary in zip(sets, summaries, strict=True)])
+        write_json(
+            out / "summaries.json",
+            [{**s, "summary": summary} for s, summary in zip(sets, summaries, strict=True)],
+        )
         write_json(out / "scores.json", {**scores, "domain_terms": terms})
         failed = heldout.failures(scores)
-        result = {"scores": scores, "held_out": ids, "usable": not failed,
-                  "warning": self._not_usable(failed, len(ids)) if failed else None}
+        result = {
+            "scores": scores,
+            "held_out": ids,
+            "usable": not failed,
+            "warning": self._not_usable(failed, len(ids)) if failed else None,
+        }
         return f"{len(ids)} held-out businesses: {heldout.scores_line(scores)}", result
 
     def _held_out_summaries(self, sets: list[dict]) -> tuple[list[str], Any]:
@@ -485,23 +646,29 @@ class Recipe:
         summarizer = Summarizer.from_pretrained(self.root)
         if summarizer.rating is None and DEFAULT_MODEL_DIR.is_dir():
             summarizer.rating = find_rating_model(DEFAULT_MODEL_DIR)
-        ratings = [s["ratings"] if any(r is not None for r in s["ratings"]) else None
-                   for s in sets]
-        summaries = summarizer.summarize_batch([s["reviews"] for s in sets], warn=False,
-                                               ratings=ratings)
+        ratings = [s["ratings"] if any(r is not None for r in s["ratings"]) else None for s in sets]
+        summaries = summarizer.summarize_batch(
+            [s["reviews"] for s in sets], warn=False, ratings=ratings
+        )
         return summaries, summarizer.rating
 
     def _not_usable(self, failed: list[str], businesses: int) -> str:
         """The plain warning, with what to change (the trainer's steps, the pairs made)."""
         train = (ledger.read_record(self.work, "train") or {}).get("result", {})
         pairs = (ledger.read_record(self.work, "synthesize") or {}).get("result", {})
-        budget = (f"a larger --budget (rerunning with it continues from the checkpoint; this "
-                  f"run trained {train.get('steps', 0):,} steps)")
-        more = (f"more pairs (--set synthesize.pairs={2 * pairs.get('pairs', 0):,}; this run "
-                f"made {pairs.get('pairs', 0):,})")
-        return (f"the model is not usable yet: on {businesses} businesses held out of training "
-                f"{'; '.join(failed)}. Train longer with {budget}, or make {more}; a corpus "
-                "with more reviews per business helps both")
+        budget = (
+            f"a larger --budget (rerunning with it continues from the checkpoint; this "
+            f"run trained {train.get('steps', 0):,} steps)"
+        )
+        more = (
+            f"more pairs (--set synthesize.pairs={2 * pairs.get('pairs', 0):,}; this run "
+            f"made {pairs.get('pairs', 0):,})"
+        )
+        return (
+            f"the model is not usable yet: on {businesses} businesses held out of training "
+            f"{'; '.join(failed)}. Train longer with {budget}, or make {more}; a corpus "
+            "with more reviews per business helps both"
+        )
 
     # ---- the loop ---------------------------------------------------------------------------
 
@@ -512,8 +679,9 @@ class Recipe:
         old = (record or {}).get("settings", {}).get("corpus")
         if not (isinstance(old, list) and old and "mtime" in old[0]):
             return
-        if [(Path(o["path"]).name, o["bytes"]) for o in old] == [(c["file"], c["bytes"])
-                                                                 for c in corpus]:
+        if [(Path(o["path"]).name, o["bytes"]) for o in old] == [
+            (c["file"], c["bytes"]) for c in corpus
+        ]:
             record["settings"]["corpus"] = corpus
             ledger.write_record(self.work, "tokenize", record)
 
@@ -522,20 +690,30 @@ class Recipe:
         records = {s.name: ledger.read_record(self.work, s.name) for s in stages}
         self._upgrade_corpus_record(records["tokenize"], stages[0].settings["corpus"])
         for s in stages:  # every settings check before any work (a failed stage starts over)
-            if records[s.name] is not None and not s.settings_remake \
-                    and not records[s.name].get("failed"):
+            if (
+                records[s.name] is not None
+                and not s.settings_remake
+                and not records[s.name].get("failed")
+            ):
                 recorded, _ = without_limits(records[s.name]["settings"], s.name)
-                ledger.check_settings(s.name, self._relative(s.output), recorded, s.settings,
-                                      DEFAULT_SETTINGS)
+                ledger.check_settings(
+                    s.name, self._relative(s.output), recorded, s.settings, DEFAULT_SETTINGS
+                )
         for s in stages:  # and, of a stage to skip that cannot make it again, its output
             if (records[s.name] or {}).get("done") and s.complete() and not s.remake:
-                ledger.check_made(s.name, self._relative(s.output),
-                                  ledger.damaged(self.root, records[s.name].get("made", {})))
+                ledger.check_made(
+                    s.name,
+                    self._relative(s.output),
+                    ledger.damaged(self.root, records[s.name].get("made", {})),
+                )
         self.work.mkdir(parents=True, exist_ok=True)
         write_json(self.work / "fit-config.json", dataclasses.asdict(self.cfg))
-        report = FitReport(self.root, preset=self.request.preset,
-                           dev=str(self.request.dev) if self.request.dev else None,
-                           budget_hours=self.request.budget_hours)
+        report = FitReport(
+            self.root,
+            preset=self.request.preset,
+            dev=str(self.request.dev) if self.request.dev else None,
+            budget_hours=self.request.budget_hours,
+        )
         for number, stage in enumerate(stages, 1):
             if stage.name == "synthesize" and not self.request.trains_lm:
                 given = self.lm_dir if self.request.lm is not None else self.noise_lm_dir
@@ -547,8 +725,12 @@ class Recipe:
                 self._run_stage(stage, records[stage.name], label, report)
             except BaseException as exc:
                 cut = isinstance(exc, KeyboardInterrupt)
-                report.add(stage.name, "interrupted" if cut else "failed",
-                           self._relative(stage.output), summary=str(exc)[:500])
+                report.add(
+                    stage.name,
+                    "interrupted" if cut else "failed",
+                    self._relative(stage.output),
+                    summary=str(exc)[:500],
+                )
                 report.write(interrupted_in=stage.name if cut else None)
                 raise
             report.write()
@@ -562,45 +744,55 @@ class Recipe:
         or inputs then starts it over instead of refusing them."""
         record = ledger.read_record(self.work, name)
         if record is not None and not record["done"]:
-            ledger.write_record(self.work, name, {**record, "failed": str(exc)[:300] or
-                                                  type(exc).__name__})
+            ledger.write_record(
+                self.work, name, {**record, "failed": str(exc)[:300] or type(exc).__name__}
+            )
 
-    def _after_failure(self, stage: Stage, record: dict[str, Any], inputs: dict[str, str],
-                       label: str) -> dict[str, Any] | None:
+    def _after_failure(
+        self, stage: Stage, record: dict[str, Any], inputs: dict[str, str], label: str
+    ) -> dict[str, Any] | None:
         """A stage that failed in an earlier run: resumed as it was when its settings and inputs
         are the same, else started over (its output under work/ removed), so that fixing what
         made it fail needs no directory deleted by hand."""
         recorded, _ = without_limits(record["settings"], stage.name)
-        changed = (ledger.changed_settings(recorded, stage.settings, DEFAULT_SETTINGS)
-                   + ledger.changed_inputs(record["inputs"], inputs))
+        changed = ledger.changed_settings(
+            recorded, stage.settings, DEFAULT_SETTINGS
+        ) + ledger.changed_inputs(record["inputs"], inputs)
         if not changed:
             return record
-        self.log(f"{label}: it failed earlier ({record['failed']}); {', '.join(changed[:3])} "
-                 "changed since: starting it over")
+        self.log(
+            f"{label}: it failed earlier ({record['failed']}); {', '.join(changed[:3])} "
+            "changed since: starting it over"
+        )
         output = stage.output.resolve()
         if output.is_dir() and self.work.resolve() in output.parents:
             shutil.rmtree(output)
         return None
 
-    def _run_stage(self, stage: Stage, record: dict[str, Any] | None, label: str,
-                   report: FitReport) -> None:
+    def _run_stage(
+        self, stage: Stage, record: dict[str, Any] | None, label: str, report: FitReport
+    ) -> None:
         where = self._relative(stage.output)
         inputs = stage.inputs()
         if record is not None and record.get("failed"):
             record = self._after_failure(stage, record, inputs, label)
         changed = ledger.changed_inputs(record["inputs"], inputs) if record is not None else []
         if record is not None and stage.settings_remake:
-            changed += ledger.changed_settings(record["settings"], stage.settings,
-                                               DEFAULT_SETTINGS)
+            changed += ledger.changed_settings(record["settings"], stage.settings, DEFAULT_SETTINGS)
         if changed and stage.remake:
             self.log(f"{label}: {', '.join(changed)} changed since it ran: making it again")
             record = None
         done_before = record is not None and record["done"] and stage.complete()
-        damage = (ledger.damaged(self.root, record.get("made", {}))
-                  if done_before and stage.remake else [])  # run() checked the others
+        damage = (
+            ledger.damaged(self.root, record.get("made", {}))
+            if done_before and stage.remake
+            else []
+        )  # run() checked the others
         if damage:
-            self.log(f"{label}: its output changed since it ran ({ledger.damage_text(damage)}):"
-                     " making it again")
+            self.log(
+                f"{label}: its output changed since it ran ({ledger.damage_text(damage)}):"
+                " making it again"
+            )
             record, done_before = None, False
         if record is not None and (done_before or not record["done"]):
             ledger.check_inputs(stage.name, where, record["inputs"], inputs)
@@ -608,17 +800,30 @@ class Recipe:
         if continued:
             done_before = False
         if done_before:
-            self.log(f"{label}: skipped (done earlier, in {seconds_text(record['seconds'])}): "
-                     f"{record['summary']}")
-            report.add(stage.name, "skipped", where, summary=record["summary"],
-                       seconds_when_done=record["seconds"],
-                       warning=record["result"].get("warning"))
+            self.log(
+                f"{label}: skipped (done earlier, in {seconds_text(record['seconds'])}): "
+                f"{record['summary']}"
+            )
+            report.add(
+                stage.name,
+                "skipped",
+                where,
+                summary=record["summary"],
+                seconds_when_done=record["seconds"],
+                warning=record["result"].get("warning"),
+            )
             return
         resumed = record is not None and not record["done"]  # cut off in an earlier run
-        self.log(f"{label}: {stage.what} -> {where}" + (
-            " (resuming: cut off in an earlier run)" if resumed else ""))
-        entry = {"output": where, "settings": stage.settings, "limits": stage.limits,
-                 "inputs": inputs}
+        self.log(
+            f"{label}: {stage.what} -> {where}"
+            + (" (resuming: cut off in an earlier run)" if resumed else "")
+        )
+        entry = {
+            "output": where,
+            "settings": stage.settings,
+            "limits": stage.limits,
+            "inputs": inputs,
+        }
         ledger.write_record(self.work, stage.name, {**entry, "done": False})
         start = time.perf_counter()
         try:
@@ -627,9 +832,18 @@ class Recipe:
             self._mark_failed(stage.name, exc)
             raise
         seconds = time.perf_counter() - start
-        ledger.write_record(self.work, stage.name, {**entry, "done": True, "seconds": seconds,
-                                                    "made": ledger.made(self.root, stage.made()),
-                                                    "summary": summary, "result": result})
+        ledger.write_record(
+            self.work,
+            stage.name,
+            {
+                **entry,
+                "done": True,
+                "seconds": seconds,
+                "made": ledger.made(self.root, stage.made()),
+                "summary": summary,
+                "result": result,
+            },
+        )
         self.log(f"{label}: done in {seconds_text(seconds)}: {summary}")
         status = "continued" if continued else "resumed" if resumed else "ran"
         report.add(stage.name, status, where, seconds, summary, warning=result.get("warning"))
@@ -644,15 +858,17 @@ class Recipe:
             raise DenoiseSumError(
                 f"stage '{stage.name}' ({self._relative(stage.output)}) ran with other limits "
                 f"({self._limits_text(before)}) and has no checkpoint to continue from: give the "
-                f"same limits, or delete {self._relative(stage.output)} to train it again")
-        self.log(f"{label}: its limits changed since it ran ({self._limits_text(before)} -> "
-                 f"{self._limits_text(stage.limits)}): continuing from its checkpoint")
+                f"same limits, or delete {self._relative(stage.output)} to train it again"
+            )
+        self.log(
+            f"{label}: its limits changed since it ran ({self._limits_text(before)} -> "
+            f"{self._limits_text(stage.limits)}): continuing from its checkpoint"
+        )
         return True
 
     @staticmethod
     def _limits_text(limits: dict[str, Any]) -> str:
-        return ", ".join(f"{key.split('.')[-1]} {value:g}" for key, value in sorted(
-            limits.items()))
+        return ", ".join(f"{key.split('.')[-1]} {value:g}" for key, value in sorted(limits.items()))
 
 
 def held_out_sets(corpus: EncodedCorpus, ids: list[str], cfg) -> list[dict]:
@@ -668,10 +884,15 @@ def held_out_sets(corpus: EncodedCorpus, ids: list[str], cfg) -> list[dict]:
         if len(reviews) > cfg.reviews:
             reviews = np.sort(rng.choice(reviews, size=cfg.reviews, replace=False))
         stars = [float(corpus.ratings[r]) for r in reviews]
-        sets.append({"entity_id": entity,
-                     "reviews": [" ".join(corpus.types[t] for t in review_ids(corpus, int(r)))
-                                 for r in reviews],
-                     "ratings": [None if np.isnan(x) else x for x in stars]})
+        sets.append(
+            {
+                "entity_id": entity,
+                "reviews": [
+                    " ".join(corpus.types[t] for t in review_ids(corpus, int(r))) for r in reviews
+                ],
+                "ratings": [None if np.isnan(x) else x for x in stars],
+            }
+        )
     return sets
 
 
@@ -692,8 +913,9 @@ def dev_summarizer(model_dir: Path, shortlist: int | None):
     return summarizer
 
 
-def search_min_length(model_dir: Path, sets: list, grid: list[int], log: Log,
-                      shortlist: int | None = None) -> list[dict]:
+def search_min_length(
+    model_dir: Path, sets: list, grid: list[int], log: Log, shortlist: int | None = None
+) -> list[dict]:
     """Decode the review sets with each min_length of `grid` (the model's other settings) and
     score the summaries against the references (rouge-score F1): a row per value."""
     from denoisesum.evaluation.decoded import decode_and_score
@@ -703,37 +925,51 @@ def search_min_length(model_dir: Path, sets: list, grid: list[int], log: Log,
     base = summarizer.config.decode
     rows = []
     for value in grid:
-        summarizer.config.decode = dataclasses.replace(base, min_length=min(value,
-                                                                            base.max_length))
+        summarizer.config.decode = dataclasses.replace(base, min_length=min(value, base.max_length))
         run = decode_and_score(summarizer, sets, "rouge")
-        rows.append({"min_length": value, **{t: run.means[t] for t in ROUGE_TYPES},
-                     "mean": run.rouge_mean, "words": run.words})
-        log(f"  min_length {value}: dev ROUGE mean {rows[-1]['mean']:.2f}, "
-            f"{rows[-1]['words']:.1f} words")
+        rows.append(
+            {
+                "min_length": value,
+                **{t: run.means[t] for t in ROUGE_TYPES},
+                "mean": run.rouge_mean,
+                "words": run.words,
+            }
+        )
+        log(
+            f"  min_length {value}: dev ROUGE mean {rows[-1]['mean']:.2f}, "
+            f"{rows[-1]['words']:.1f} words"
+        )
     return rows
 
 
-def compare_levers(model_dir: Path, sets: list, min_length: int, levers: dict[str, dict],
-                   log: Log, shortlist: int | None = None) -> dict[str, dict]:
+def compare_levers(
+    model_dir: Path,
+    sets: list,
+    min_length: int,
+    levers: dict[str, dict],
+    log: Log,
+    shortlist: int | None = None,
+) -> dict[str, dict]:
     """Decode the review sets with the model's decoding at `min_length` ("base") and with each
     lever's changes on top; rouge-score means and, for the levers, paired tests against base."""
     from denoisesum.evaluation.decoded import decode_and_score
     from denoisesum.evaluation.report import compare
 
     summarizer = dev_summarizer(model_dir, shortlist)
-    base = dataclasses.replace(summarizer.config.decode, min_length=min(
-        min_length, summarizer.config.decode.max_length))
+    base = dataclasses.replace(
+        summarizer.config.decode, min_length=min(min_length, summarizer.config.decode.max_length)
+    )
     out, base_report = {}, None
     for name, changes in {"base": {}, **levers}.items():
         summarizer.config.decode = dataclasses.replace(base, **changes)
         run = decode_and_score(summarizer, sets, "rouge")
-        out[name] = {"changes": changes, **run.means, "mean": run.rouge_mean,
-                     "words": run.words}
+        out[name] = {"changes": changes, **run.means, "mean": run.rouge_mean, "words": run.words}
         if base_report is None:
             base_report = run.report
         else:
-            out[name]["vs_base"] = {m: t.to_dict()
-                                    for m, t in compare(run.report, base_report).items()}
+            out[name]["vs_base"] = {
+                m: t.to_dict() for m, t in compare(run.report, base_report).items()
+            }
         log(f"  {name}: dev ROUGE mean {out[name]['mean']:.2f}, {out[name]['words']:.1f} words")
     return out
 

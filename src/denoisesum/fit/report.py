@@ -41,15 +41,33 @@ class FitReport:
     def __init__(self, root: Path, **about: Any) -> None:
         self.path = root / REPORT
         self.started = time.perf_counter()
-        self.data: dict[str, Any] = {"model": str(root), **about, "finished": False,
-                                     "interrupted_in": None, "seconds": 0.0, "stages": [],
-                                     "warnings": []}
+        self.data: dict[str, Any] = {
+            "model": str(root),
+            **about,
+            "finished": False,
+            "interrupted_in": None,
+            "seconds": 0.0,
+            "stages": [],
+            "warnings": [],
+        }
 
-    def add(self, stage: str, status: str, output: str, seconds: float = 0.0,
-            summary: str = "", seconds_when_done: float | None = None,
-            warning: str | None = None) -> None:
-        entry = {"stage": stage, "status": status, "output": output,
-                 "seconds": round(seconds, 1), "summary": summary}
+    def add(
+        self,
+        stage: str,
+        status: str,
+        output: str,
+        seconds: float = 0.0,
+        summary: str = "",
+        seconds_when_done: float | None = None,
+        warning: str | None = None,
+    ) -> None:
+        entry = {
+            "stage": stage,
+            "status": status,
+            "output": output,
+            "seconds": round(seconds, 1),
+            "summary": summary,
+        }
         if seconds_when_done is not None:
             entry["seconds_when_done"] = round(seconds_when_done, 1)
         self.data["stages"].append(entry)
@@ -57,8 +75,11 @@ class FitReport:
             self.data["warnings"].append(f"{stage}: {warning}")
 
     def write(self, finished: bool = False, interrupted_in: str | None = None) -> None:
-        self.data.update(finished=finished, interrupted_in=interrupted_in,
-                         seconds=round(time.perf_counter() - self.started, 1))
+        self.data.update(
+            finished=finished,
+            interrupted_in=interrupted_in,
+            seconds=round(time.perf_counter() - self.started, 1),
+        )
         if self.path.parent.is_dir():
             write_json(self.path, self.data)
 
@@ -76,8 +97,10 @@ class FitReport:
         for s in stages:
             counts[s["status"]] = counts.get(s["status"], 0) + 1
         done = ", ".join(f"{n} {status}" for status, n in counts.items())
-        head = (f"fit: {done} in {seconds_text(self.data['seconds'])}; model in "
-                f"{self.data['model']} (report: {self.path})")
+        head = (
+            f"fit: {done} in {seconds_text(self.data['seconds'])}; model in "
+            f"{self.data['model']} (report: {self.path})"
+        )
         tail = [f"warning: {w}" for w in self.data["warnings"]]
         return "\n".join([head, *lines, *self._quality(), *tail])
 
@@ -89,5 +112,7 @@ class FitReport:
         from denoisesum.evaluation.heldout import scores_line
 
         verdict = "usable" if quality.get("usable") else "NOT USABLE YET (see the warning)"
-        return [f"held out of training ({len(quality['held_out'])} businesses of this corpus): "
-                f"{scores_line(quality['scores'])}; {verdict}"]
+        return [
+            f"held out of training ({len(quality['held_out'])} businesses of this corpus): "
+            f"{scores_line(quality['scores'])}; {verdict}"
+        ]

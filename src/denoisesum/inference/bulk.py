@@ -60,13 +60,20 @@ def output_format(output: str, as_text: bool) -> str:
         return "text" if as_text else "jsonl"
     suffix = path.suffix.lower()
     if suffix not in OUTPUT_FORMATS:
-        raise InputError(f"unknown output format {suffix or '(no extension)'!r}: the extension "
-                         f"chooses it, one of {', '.join(OUTPUT_FORMATS)} (.txt: the --text "
-                         "format)", path=output, field="--output")
+        raise InputError(
+            f"unknown output format {suffix or '(no extension)'!r}: the extension "
+            f"chooses it, one of {', '.join(OUTPUT_FORMATS)} (.txt: the --text "
+            "format)",
+            path=output,
+            field="--output",
+        )
     if as_text and suffix != ".txt":
-        raise InputError("--text writes readable text: give -o a .txt file (or leave -o out for "
-                         "standard output), or leave --text out for a data file", path=output,
-                         field="--output")
+        raise InputError(
+            "--text writes readable text: give -o a .txt file (or leave -o out for "
+            "standard output), or leave --text out for a data file",
+            path=output,
+            field="--output",
+        )
     if suffix == ".parquet":
         require("pyarrow", "a .parquet output")  # said before any work, not after it
     return OUTPUT_FORMATS[suffix]
@@ -84,8 +91,9 @@ def _first_record(path: str) -> Any:
     return None
 
 
-def review_sets(source: str, entity_field: str = "entity_id",
-                text_field: str = "text") -> Iterator[Any]:
+def review_sets(
+    source: str, entity_field: str = "entity_id", text_field: str = "text"
+) -> Iterator[Any]:
     """ReviewSets one at a time from a review-set JSONL file, standard input ('-'), or a review
     corpus (one review per record: .csv/.tsv/.parquet, or .jsonl whose first record has no
     'reviews' field), grouped by entity in order of each entity's first review."""
@@ -138,8 +146,10 @@ def group_corpus(reviews: Iterable[Any], limit: int = SPILL_REVIEWS) -> Iterator
         if runs:
             handles = [run.open(encoding="utf-8") for run in runs]
             try:
-                merged = heapq.merge(*((tuple(json.loads(line)) for line in h) for h in handles),
-                                     key=lambda item: item[0])  # stable across runs
+                merged = heapq.merge(
+                    *((tuple(json.loads(line)) for line in h) for h in handles),
+                    key=lambda item: item[0],
+                )  # stable across runs
                 yield from _grouped(merged, ids, ReviewSet)
             finally:
                 for handle in handles:
@@ -172,9 +182,13 @@ def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield batch
 
 
-def batches(sets: Iterable[Any], size: int, done: set[str] | frozenset = frozenset(),
-            by_length: Callable[[Any], float] | None = None,
-            window: int = 16) -> Iterator[list[Any]]:
+def batches(
+    sets: Iterable[Any],
+    size: int,
+    done: set[str] | frozenset = frozenset(),
+    by_length: Callable[[Any], float] | None = None,
+    window: int = 16,
+) -> Iterator[list[Any]]:
     """Batches of `size` review sets, those whose entity is `done` left out. With `by_length`
     (a set's cost), each window of `window` x `size` sets (taken from the whole input, done ones
     included, so that a resumed run makes the same batches) is decoded shortest first, so that
@@ -197,6 +211,7 @@ def cost(summarizer) -> Callable[[Any], float]:
         lengths = [min(len(r), cap) for r in reviews]
         read = summarizer.read_count(len(reviews))
         return sum(lengths) * read / len(lengths) if lengths else 0.0
+
     return of
 
 
@@ -218,24 +233,36 @@ def _readable(summarizer, todo: Iterable[list[Any]]) -> Iterator[list[Any]]:
 def strict_error(flagged: list[tuple[str, list[str]]], count: int) -> DenoiseSumError:
     lines = [f"entity {entity}: {w}" for entity, found in flagged for w in found]
     more = f"; and {count - len(flagged)} more set(s)" if count > len(flagged) else ""
-    return DenoiseSumError(f"--strict: {count} review set(s) the model cannot read: "
-                           + "; ".join(lines[:5]) + more)
+    return DenoiseSumError(
+        f"--strict: {count} review set(s) the model cannot read: " + "; ".join(lines[:5]) + more
+    )
 
 
 # ---- records ---------------------------------------------------------------------------------
 
 
-def summarize_batch(summarizer, batch: list[Any], slice_: str, raw: bool, explain: bool,
-                    as_text: bool, say: Callable[[str], None] | None = None
-                    ) -> tuple[list[dict], list[str]]:
+def summarize_batch(
+    summarizer,
+    batch: list[Any],
+    slice_: str,
+    raw: bool,
+    explain: bool,
+    as_text: bool,
+    say: Callable[[str], None] | None = None,
+) -> tuple[list[dict], list[str]]:
     """The records of one batch of ReviewSets (entity_id, then the Summarizer's SummaryResult
     as JSON: summary, reviews_read and reviews_total, warnings, support with --explain), and
     with `as_text` their text blocks; each warning is said on standard error naming its entity
     (or passed to `say`: a Dask worker hands them back to the command)."""
     say = say or (lambda line: print(line, file=sys.stderr))
     results = summarizer.summarize_results(
-        [s.reviews for s in batch], [s.ratings or None for s in batch], slice_, len(batch),
-        explain=explain, raw=raw)
+        [s.reviews for s in batch],
+        [s.ratings or None for s in batch],
+        slice_,
+        len(batch),
+        explain=explain,
+        raw=raw,
+    )
     records, texts = [], []
     for review_set, result in zip(batch, results, strict=True):
         records.append({"entity_id": review_set.entity_id, **result.to_dict()})
@@ -255,8 +282,9 @@ def text_block(entity_id: str, result) -> str:
     if result.reviews_read is not None:
         flagged += f"  read {result.reviews_read} of {result.reviews_total} reviews\n"
     support = result.explanation
-    return (f"{entity_id}\n  {result.summary}\n{flagged}"
-            + (format_explanation(support, "    ") + "\n" if support else ""))
+    return f"{entity_id}\n  {result.summary}\n{flagged}" + (
+        format_explanation(support, "    ") + "\n" if support else ""
+    )
 
 
 # ---- settings sidecar ------------------------------------------------------------------------
@@ -277,8 +305,13 @@ def model_fingerprint(directory: Path) -> dict[str, str]:
     """sha256 of the model directory's files that summarizing reads."""
     from denoisesum.models.store import CONFIG, RATING, VOCAB
 
-    names = [CONFIG, VOCAB, RATING, *sorted(p.name for p in directory.glob("*.safetensors")),
-             *sorted(p.name for p in directory.glob("*.pt"))]
+    names = [
+        CONFIG,
+        VOCAB,
+        RATING,
+        *sorted(p.name for p in directory.glob("*.safetensors")),
+        *sorted(p.name for p in directory.glob("*.pt")),
+    ]
     out = {}
     for name in names:
         path = directory / name
@@ -296,15 +329,21 @@ def run_settings(summarizer, **options: Any) -> dict[str, Any]:
     setting, and `options` (slice, raw, explain, the input fields, the format)."""
     import dataclasses
 
-    settings = {"model": model_fingerprint(Path(summarizer.path)) if summarizer.path else None,
-                "summarize": dataclasses.asdict(summarizer.config), **options}
+    settings = {
+        "model": model_fingerprint(Path(summarizer.path)) if summarizer.path else None,
+        "summarize": dataclasses.asdict(summarizer.config),
+        **options,
+    }
     return json.loads(json.dumps(settings))  # as the sidecar holds them (tuples: lists)
 
 
 def _differences(old: Any, new: Any, key: str = "") -> list[str]:
     if isinstance(old, dict) and isinstance(new, dict):
-        return [d for k in sorted(set(old) | set(new), key=str)
-                for d in _differences(old.get(k), new.get(k), f"{key}.{k}" if key else str(k))]
+        return [
+            d
+            for k in sorted(set(old) | set(new), key=str)
+            for d in _differences(old.get(k), new.get(k), f"{key}.{k}" if key else str(k))
+        ]
     return [] if old == new else [f"{key}: {json.dumps(old)} there, {json.dumps(new)} now"]
 
 
@@ -314,24 +353,28 @@ def check_resumable(output: Path, fmt: str, settings: dict) -> bool:
     data = spool(output) if fmt == "parquet" else output
     if not data.exists() and not output.exists():
         return False
-    start_over = (f"to start over, delete {output} (and {sidecar(output).name}) or add "
-                  "--overwrite")
+    start_over = f"to start over, delete {output} (and {sidecar(output).name}) or add --overwrite"
     try:
         saved = json.loads(sidecar(output).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise InputError(f"exists and has no {sidecar(output).name}, so it was not made by a "
-                         f"resumable summarize run and cannot be continued: {start_over}",
-                         path=output) from None
+        raise InputError(
+            f"exists and has no {sidecar(output).name}, so it was not made by a "
+            f"resumable summarize run and cannot be continued: {start_over}",
+            path=output,
+        ) from None
     except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"cannot read its settings ({sidecar(output).name}: {exc}): "
-                         f"{start_over}", path=output) from None
+        raise InputError(
+            f"cannot read its settings ({sidecar(output).name}: {exc}): {start_over}", path=output
+        ) from None
     differ = _differences(saved.get("settings"), settings)
     if differ:
-        shown = "; ".join(differ[:6]) + (f"; and {len(differ) - 6} more" if len(differ) > 6
-                                         else "")
-        raise InputError(f"was made with other settings, so its summaries would not match "
-                         f"these ({shown}); to continue it, run with its settings "
-                         f"({sidecar(output).name}); {start_over}", path=output)
+        shown = "; ".join(differ[:6]) + (f"; and {len(differ) - 6} more" if len(differ) > 6 else "")
+        raise InputError(
+            f"was made with other settings, so its summaries would not match "
+            f"these ({shown}); to continue it, run with its settings "
+            f"({sidecar(output).name}); {start_over}",
+            path=output,
+        )
     return True
 
 
@@ -407,12 +450,16 @@ class JsonlSink(AppendSink):
                     try:
                         yield json.loads(line)["entity_id"]
                     except (ValueError, KeyError, TypeError):
-                        raise InputError("is not a prediction line (JSON with entity_id)",
-                                         path=self.path, line=number) from None
+                        raise InputError(
+                            "is not a prediction line (JSON with entity_id)",
+                            path=self.path,
+                            line=number,
+                        ) from None
 
     def write(self, records: list[dict], texts: list[str]) -> None:
-        self.append("".join(json.dumps(r, ensure_ascii=False) + "\n"
-                            for r in records).encode("utf-8"))
+        self.append(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
+        )
 
     def finish(self) -> None:
         self.append(b"")  # an input with no entity: an empty file
@@ -487,8 +534,9 @@ class ParquetSink:
         if not self.lines.path.exists() and self.path.exists():
             tmp = self.lines.path.with_name(self.lines.path.name + ".tmp")
             with tmp.open("w", encoding="utf-8") as handle:
-                handle.writelines(json.dumps(r, ensure_ascii=False) + "\n"
-                                  for r in read_parquet(self.path))
+                handle.writelines(
+                    json.dumps(r, ensure_ascii=False) + "\n" for r in read_parquet(self.path)
+                )
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, self.lines.path)
@@ -501,17 +549,22 @@ class ParquetSink:
                 write_parquet(self.path, iter(()), self.explain)
             return
         with self.lines.path.open("rb") as handle:
-            write_parquet(self.path, (json.loads(line) for line in handle if line.strip()),
-                          self.explain)
+            write_parquet(
+                self.path, (json.loads(line) for line in handle if line.strip()), self.explain
+            )
         self.lines.path.unlink()
 
 
 def _schema(explain: bool):
     import pyarrow as pa
 
-    fields = [("entity_id", pa.string()), ("summary", pa.string()),
-              ("reviews_read", pa.int64()), ("reviews_total", pa.int64()),
-              ("warnings", pa.list_(pa.string()))]
+    fields = [
+        ("entity_id", pa.string()),
+        ("summary", pa.string()),
+        ("reviews_read", pa.int64()),
+        ("reviews_total", pa.int64()),
+        ("warnings", pa.list_(pa.string())),
+    ]
     if explain:
         fields.append(("support", pa.string()))  # a JSON object
     return pa.schema(fields)
@@ -528,8 +581,10 @@ def write_parquet(path: Path, records: Iterator[dict], explain: bool) -> None:
     def table(rows: list[dict]):
         columns = {name: [r.get(name) for r in rows] for name in schema.names}
         if explain:
-            columns["support"] = [json.dumps(s, ensure_ascii=False) if s is not None else None
-                                  for s in columns["support"]]
+            columns["support"] = [
+                json.dumps(s, ensure_ascii=False) if s is not None else None
+                for s in columns["support"]
+            ]
         return pa.table(columns, schema=schema)
 
     with atomic_write(path, "wb") as handle, pq.ParquetWriter(handle, schema) as writer:
@@ -578,8 +633,9 @@ def read_output(path: str | Path) -> list[dict]:
                         record[key] = value
                 out.append(record)
         return out
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip()]
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
 
 
 class StreamSink:
@@ -596,8 +652,7 @@ class StreamSink:
         if self.fmt == "text":
             self.handle.write("".join(texts))
         else:
-            self.handle.write("".join(json.dumps(r, ensure_ascii=False) + "\n"
-                                      for r in records))
+            self.handle.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
         self.handle.flush()  # a reader of standard output sees each batch as it is done
 
     def finish(self) -> None:
@@ -621,8 +676,14 @@ class Progress:
     line redrawn in place on a terminal, else plain lines every `every` seconds (and at the
     end), never carriage-return frames."""
 
-    def __init__(self, total: int | None, skipped: int = 0, stream: IO[str] | None = None,
-                 every: float | None = None, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        total: int | None,
+        skipped: int = 0,
+        stream: IO[str] | None = None,
+        every: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.stream = stream or sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.every = (0.5 if self.tty else PROGRESS_SECONDS) if every is None else every
@@ -634,8 +695,11 @@ class Progress:
         elapsed = max(self.clock() - self.start, 1e-9)
         rate = self.done / elapsed
         count = self.skipped + self.done
-        parts = [f"summarize: {count}" + (f"/{self.total}" if self.total is not None else "")
-                 + " entities"]
+        parts = [
+            f"summarize: {count}"
+            + (f"/{self.total}" if self.total is not None else "")
+            + " entities"
+        ]
         if self.total:
             parts[0] += f" ({100 * count / self.total:.0f}%)"
         if self.skipped:
@@ -672,20 +736,22 @@ class Interrupted(Exception):
 
 
 @contextlib.contextmanager
-def _interrupts(written: Callable[[], int], output: str, resumable: bool,
-                overwrite: bool) -> Iterator[None]:
+def _interrupts(
+    written: Callable[[], int], output: str, resumable: bool, overwrite: bool
+) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
         if resumable:
             again = "without --overwrite " if overwrite else ""
-            raise Interrupted(f"{written()} summaries of this run are in {output}; run the same "
-                              f"command {again}again to continue") from None
+            raise Interrupted(
+                f"{written()} summaries of this run are in {output}; run the same "
+                f"command {again}again to continue"
+            ) from None
         raise Interrupted(f"{written()} summaries written") from None
 
 
-def count_sets(sets: Iterable[Any], summarizer, strict: bool,
-               done: set[str]) -> tuple[int, int]:
+def count_sets(sets: Iterable[Any], summarizer, strict: bool, done: set[str]) -> tuple[int, int]:
     """Read every review set once (validating them: a bad record is an error before any
     decoding): their number and how many of them are `done`, for the ETA; with `strict`,
     refuse unreadable ones."""
@@ -695,8 +761,11 @@ def count_sets(sets: Iterable[Any], summarizer, strict: bool,
         count += 1
         if time.monotonic() - last >= PROGRESS_SECONDS:  # a large input: not silent
             last = time.monotonic()
-            print(f"summarize: reading the input first, {count} review sets so far",
-                  file=sys.stderr, flush=True)
+            print(
+                f"summarize: reading the input first, {count} review sets so far",
+                file=sys.stderr,
+                flush=True,
+            )
         already += review_set.entity_id in done
         if strict and (found := summarizer.input_warnings(review_set.reviews)):
             n_flagged += 1
@@ -751,10 +820,23 @@ def in_threads(decode: Callable[[Any], Any], todo: Iterable[Any], workers: int) 
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def run(summarizer, source: str, output: str, *, batch_size: int = 8, slice_: str = "all",
-        raw: bool = False, explain: bool = False, as_text: bool = False, strict: bool = False,
-        overwrite: bool = False, entity_field: str = "entity_id", text_field: str = "text",
-        by_length: bool = False, cluster: Any = None) -> tuple[int, int]:
+def run(
+    summarizer,
+    source: str,
+    output: str,
+    *,
+    batch_size: int = 8,
+    slice_: str = "all",
+    raw: bool = False,
+    explain: bool = False,
+    as_text: bool = False,
+    strict: bool = False,
+    overwrite: bool = False,
+    entity_field: str = "entity_id",
+    text_field: str = "text",
+    by_length: bool = False,
+    cluster: Any = None,
+) -> tuple[int, int]:
     """Summarize every review set of `source` into `output` (see the module's docstring).
     cluster: a `denoisesum.inference.cluster.Cluster` that decodes the batches on Dask workers
     (None: in this process); the output is the same. Returns (summaries written by this run,
@@ -765,8 +847,19 @@ def run(summarizer, source: str, output: str, *, batch_size: int = 8, slice_: st
     fmt = output_format(output, as_text)
     path = Path(output)
     resumable = output != "-" and fmt != "text" and (path.is_file() or not path.exists())
-    settings = run_settings(summarizer, format=fmt, slice=slice_, raw=raw, explain=explain,
-                            entity_field=entity_field, text_field=text_field) if resumable else {}
+    settings = (
+        run_settings(
+            summarizer,
+            format=fmt,
+            slice=slice_,
+            raw=raw,
+            explain=explain,
+            entity_field=entity_field,
+            text_field=text_field,
+        )
+        if resumable
+        else {}
+    )
     info = {"input": source, "version": __version__}  # said, not compared
 
     def sets() -> Iterator[Any]:
@@ -775,8 +868,13 @@ def run(summarizer, source: str, output: str, *, batch_size: int = 8, slice_: st
     done: set[str] = set()
     if resumable:
         resume = (not overwrite) and check_resumable(path, fmt, settings)
-        sink: Any = (JsonlSink(path) if fmt == "jsonl" else CsvSink(path, explain)
-                     if fmt == "csv" else ParquetSink(path, explain))
+        sink: Any = (
+            JsonlSink(path)
+            if fmt == "jsonl"
+            else CsvSink(path, explain)
+            if fmt == "csv"
+            else ParquetSink(path, explain)
+        )
         if resume:
             done = set(sink.done())
     total, skipped = (None, 0) if source == "-" else count_sets(sets(), summarizer, strict, done)
@@ -796,7 +894,9 @@ def run(summarizer, source: str, output: str, *, batch_size: int = 8, slice_: st
             workers = stack.enter_context(side_by_side(summarizer, source))
             decoded: Iterator[tuple[list[dict], list[str]]] = in_threads(
                 lambda batch: summarize_batch(summarizer, batch, slice_, raw, explain, as_text),
-                todo, workers)
+                todo,
+                workers,
+            )
         else:
             decoded = cluster.summarize(todo, summarizer, slice_, raw, explain, as_text)
         for records, texts in decoded:

@@ -12,8 +12,9 @@ from denoisesum.models.bilm import BiLM
 BLANK = "_"
 
 
-def fill_blanks(model: BiLM, vocab: Vocab, text: str, top: int = 5
-                ) -> list[tuple[int, list[tuple[str, float]]]]:
+def fill_blanks(
+    model: BiLM, vocab: Vocab, text: str, top: int = 5
+) -> list[tuple[int, list[tuple[str, float]]]]:
     """For each '_' in `text`: its position and the `top` most likely words with probabilities.
 
     Special tokens are never proposed. `model, vocab` come from `models.store.load_bilm`.

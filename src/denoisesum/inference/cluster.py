@@ -62,8 +62,10 @@ def parse_target(target: str) -> int | str:
         return n
     if _ADDRESS.match(text):
         return text
-    raise DenoiseSumError(f"--dask {target!r}: must be a number of local workers (e.g. 4) or a "
-                          "scheduler's address (e.g. tcp://10.0.0.5:8786)")
+    raise DenoiseSumError(
+        f"--dask {target!r}: must be a number of local workers (e.g. 4) or a "
+        "scheduler's address (e.g. tcp://10.0.0.5:8786)"
+    )
 
 
 def model_spec(summarizer, threads: int | None) -> ModelSpec:
@@ -75,8 +77,13 @@ def model_spec(summarizer, threads: int | None) -> ModelSpec:
     path = Path(summarizer.path).resolve()
     installed = installed_models_dir().resolve()
     model = path.name if path.parent == installed else str(path)
-    return ModelSpec(model, summarizer.config, tuple(sorted(model_fingerprint(path).items())),
-                     threads, summarizer.device.type)
+    return ModelSpec(
+        model,
+        summarizer.config,
+        tuple(sorted(model_fingerprint(path).items())),
+        threads,
+        summarizer.device.type,
+    )
 
 
 _LOADED: dict[tuple[str, tuple], Any] = {}  # per worker process: the model, loaded once
@@ -102,7 +109,8 @@ def _summarizer(spec: ModelSpec):
         if found != spec.fingerprint:
             raise DenoiseSumError(
                 f"Dask worker on {socket.gethostname()}: its model {summarizer.path} is not the "
-                "command's (other files or contents): give every worker the same model")
+                "command's (other files or contents): give every worker the same model"
+            )
         _LOADED.clear()  # one model per worker
         _LOADED[key] = summarizer
     summarizer = _LOADED[key]
@@ -110,9 +118,9 @@ def _summarizer(spec: ModelSpec):
     return summarizer
 
 
-def summarize_partition(part: list[list[Any]], spec: ModelSpec, slice_: str, raw: bool,
-                        explain: bool, as_text: bool) -> list[tuple[list[dict], list[str],
-                                                                    list[str]]]:
+def summarize_partition(
+    part: list[list[Any]], spec: ModelSpec, slice_: str, raw: bool, explain: bool, as_text: bool
+) -> list[tuple[list[dict], list[str], list[str]]]:
     """On a worker: each batch of the partition -> (records, texts, warning lines)."""
     from denoisesum.inference.bulk import summarize_batch
 
@@ -120,8 +128,9 @@ def summarize_partition(part: list[list[Any]], spec: ModelSpec, slice_: str, raw
     out = []
     for batch in part:
         said: list[str] = []
-        records, texts = summarize_batch(summarizer, batch, slice_, raw, explain, as_text,
-                                         said.append)
+        records, texts = summarize_batch(
+            summarizer, batch, slice_, raw, explain, as_text, said.append
+        )
         out.append((records, texts, said))
     return out
 
@@ -142,8 +151,13 @@ class Cluster:
         from distributed import Client, LocalCluster
 
         if isinstance(where, int):
-            cluster = LocalCluster(n_workers=where, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=logging.ERROR)
+            cluster = LocalCluster(
+                n_workers=where,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
             threads = max(1, (os.cpu_count() or 1) // where)
             return cls(Client(cluster), cluster, threads)
         try:
@@ -154,15 +168,23 @@ class Cluster:
             client.wait_for_workers(1, timeout=WORKER_WAIT_S)
         except TimeoutError:
             client.close()
-            raise DenoiseSumError(f"--dask {where}: no worker joined the scheduler within "
-                                  f"{WORKER_WAIT_S:.0f} s") from None
+            raise DenoiseSumError(
+                f"--dask {where}: no worker joined the scheduler within {WORKER_WAIT_S:.0f} s"
+            ) from None
         return cls(client)
 
     def workers(self) -> int:
         return max(1, len(self.client.scheduler_info().get("workers", {})))
 
-    def summarize(self, todo: Iterable[list[Any]], summarizer, slice_: str, raw: bool,
-                  explain: bool, as_text: bool) -> Iterator[tuple[list[dict], list[str]]]:
+    def summarize(
+        self,
+        todo: Iterable[list[Any]],
+        summarizer,
+        slice_: str,
+        raw: bool,
+        explain: bool,
+        as_text: bool,
+    ) -> Iterator[tuple[list[dict], list[str]]]:
         """(records, texts) per batch of `todo`, in its order, decoded on the workers; their
         warning lines are said on standard error here, as a single-process run says them."""
         import sys
@@ -179,7 +201,8 @@ class Cluster:
             if not chunk:
                 return False
             bag = db.from_sequence(chunk, npartitions=len(chunk)).map_partitions(
-                summarize_partition, spec, slice_, raw, explain, as_text)
+                summarize_partition, spec, slice_, raw, explain, as_text
+            )
             pending.extend(self.client.compute(bag.to_delayed()))
             return True
 

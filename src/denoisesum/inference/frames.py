@@ -23,31 +23,35 @@ def pandas():
     try:
         import pandas as pd
     except ImportError:
-        raise DenoiseSumError("DataFrames need pandas, which is not installed: pip install "
-                              "'denoisesum[pandas]' (or pip install pandas)") from None
+        raise DenoiseSumError(
+            "DataFrames need pandas, which is not installed: pip install "
+            "'denoisesum[pandas]' (or pip install pandas)"
+        ) from None
     return pd
 
 
-def frame_review_sets(frame: Any, entity: str, text: str, rating: str | None
-                      ) -> tuple[list[Any], list[list[str]], list[list[float | None]] | None]:
+def frame_review_sets(
+    frame: Any, entity: str, text: str, rating: str | None
+) -> tuple[list[Any], list[list[str]], list[list[float | None]] | None]:
     """(entity ids, their review texts, their stars or None) of a frame of reviews, entities
     in order of their first review, each one's reviews in frame order. A missing column, or a
     text that is not a string (NaN, a number), is an error naming it and the row."""
     pd = pandas()
     if not isinstance(frame, pd.DataFrame):
-        raise DenoiseSumError(f"summarize_frame takes a pandas DataFrame, got "
-                              f"{type(frame).__name__}")
+        raise DenoiseSumError(
+            f"summarize_frame takes a pandas DataFrame, got {type(frame).__name__}"
+        )
     for option, column in (("entity", entity), ("text", text), ("rating", rating)):
         if column is not None and column not in frame.columns:
             known = ", ".join(map(str, frame.columns))
-            raise DenoiseSumError(f"{option}={column!r}: the frame has no such column "
-                                  f"(columns: {known})")
+            raise DenoiseSumError(
+                f"{option}={column!r}: the frame has no such column (columns: {known})"
+            )
     not_text = ~frame[text].map(lambda value: isinstance(value, str))
     if not_text.any():
         row = frame.index[not_text.to_numpy().argmax()]
         value = frame.at[row, text]
-        raise DenoiseSumError(f"row {row!r}, column {text!r}: a review must be text, got "
-                              f"{value!r}")
+        raise DenoiseSumError(f"row {row!r}, column {text!r}: a review must be text, got {value!r}")
     ids, sets, stars = [], [], []
     for key, group in frame.groupby(entity, sort=False, dropna=False):
         ids.append(key)
@@ -62,8 +66,17 @@ def results_frame(entity: str, ids: list[Any], results: list, explain: bool) -> 
     nullable integers: empty when every review was read), and support with `explain`."""
     pd = pandas()
     columns = [entity, *COLUMNS, *(["support"] if explain else [])]
-    rows = [[key, r.summary, r.reviews_read, r.reviews_total, list(r.warnings),
-             *([r.support] if explain else [])] for key, r in zip(ids, results, strict=True)]
+    rows = [
+        [
+            key,
+            r.summary,
+            r.reviews_read,
+            r.reviews_total,
+            list(r.warnings),
+            *([r.support] if explain else []),
+        ]
+        for key, r in zip(ids, results, strict=True)
+    ]
     out = pd.DataFrame(rows, columns=columns)
     for column in ("reviews_read", "reviews_total"):
         out[column] = out[column].astype("Int64")

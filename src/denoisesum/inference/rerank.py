@@ -35,7 +35,7 @@ def review_subsets(n_reviews: int, count: int) -> list[list[int]]:
 
 
 def _ngrams(ids: Sequence[int], n: int) -> Counter:
-    return Counter(tuple(ids[i: i + n]) for i in range(len(ids) - n + 1))
+    return Counter(tuple(ids[i : i + n]) for i in range(len(ids) - n + 1))
 
 
 def _f1(overlap: int, a: int, b: int) -> float:
@@ -62,8 +62,12 @@ class OverlapScorer:
         return total / max(1, len(self.reviews) * self.n)
 
 
-def choose(candidates: Sequence[Sequence[int]], reviews: Sequence[Sequence[int]],
-           ignore: set[int], n: int = 2) -> int:
+def choose(
+    candidates: Sequence[Sequence[int]],
+    reviews: Sequence[Sequence[int]],
+    ignore: set[int],
+    n: int = 2,
+) -> int:
     """Index of the candidate closest to the reviews (the first one among equals)."""
     scorer = OverlapScorer(reviews, ignore, n)
     scores = [scorer.score(c) for c in candidates]

@@ -58,8 +58,9 @@ def similarity_matrix(reviews: Sequence[Sequence[int]]) -> np.ndarray:
     flat = np.concatenate([np.asarray(r, dtype=np.int64) for r in reviews])
     words, columns = np.unique(flat, return_inverse=True)
     rows = np.repeat(np.arange(n), lengths.astype(np.int64))
-    counts = sparse.csr_matrix((np.ones(len(flat), np.float32), (rows, columns)),
-                               shape=(n, len(words)))  # repeated (row, word) entries add up
+    counts = sparse.csr_matrix(
+        (np.ones(len(flat), np.float32), (rows, columns)), shape=(n, len(words))
+    )  # repeated (row, word) entries add up
     present = counts.copy()
     present.data[:] = 1.0
     idf = idf_weights(np.asarray(present.sum(axis=0)).ravel(), n)
@@ -77,8 +78,9 @@ def centrality(reviews: Sequence[Sequence[int]]) -> np.ndarray:
     return (similarity.sum(axis=1) - np.diag(similarity)) / (n - 1)
 
 
-def select_reviews(reviews: Sequence[Sequence[int]], k: int, mode: str = "central",
-                   seed: int = 0) -> list[int]:
+def select_reviews(
+    reviews: Sequence[Sequence[int]], k: int, mode: str = "central", seed: int = 0
+) -> list[int]:
     """Indices of the k reviews (word ids) to read, ascending; all of them when there are at
     most k."""
     if mode not in SELECT_MODES:

@@ -44,12 +44,14 @@ class ShortlistModel:
     (encode, decode_step) with word positions in `rows` in place of word ids."""
 
     def __init__(self, model: DenoiseSum, rows: torch.Tensor) -> None:
-        if len(rows) < len(SPECIALS) or not torch.equal(rows[: len(SPECIALS)].cpu(),
-                                                         torch.arange(len(SPECIALS))):
+        if len(rows) < len(SPECIALS) or not torch.equal(
+            rows[: len(SPECIALS)].cpu(), torch.arange(len(SPECIALS))
+        ):
             raise ValueError("a shortlist must start with the special tokens")
         self.model, self.rows = model, rows
-        self.position = torch.full((model.config.vocab_size,), -1, dtype=torch.long,
-                                   device=rows.device)
+        self.position = torch.full(
+            (model.config.vocab_size,), -1, dtype=torch.long, device=rows.device
+        )
         self.position[rows] = torch.arange(len(rows), device=rows.device)
         self.seg_rows, self.doc_rows = self._out_rows(model.seg), self._out_rows(model.doc)
 
@@ -67,11 +69,13 @@ class ShortlistModel:
             state.doc = dataclasses.replace(state.doc, ids=self.position[state.doc.ids])
         return state
 
-    def decode_step(self, state: DecodeState,
-                    prev_positions: torch.Tensor) -> tuple[torch.Tensor, DecodeState]:
+    def decode_step(
+        self, state: DecodeState, prev_positions: torch.Tensor
+    ) -> tuple[torch.Tensor, DecodeState]:
         """prev_positions [B*] -> log p [B*, V'] over the shortlist, and the next state."""
-        return self.model.decode_step(state, self.rows[prev_positions], self.seg_rows,
-                                      self.doc_rows)
+        return self.model.decode_step(
+            state, self.rows[prev_positions], self.seg_rows, self.doc_rows
+        )
 
     def positions(self, ids: Sequence[int]) -> list[int]:
         """Vocabulary ids -> shortlist positions, leaving out words not in the shortlist."""
@@ -79,5 +83,6 @@ class ShortlistModel:
         return found[found >= 0].tolist()
 
     def vocab_ids(self, positions: Sequence[int]) -> list[int]:
-        return self.rows[torch.tensor(list(positions), dtype=torch.long,
-                                      device=self.rows.device)].tolist()
+        return self.rows[
+            torch.tensor(list(positions), dtype=torch.long, device=self.rows.device)
+        ].tolist()

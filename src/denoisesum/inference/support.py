@@ -147,8 +147,7 @@ def explain(
     config = config or SupportConfig()
     check(config)
 
-    review_words = [{key for key, _ in keyed_content_words(tokenizer.tokenize(t))}
-                    for t in reviews]
+    review_words = [{key for key, _ in keyed_content_words(tokenizer.tokenize(t))} for t in reviews]
     table, unseen = idf_table(review_words)  # step 3's idf(w) is this + 1
 
     sentences = []

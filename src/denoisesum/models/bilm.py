@@ -105,10 +105,13 @@ class BiLM(nn.Module):
         self.proj = nn.Linear(2 * c.hidden_dim, c.proj_dim)
         cutoffs = output_cutoffs(c)
         if c.proj_dim // c.div_value ** len(cutoffs) < 1:
-            raise ConfigError(f"model.proj_dim={c.proj_dim} is too small for {len(cutoffs)} "
-                              f"adaptive-softmax tail clusters with div_value={c.div_value}")
-        self.head = nn.AdaptiveLogSoftmaxWithLoss(c.proj_dim, c.vocab_size, cutoffs,
-                                                  div_value=c.div_value)
+            raise ConfigError(
+                f"model.proj_dim={c.proj_dim} is too small for {len(cutoffs)} "
+                f"adaptive-softmax tail clusters with div_value={c.div_value}"
+            )
+        self.head = nn.AdaptiveLogSoftmaxWithLoss(
+            c.proj_dim, c.vocab_size, cutoffs, div_value=c.div_value
+        )
 
     def contexts(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """ids [B, L] word ids, lengths [B] -> [B, L, P]: the two-sided context of every word."""

@@ -99,8 +99,9 @@ class DenoiseSumConfig:
 # helpers
 
 
-def group_by_pair(values: torch.Tensor, pair: torch.Tensor,
-                  n_pairs: int) -> tuple[torch.Tensor, torch.Tensor]:
+def group_by_pair(
+    values: torch.Tensor, pair: torch.Tensor, n_pairs: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """values [N, ...] of items belonging to pair [N] -> ([B, W, ...], mask [B, W]).
 
     Items keep their order within a pair; slots past a pair's count are zeros (PAD_ID for ids)
@@ -142,16 +143,18 @@ def kl_divergence(p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:
     return (torch.xlogy(p, p) - p * log_q).sum(-1)
 
 
-def mix(p_c: torch.Tensor | None, p_d: torch.Tensor | None,
-        lam: torch.Tensor | None) -> torch.Tensor:
+def mix(
+    p_c: torch.Tensor | None, p_d: torch.Tensor | None, lam: torch.Tensor | None
+) -> torch.Tensor:
     """p = λ p_c + (1-λ) p_d; with one branch ablated, that branch's p. Any trailing shape."""
     if p_c is None or p_d is None:
         return p_c if p_d is None else p_d
     return lam * p_c + (1 - lam) * p_d
 
 
-def generate_or_copy(p_vocab: torch.Tensor, copy: torch.Tensor | None,
-                     p_gen: torch.Tensor | None) -> torch.Tensor:
+def generate_or_copy(
+    p_vocab: torch.Tensor, copy: torch.Tensor | None, p_gen: torch.Tensor | None
+) -> torch.Tensor:
     """Decoder d's p_d = p_gen p_vocab + (1 - p_gen) p_copy (just p_vocab without copy)."""
     return p_vocab if p_gen is None else p_gen * p_vocab + (1 - p_gen) * copy
 
@@ -199,22 +202,38 @@ class BranchState:
     def index_select(self, index: torch.Tensor) -> BranchState:
         """Any rows, in any order (one row per index, beams = 1)."""
         pair = index // self.beams if self.beams > 1 else index
-        return BranchState(_rows(self.h, index), _rows(self.c, index),
-                           _rows(self.memory, pair), _rows(self.keys, pair),
-                           _rows(self.mask, pair), _rows(self.ids, pair),
-                           _rows(self.present, index), _rows(self.coverage, index))
+        return BranchState(
+            _rows(self.h, index),
+            _rows(self.c, index),
+            _rows(self.memory, pair),
+            _rows(self.keys, pair),
+            _rows(self.mask, pair),
+            _rows(self.ids, pair),
+            _rows(self.present, index),
+            _rows(self.coverage, index),
+        )
 
-    def select_beams(self, rows: torch.Tensor, pairs: torch.Tensor | None,
-                     beams: int) -> BranchState:
+    def select_beams(
+        self, rows: torch.Tensor, pairs: torch.Tensor | None, beams: int
+    ) -> BranchState:
         """Beam search's reordering: rows [A' x beams] of the new state, pair-major, each
         pair's rows taken among its own; pairs [A'] the pairs kept, in order (None: all of
         them, and the source is not copied)."""
+
         def source(x: torch.Tensor) -> torch.Tensor:
             return x if pairs is None else x.index_select(0, pairs)
 
-        return BranchState(_rows(self.h, rows), _rows(self.c, rows), source(self.memory),
-                           source(self.keys), source(self.mask), source(self.ids),
-                           _rows(self.present, rows), _rows(self.coverage, rows), beams)
+        return BranchState(
+            _rows(self.h, rows),
+            _rows(self.c, rows),
+            source(self.memory),
+            source(self.keys),
+            source(self.mask),
+            source(self.ids),
+            _rows(self.present, rows),
+            _rows(self.coverage, rows),
+            beams,
+        )
 
     def row_ids(self) -> torch.Tensor:
         """[B*, M] the copy source's word ids of every row."""
@@ -232,15 +251,23 @@ class DecodeState:
     opinion: torch.Tensor | None = None
 
     def index_select(self, index: torch.Tensor) -> DecodeState:
-        return DecodeState(*(None if b is None else b.index_select(index)
-                             for b in (self.seg, self.doc)), _rows(self.opinion, index))
+        return DecodeState(
+            *(None if b is None else b.index_select(index) for b in (self.seg, self.doc)),
+            _rows(self.opinion, index),
+        )
 
-    def select_beams(self, rows: torch.Tensor, pairs: torch.Tensor | None,
-                     beams: int) -> DecodeState:
+    def select_beams(
+        self, rows: torch.Tensor, pairs: torch.Tensor | None, beams: int
+    ) -> DecodeState:
         """index_select for beam search (BranchState.select_beams): each pair's source stays
         one copy, moved only when pairs leave."""
-        return DecodeState(*(None if b is None else b.select_beams(rows, pairs, beams)
-                             for b in (self.seg, self.doc)), _rows(self.opinion, rows))
+        return DecodeState(
+            *(
+                None if b is None else b.select_beams(rows, pairs, beams)
+                for b in (self.seg, self.doc)
+            ),
+            _rows(self.opinion, rows),
+        )
 
 
 @dataclass
@@ -292,8 +319,9 @@ class Decoder(nn.Module):
         self.coverage = nn.Parameter(torch.zeros(())) if c.coverage else None
         self.drop = nn.Dropout(c.dropout)
 
-    def forward(self, emb: torch.Tensor, st: BranchState,
-                out_rows: OutRows | None = None) -> tuple[DecoderOut, BranchState]:
+    def forward(
+        self, emb: torch.Tensor, st: BranchState, out_rows: OutRows | None = None
+    ) -> tuple[DecoderOut, BranchState]:
         """emb [B, S, E] embeddings of w_{t-1} -> per-step outputs and the state after S steps.
         out_rows: rows of the output layer to score instead of the whole vocabulary (V' words)."""
         states, h, c = self._lstm(emb, st)  # [B, S, D], [B, D], [B, D]
@@ -319,8 +347,9 @@ class Decoder(nn.Module):
         new = replace(st, h=h, c=c, coverage=coverage)
         return DecoderOut(states, logits, attn, p_gen, coverage_loss), new
 
-    def _lstm(self, emb: torch.Tensor, st: BranchState
-              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _lstm(
+        self, emb: torch.Tensor, st: BranchState
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The LSTM over emb [B, S, E] from (st.h, st.c): states [B, S, D] and the last h, c.
         One step at inference (beam search) goes through torch's fused LSTM cell: the module's
         oneDNN path costs about 3x as much for one step of 40 rows on a CPU (1.9 ms against
@@ -330,8 +359,9 @@ class Decoder(nn.Module):
         if one_step and not _autocast_on(emb.device.type):
             h, c = torch.lstm_cell(emb[:, 0], (st.h, st.c), *self.lstm._flat_weights)
             return h.unsqueeze(1), h, c
-        states, (h, c) = self.lstm(emb, (st.h.unsqueeze(0).contiguous(),
-                                         st.c.unsqueeze(0).contiguous()))
+        states, (h, c) = self.lstm(
+            emb, (st.h.unsqueeze(0).contiguous(), st.c.unsqueeze(0).contiguous())
+        )
         return states, h[0], c[0]
 
     def _attend_with_coverage(self, scores: torch.Tensor, st: BranchState):
@@ -388,8 +418,10 @@ class DenoiseSum(nn.Module):
         if not (c.segment_noise or c.document_noise):
             raise ConfigError("model: at least one of segment_noise and document_noise must be on")
         if c.hidden_dim % 2 and not c.encoder_dim:
-            raise ConfigError(f"model.hidden_dim={c.hidden_dim} must be even (two directions) "
-                              "unless model.encoder_dim is set")
+            raise ConfigError(
+                f"model.hidden_dim={c.hidden_dim} must be even (two directions) "
+                "unless model.encoder_dim is set"
+            )
         if c.encoder_dim < 0:
             raise ConfigError(f"model.encoder_dim={c.encoder_dim} must be >= 0")
         self.embed = nn.Embedding(c.vocab_size, c.embed_dim, padding_idx=PAD_ID)
@@ -402,22 +434,32 @@ class DenoiseSum(nn.Module):
         both = c.segment_noise and c.document_noise
         self.gate = nn.Linear(c.embed_dim + 2 * c.hidden_dim, 1) if both else None
         n_fused = int(c.segment_noise) + int(c.document_noise)
-        self.discriminator = nn.Sequential(
-            nn.Linear(n_fused * c.hidden_dim, c.hidden_dim), nn.Tanh(), nn.Dropout(c.dropout),
-            nn.Linear(c.hidden_dim, c.n_topics)) if c.discriminator else None
+        self.discriminator = (
+            nn.Sequential(
+                nn.Linear(n_fused * c.hidden_dim, c.hidden_dim),
+                nn.Tanh(),
+                nn.Dropout(c.dropout),
+                nn.Linear(c.hidden_dim, c.n_topics),
+            )
+            if c.discriminator
+            else None
+        )
         # created last and from zeros (no random draw), so that every other module is
         # initialised exactly as without it; zero: the model starts as one without opinion
-        self.opinion = (nn.Embedding(N_OPINIONS, c.embed_dim,
-                                     _weight=torch.zeros(N_OPINIONS, c.embed_dim))
-                        if c.opinion else None)  # [6, E]: 0 unknown, 1..5 stars
+        self.opinion = (
+            nn.Embedding(N_OPINIONS, c.embed_dim, _weight=torch.zeros(N_OPINIONS, c.embed_dim))
+            if c.opinion
+            else None
+        )  # [6, E]: 0 unknown, 1..5 stars
 
     def branches(self) -> dict[str, Branch]:
         return {name: b for name, b in (("seg", self.seg), ("doc", self.doc)) if b is not None}
 
     # ---- encoder ----------------------------------------------------------------------------
 
-    def encode_reviews(self, ids: torch.Tensor,
-                       lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def encode_reviews(
+        self, ids: torch.Tensor, lengths: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """ids [R, T], lengths [R] -> token states h [R, T, H], review vectors d [R, H]."""
         x = self.drop(self.embed(ids))  # [R, T, E]
         fwd, _ = self.enc_fwd(x)  # [R, T, H/2]; right padding never reaches a real position
@@ -428,8 +470,9 @@ class DenoiseSum(nn.Module):
         d = torch.cat([fwd[rows, lengths - 1], bwd[:, 0]], dim=-1)  # [R, H]
         return torch.cat([fwd, bwd], dim=-1), d
 
-    def fuse_reviews(self, d: torch.Tensor, pair: torch.Tensor, kind: torch.Tensor,
-                     n_pairs: int) -> dict[str, Fused]:
+    def fuse_reviews(
+        self, d: torch.Tensor, pair: torch.Tensor, kind: torch.Tensor, n_pairs: int
+    ) -> dict[str, Fused]:
         """Review vectors d [R, H] -> explicit denoising and fusion, per noise kind."""
         out = {}
         for name, branch in self.branches().items():
@@ -438,8 +481,9 @@ class DenoiseSum(nn.Module):
             out[name] = branch(grouped, mask)
         return out
 
-    def _memory(self, branch: Branch, s0: torch.Tensor, h: torch.Tensor,
-                batch: SummaryBatch) -> BranchState:
+    def _memory(
+        self, branch: Branch, s0: torch.Tensor, h: torch.Tensor, batch: SummaryBatch
+    ) -> BranchState:
         """The tokens of the branch's reviews grouped by pair: its attention source."""
         sel = of_kind(batch.review_kind, branch.kind)  # [R]
         tok = length_mask(batch.review_lengths, h.shape[1]) & sel.unsqueeze(1)  # [R, T]
@@ -447,8 +491,16 @@ class DenoiseSum(nn.Module):
         memory, mask = group_by_pair(self.drop(h[tok]), tok_pair, batch.n_pairs)  # [B, M, H]
         ids, _ = group_by_pair(batch.reviews[tok], tok_pair, batch.n_pairs)  # [B, M]
         coverage = memory.new_zeros(mask.shape) if self.config.coverage else None  # [B, M]
-        return BranchState(s0, torch.zeros_like(s0), memory, branch.decoder.attn(memory), mask,
-                           ids, mask.any(1), coverage)
+        return BranchState(
+            s0,
+            torch.zeros_like(s0),
+            memory,
+            branch.decoder.attn(memory),
+            mask,
+            ids,
+            mask.any(1),
+            coverage,
+        )
 
     def _encode(self, batch: SummaryBatch) -> tuple[DecodeState, dict[str, Fused]]:
         batch = self._active_reviews(batch)
@@ -471,8 +523,7 @@ class DenoiseSum(nn.Module):
         if ratings is None:
             ratings = torch.zeros(batch.n_pairs, dtype=torch.long, device=batch.reviews.device)
         if ratings.shape != (batch.n_pairs,):
-            raise ValueError(f"batch.ratings must be [{batch.n_pairs}], got "
-                             f"{list(ratings.shape)}")
+            raise ValueError(f"batch.ratings must be [{batch.n_pairs}], got {list(ratings.shape)}")
         return self.opinion(ratings)  # [B, E]
 
     def _active_reviews(self, batch: SummaryBatch) -> SummaryBatch:
@@ -483,9 +534,17 @@ class DenoiseSum(nn.Module):
             raise ValueError("every review needs at least one word")
         if bool(keep.all()):
             return batch
-        return SummaryBatch(batch.reviews[keep], batch.review_lengths[keep],
-                            batch.review_pair[keep], batch.review_kind[keep], batch.n_pairs,
-                            batch.summary, batch.summary_lengths, batch.topics, batch.ratings)
+        return SummaryBatch(
+            batch.reviews[keep],
+            batch.review_lengths[keep],
+            batch.review_pair[keep],
+            batch.review_kind[keep],
+            batch.n_pairs,
+            batch.summary,
+            batch.summary_lengths,
+            batch.topics,
+            batch.ratings,
+        )
 
     @torch.no_grad()
     def encode(self, batch: SummaryBatch) -> DecodeState:
@@ -494,8 +553,13 @@ class DenoiseSum(nn.Module):
 
     # ---- decoder ----------------------------------------------------------------------------
 
-    def _decode(self, state: DecodeState, prev: torch.Tensor, seg_rows: OutRows | None = None,
-                doc_rows: OutRows | None = None) -> tuple[DecodeParts, DecodeState]:
+    def _decode(
+        self,
+        state: DecodeState,
+        prev: torch.Tensor,
+        seg_rows: OutRows | None = None,
+        doc_rows: OutRows | None = None,
+    ) -> tuple[DecodeParts, DecodeState]:
         """prev [B*, S] previous words -> both decoders' outputs and the gate, and new state."""
         emb = self.embed(prev)  # [B*, S, E]
         if state.opinion is not None:
@@ -518,9 +582,13 @@ class DenoiseSum(nn.Module):
         return DecodeParts(seg, doc, lam), new
 
     @torch.no_grad()
-    def decode_step(self, state: DecodeState, prev_tokens: torch.Tensor,
-                    seg_rows: OutRows | None = None, doc_rows: OutRows | None = None
-                    ) -> tuple[torch.Tensor, DecodeState]:
+    def decode_step(
+        self,
+        state: DecodeState,
+        prev_tokens: torch.Tensor,
+        seg_rows: OutRows | None = None,
+        doc_rows: OutRows | None = None,
+    ) -> tuple[torch.Tensor, DecodeState]:
         """prev_tokens [B*] (BOS_ID first) -> log p(w_t) [B*, V] and the next state, with
         p = λ p_c + (1-λ) p_d.
         With seg_rows and doc_rows (the same V' rows of each decoder's output layer), V is V': the
@@ -543,8 +611,9 @@ class DenoiseSum(nn.Module):
 
     # ---- training ---------------------------------------------------------------------------
 
-    def _target_prob(self, parts: DecodeParts, state: DecodeState,
-                     target: torch.Tensor) -> torch.Tensor:
+    def _target_prob(
+        self, parts: DecodeParts, state: DecodeState, target: torch.Tensor
+    ) -> torch.Tensor:
         """p(w_t) at the target words only, target [B, S] -> [B, S]: the same formula as
         decode_step, gathered instead of materialising a mixed [B, S, V] distribution."""
 
@@ -569,13 +638,29 @@ class DenoiseSum(nn.Module):
         n_tokens = int(mask.sum())
         nll = token_nll.sum() / n_tokens
         kl = self._kl(fused, batch.topics) if self.discriminator is not None else nll.new_zeros(())
-        coverage = sum(((o.coverage_loss * mask).sum() for o in parts.outputs()
-                        if o.coverage_loss is not None), nll.new_zeros(())) / n_tokens
-        return {"loss": nll + kl + coverage, "nll": nll, "kl": kl, "coverage": coverage,
-                "n_tokens": n_tokens, "token_nll": token_nll}
+        coverage = (
+            sum(
+                (
+                    (o.coverage_loss * mask).sum()
+                    for o in parts.outputs()
+                    if o.coverage_loss is not None
+                ),
+                nll.new_zeros(()),
+            )
+            / n_tokens
+        )
+        return {
+            "loss": nll + kl + coverage,
+            "nll": nll,
+            "kl": kl,
+            "coverage": coverage,
+            "n_tokens": n_tokens,
+            "token_nll": token_nll,
+        }
 
-    def teacher_forced(self, batch: SummaryBatch) -> tuple[
-            DecodeState, dict[str, Fused], DecodeParts, torch.Tensor, torch.Tensor]:
+    def teacher_forced(
+        self, batch: SummaryBatch
+    ) -> tuple[DecodeState, dict[str, Fused], DecodeParts, torch.Tensor, torch.Tensor]:
         """Encode the reviews and run the decoders over the summary fed back word by word:
         (state, fused, parts, target [B, S], mask [B, S] of the real targets: words and </s>)."""
         if batch.summary is None or batch.summary_lengths is None:
@@ -589,8 +674,9 @@ class DenoiseSum(nn.Module):
 
     def topic_log_probs(self, fused: dict[str, Fused]) -> torch.Tensor:
         """log q(z) [B, K] from the fused states [s_c; s_d]."""
-        return torch.log_softmax(self.discriminator(torch.cat([f.s0 for f in fused.values()],
-                                                              -1)), -1)
+        return torch.log_softmax(
+            self.discriminator(torch.cat([f.s0 for f in fused.values()], -1)), -1
+        )
 
     def _kl(self, fused: dict[str, Fused], topics: torch.Tensor | None) -> torch.Tensor:
         if topics is None:

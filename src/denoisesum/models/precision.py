@@ -39,8 +39,11 @@ def use_bf16(device: torch.device, setting: str) -> bool:
     for it) and False: the caller computes in fp32."""
     if bf16_supported(device):
         return True
-    lacks = ("this CPU has no bfloat16 instructions (AVX512-BF16 or AMX)" if device.type == "cpu"
-             else f"this {device.type} device has no bfloat16")
+    lacks = (
+        "this CPU has no bfloat16 instructions (AVX512-BF16 or AMX)"
+        if device.type == "cpu"
+        else f"this {device.type} device has no bfloat16"
+    )
     warnings.warn(f"{setting}: {lacks}; computing in fp32", PrecisionWarning, stacklevel=2)
     return False
 
@@ -61,16 +64,21 @@ def resolve_device(device: str | torch.device = "auto", setting: str = "device")
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name != "cpu" and not (name == "cuda" or name.startswith("cuda:")):
-        raise DenoiseSumError(f"{setting} {device!r} must be one of {', '.join(DEVICES)} "
-                              "(or cuda:N)")
+        raise DenoiseSumError(
+            f"{setting} {device!r} must be one of {', '.join(DEVICES)} (or cuda:N)"
+        )
     if name.startswith("cuda") and not torch.cuda.is_available():
-        raise DenoiseSumError(f"{setting} {name!r}: no CUDA GPU is available here (PyTorch "
-                              f"{torch.__version__} sees none); use cpu or auto")
+        raise DenoiseSumError(
+            f"{setting} {name!r}: no CUDA GPU is available here (PyTorch "
+            f"{torch.__version__} sees none); use cpu or auto"
+        )
     try:
         out = torch.device(name)
     except RuntimeError as exc:  # "cuda:x"
         raise DenoiseSumError(f"{setting} {device!r}: {exc}") from None
     if out.type == "cuda" and out.index is not None and out.index >= torch.cuda.device_count():
-        raise DenoiseSumError(f"{setting} {name!r}: there are {torch.cuda.device_count()} CUDA "
-                              "GPU(s), numbered from 0")
+        raise DenoiseSumError(
+            f"{setting} {name!r}: there are {torch.cuda.device_count()} CUDA "
+            "GPU(s), numbered from 0"
+        )
     return out

@@ -52,19 +52,23 @@ def _save_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
     os.replace(tmp, path)
 
 
-def save_model_dir(directory: str | Path, model: torch.nn.Module, config: dict[str, Any],
-                   vocab: Vocab) -> None:
+def save_model_dir(
+    directory: str | Path, model: torch.nn.Module, config: dict[str, Any], vocab: Vocab
+) -> None:
     """A trained model, its whole config.json and its vocabulary (what the trainers save)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     vocab.save(directory / VOCAB)
     write_json(directory / CONFIG, config)
-    _save_tensors(directory / WEIGHTS,
-                  {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()})
+    _save_tensors(
+        directory / WEIGHTS,
+        {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()},
+    )
 
 
-def export_model_dir(source: str | Path, target: str | Path, config: dict[str, Any] | None = None,
-                     fp16: bool = False) -> None:
+def export_model_dir(
+    source: str | Path, target: str | Path, config: dict[str, Any] | None = None, fp16: bool = False
+) -> None:
     """Copy a model directory: its weights (byte for byte, or with `fp16` floats stored as fp16:
     half the size, loaded back into fp32, so the model changes only by that rounding), its
     vocabulary, its rating model if any, and `config` as its config.json (None: the source's).
@@ -73,8 +77,13 @@ def export_model_dir(source: str | Path, target: str | Path, config: dict[str, A
     target.mkdir(parents=True, exist_ok=True)
     config = read_settings(source) if config is None else config
     if fp16:
-        _save_tensors(target / WEIGHTS, {k: v.half() if v.is_floating_point() else v
-                                         for k, v in load_file(str(source / WEIGHTS)).items()})
+        _save_tensors(
+            target / WEIGHTS,
+            {
+                k: v.half() if v.is_floating_point() else v
+                for k, v in load_file(str(source / WEIGHTS)).items()
+            },
+        )
     copied = [VOCAB, *(name for name in (RATING, RATING_REPORT) if (source / name).is_file())]
     for name in copied if fp16 else [WEIGHTS, *copied]:
         with atomic_write(target / name, "wb", encoding=None) as handle:
@@ -116,8 +125,11 @@ def read_model_dir(directory: str | Path) -> tuple[dict[str, torch.Tensor], dict
     try:
         weights = load_file(str(directory / WEIGHTS))
     except Exception as exc:  # safetensors raises its own error types for a damaged file
-        raise InputError(f"unreadable weights ({_first_line(exc)}); the file is damaged or not "
-                         "a safetensors file", path=directory / WEIGHTS) from None
+        raise InputError(
+            f"unreadable weights ({_first_line(exc)}); the file is damaged or not "
+            "a safetensors file",
+            path=directory / WEIGHTS,
+        ) from None
     return weights, read_settings(directory), Vocab.load(directory / VOCAB)
 
 
@@ -139,14 +151,20 @@ def load(directory: str | Path, kind: str) -> tuple[torch.nn.Module, Vocab, dict
     weights, config, vocab = read_model_dir(directory)
     path = directory / CONFIG
     if config.get("kind") != kind:
-        raise InputError(f"holds a {config.get('kind')!r} model, not {description} ('{kind}')",
-                         path=path, field="kind")
+        raise InputError(
+            f"holds a {config.get('kind')!r} model, not {description} ('{kind}')",
+            path=path,
+            field="kind",
+        )
     if "model" not in config:
         raise InputError(f"missing: the model's {config_cls.__name__}", path=path, field="model")
     model_config = parse_section(config_cls, config["model"], path, "model")
     if model_config.vocab_size != len(vocab):
-        raise InputError(f"{model_config.vocab_size} does not match the {len(vocab)} tokens of "
-                         f"{VOCAB}", path=path, field="model.vocab_size")
+        raise InputError(
+            f"{model_config.vocab_size} does not match the {len(vocab)} tokens of {VOCAB}",
+            path=path,
+            field="model.vocab_size",
+        )
     try:
         model = model_cls(model_config)
     except ConfigError as exc:
@@ -158,12 +176,14 @@ def load(directory: str | Path, kind: str) -> tuple[torch.nn.Module, Vocab, dict
         result = model.load_state_dict(weights, strict=False)
         missing = [k for k in result.missing_keys if k not in optional]
         if missing or result.unexpected_keys:
-            raise RuntimeError(f"missing keys {missing[:3]}, unexpected keys "
-                               f"{result.unexpected_keys[:3]}")
+            raise RuntimeError(
+                f"missing keys {missing[:3]}, unexpected keys {result.unexpected_keys[:3]}"
+            )
     except RuntimeError as exc:  # missing/unexpected keys or wrong shapes
         reason = str(exc).splitlines()[-1].strip() or str(exc)
-        raise InputError(f"weights do not fit config.json's model: {reason}",
-                         path=directory / WEIGHTS) from None
+        raise InputError(
+            f"weights do not fit config.json's model: {reason}", path=directory / WEIGHTS
+        ) from None
     return model.float().eval(), vocab, config
 
 

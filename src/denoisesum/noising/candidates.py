@@ -55,8 +55,9 @@ def preset(name: str) -> CandidateConfig:
     try:
         return PRESETS[name]
     except KeyError:
-        raise ConfigError(f"unknown candidate preset '{name}' (known: {', '.join(PRESETS)})") \
-            from None
+        raise ConfigError(
+            f"unknown candidate preset '{name}' (known: {', '.join(PRESETS)})"
+        ) from None
 
 
 def rejection(tokens: Sequence[str], cfg: CandidateConfig) -> str | None:
@@ -70,4 +71,3 @@ def rejection(tokens: Sequence[str], cfg: CandidateConfig) -> str | None:
     if cfg.one_sentence and any(t in SENTENCE_END for t in tokens[:-1]):
         return "several sentences"
     return None
-

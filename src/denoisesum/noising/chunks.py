@@ -32,16 +32,39 @@ _TAG_CODES = {
     **dict.fromkeys(["DT", "PDT", "PRP$", "WP$"], "D"),
     **dict.fromkeys(["JJ", "JJR", "JJS"], "J"),
     **dict.fromkeys(["NN", "NNS", "NNP", "NNPS", "FW"], "N"),
-    "CD": "C", "POS": "S", "MD": "M", "TO": "T", "IN": "I", "RP": "Q",
+    "CD": "C",
+    "POS": "S",
+    "MD": "M",
+    "TO": "T",
+    "IN": "I",
+    "RP": "Q",
     **dict.fromkeys(["PRP", "EX", "WP"], "P"),
     **dict.fromkeys(["RB", "RBR", "RBS"], "R"),
     **dict.fromkeys(["VB", "VBD", "VBG", "VBN", "VBP", "VBZ"], "V"),
     **dict.fromkeys(["WDT", "WRB"], "W"),
 }
 # Prepositions that open a clause are SBAR in CoNLL-2000, not PP.
-_SUBORDINATORS = {"because", "although", "though", "if", "while", "since", "whereas", "unless",
-                  "until", "that", "whether", "once", "so", "as", "than", "before", "after"}
-_GRAMMAR = regex.compile(r"""
+_SUBORDINATORS = {
+    "because",
+    "although",
+    "though",
+    "if",
+    "while",
+    "since",
+    "whereas",
+    "unless",
+    "until",
+    "that",
+    "whether",
+    "once",
+    "so",
+    "as",
+    "than",
+    "before",
+    "after",
+}
+_GRAMMAR = regex.compile(
+    r"""
     (?P<NP>D*(?:R?J|C)*N+S?|P|D+[JC]*|C+)
   | (?P<VP>R*[MV](?:R*[MV])*|T(?:R*V)+)
   | (?P<ADJP>R*J+)
@@ -50,15 +73,19 @@ _GRAMMAR = regex.compile(r"""
   | (?P<PP>[IT])
   | (?P<PRT>Q)
   | (?P<O>.)
-""", regex.VERBOSE)
+""",
+    regex.VERBOSE,
+)
 
 Chunk = tuple[str, int, int]  # (label, start, end) over a token list
 
 
 def chunk_tags(tokens: Sequence[str], tags: Sequence[str]) -> list[Chunk]:
     """Group tokens with Penn tags into labelled chunks covering every token in order."""
-    codes = "".join("B" if tag == "IN" and tok in _SUBORDINATORS else _TAG_CODES.get(tag, "O")
-                    for tok, tag in zip(tokens, tags, strict=True))
+    codes = "".join(
+        "B" if tag == "IN" and tok in _SUBORDINATORS else _TAG_CODES.get(tag, "O")
+        for tok, tag in zip(tokens, tags, strict=True)
+    )
     return [(m.lastgroup, m.start(), m.end()) for m in _GRAMMAR.finditer(codes)]
 
 
@@ -73,8 +100,9 @@ class Chunker:
         token_lists = [list(t) for t in token_lists]
         docs = (Doc(self.nlp.vocab, words=t) for t in token_lists)
         tagged = self.nlp.pipe(docs, batch_size=self.batch_size)
-        return [chunk_tags(t, [w.tag_ for w in doc])
-                for t, doc in zip(token_lists, tagged, strict=True)]
+        return [
+            chunk_tags(t, [w.tag_ for w in doc]) for t, doc in zip(token_lists, tagged, strict=True)
+        ]
 
 
 @dataclass
@@ -85,8 +113,9 @@ class ChunkInventory:
     templates: list[list[str]]
 
     @classmethod
-    def build(cls, token_lists: Sequence[Sequence[str]], parses: Sequence[list[Chunk]]
-              ) -> ChunkInventory:
+    def build(
+        cls, token_lists: Sequence[Sequence[str]], parses: Sequence[list[Chunk]]
+    ) -> ChunkInventory:
         chunks: dict[str, list[tuple[str, ...]]] = defaultdict(list)
         templates = []
         for tokens, parse in zip(token_lists, parses, strict=True):
@@ -105,8 +134,7 @@ class ChunkInventory:
         return pool[rng.integers(len(pool))]
 
     def save(self, path: str | Path) -> None:
-        data = {"format": "denoisesum-chunks/1", "chunks": self.chunks,
-                "templates": self.templates}
+        data = {"format": "denoisesum-chunks/1", "chunks": self.chunks, "templates": self.templates}
         with atomic_write(path, "wb") as handle:
             handle.write(gzip.compress(json.dumps(data).encode("utf-8"), mtime=0))
 
@@ -127,8 +155,13 @@ class PlacedChunk:
     source: str  # "candidate" or "inventory"
 
 
-def chunk_noise(tokens: Sequence[str], parse: list[Chunk], inventory: ChunkInventory,
-                p_remove: float, rng: np.random.Generator) -> list[PlacedChunk]:
+def chunk_noise(
+    tokens: Sequence[str],
+    parse: list[Chunk],
+    inventory: ChunkInventory,
+    p_remove: float,
+    rng: np.random.Generator,
+) -> list[PlacedChunk]:
     """One chunk-altered version of `tokens` (whose chunks are `parse`)."""
     kept: dict[str, list[tuple[str, ...]]] = defaultdict(list)
     for label, start, end in parse:

@@ -22,8 +22,9 @@ def idf_rouge1_f1(review: np.ndarray, candidate: np.ndarray, idf: np.ndarray) ->
     return 0.0 if overlap == 0 else 2 * precision * recall / (precision + recall)
 
 
-def most_similar(candidate: np.ndarray, reviews: Sequence[np.ndarray], exclude: int, n: int,
-                 idf: np.ndarray) -> list[int]:
+def most_similar(
+    candidate: np.ndarray, reviews: Sequence[np.ndarray], exclude: int, n: int, idf: np.ndarray
+) -> list[int]:
     """Indices (into `reviews`) of the n best reviews by IDF-ROUGE-1 F1, never `exclude`.
 
     Ties keep the earlier review, so the result is deterministic.
@@ -32,8 +33,9 @@ def most_similar(candidate: np.ndarray, reviews: Sequence[np.ndarray], exclude: 
     return [i for _, i in sorted(scores)[:n]]
 
 
-def support(counts: sparse.csr_matrix, candidates: np.ndarray, lengths: np.ndarray,
-            idf: np.ndarray, n: int) -> np.ndarray:
+def support(
+    counts: sparse.csr_matrix, candidates: np.ndarray, lengths: np.ndarray, idf: np.ndarray, n: int
+) -> np.ndarray:
     """float32 [len(candidates)]: each candidate's mean IDF-ROUGE-1 F1 against its n most
     similar other reviews, all reviews of one entity (the document noise it will be given).
 

@@ -155,8 +155,13 @@ def keep_freed_memory() -> bool:
     except (OSError, AttributeError):
         return False
     m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3  # glibc's malloc.h
-    return all([mallopt(m_mmap_threshold, 1 << 30), mallopt(m_trim_threshold, (1 << 31) - 1),
-                mallopt(m_top_pad, 1 << 28)])
+    return all(
+        [
+            mallopt(m_mmap_threshold, 1 << 30),
+            mallopt(m_trim_threshold, (1 << 31) - 1),
+            mallopt(m_top_pad, 1 << 28),
+        ]
+    )
 
 
 def _resources(job: Job) -> dict[str, Any]:
@@ -172,17 +177,21 @@ def _resources(job: Job) -> dict[str, Any]:
         model, vocab = load_bilm(job.lm_dir)
         groups = entity_groups(corpus, np.flatnonzero(np.load(out / "allowed.npy")))
         _RESOURCES[key] = {
-            "corpus": corpus, "model": model, "vocab": vocab,
+            "corpus": corpus,
+            "model": model,
+            "vocab": vocab,
             "table": torch.from_numpy(corpus.vocab_table(vocab)),
-            "plan": Plan.load(out / "plan.npz"), "idf": np.load(out / "idf.npy"),
-            "inventory": ChunkInventory.load(out / "chunks.json.gz"), "chunker": Chunker(),
+            "plan": Plan.load(out / "plan.npz"),
+            "idf": np.load(out / "idf.npy"),
+            "inventory": ChunkInventory.load(out / "chunks.json.gz"),
+            "chunker": Chunker(),
             "entity_reviews": {int(corpus.entity[g[0]]): g for g in groups},
         }
     return _RESOURCES[key]
 
 
 def review_ids(corpus: EncodedCorpus, review: int) -> np.ndarray:
-    return np.asarray(corpus.ids[corpus.offsets[review]:corpus.offsets[review + 1]])
+    return np.asarray(corpus.ids[corpus.offsets[review] : corpus.offsets[review + 1]])
 
 
 def run_shard(shard: int, job: Job) -> dict[str, Any]:
@@ -206,15 +215,29 @@ def run_shard(shard: int, job: Job) -> dict[str, Any]:
         contexts = _lm_contexts(res, [type_ids[i] for i in batch])
         timings["lm"] += time.perf_counter() - start
         for row, i in enumerate(batch):
-            records.append(_make_pair(res, cfg, pair_ids[i], type_ids[i], tokens[i], parses[i],
-                                      contexts[row, : len(type_ids[i])], timings))
+            records.append(
+                _make_pair(
+                    res,
+                    cfg,
+                    pair_ids[i],
+                    type_ids[i],
+                    tokens[i],
+                    parses[i],
+                    contexts[row, : len(type_ids[i])],
+                    timings,
+                )
+            )
     start = time.perf_counter()
     data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
     with atomic_write(shard_path(job.out_dir, shard), "wb") as handle:
         handle.write(gzip.compress(data, compresslevel=6, mtime=0))
     timings["write"] += time.perf_counter() - start
-    return {"shard": shard, "pairs": len(records), "timings": dict(timings),
-            "short_document_noise": sum(r["document_noise_short"] for r in records)}
+    return {
+        "shard": shard,
+        "pairs": len(records),
+        "timings": dict(timings),
+        "short_document_noise": sum(r["document_noise_short"] for r in records),
+    }
 
 
 @torch.no_grad()
@@ -227,9 +250,16 @@ def _lm_contexts(res: dict[str, Any], batch: list[np.ndarray]) -> torch.Tensor:
     return res["model"].contexts(ids, lengths)
 
 
-def _make_pair(res: dict[str, Any], cfg: SynthesisConfig, pair_id: int, type_ids: np.ndarray,
-               tokens: list[str], parse, contexts: torch.Tensor,
-               timings: dict[str, float]) -> dict[str, Any]:
+def _make_pair(
+    res: dict[str, Any],
+    cfg: SynthesisConfig,
+    pair_id: int,
+    type_ids: np.ndarray,
+    tokens: list[str],
+    parse,
+    contexts: torch.Tensor,
+    timings: dict[str, float],
+) -> dict[str, Any]:
     corpus, plan, vocab = res["corpus"], res["plan"], res["vocab"]
     n = int(plan.n[pair_id])
     rng = np.random.default_rng([cfg.seed, 1, pair_id])
@@ -241,8 +271,10 @@ def _make_pair(res: dict[str, Any], cfg: SynthesisConfig, pair_id: int, type_ids
     segment = []
     for copy in noisy.tolist():
         # unchanged positions keep the original word, even one outside the vocabulary
-        words = [w if new == old else vocab.tokens[new]
-                 for w, new, old in zip(tokens, copy, ids.tolist(), strict=True)]
+        words = [
+            w if new == old else vocab.tokens[new]
+            for w, new, old in zip(tokens, copy, ids.tolist(), strict=True)
+        ]
         placed = chunk_noise(words, parse, res["inventory"], cfg.noise.p_remove_chunk, rng)
         segment.append(" ".join(t for chunk in placed for t in chunk.tokens))
     timings["segment_noise"] += time.perf_counter() - start
@@ -257,14 +289,28 @@ def _make_pair(res: dict[str, Any], cfg: SynthesisConfig, pair_id: int, type_ids
     document = [" ".join(corpus.types[t] for t in others[i]) for i in best]
     timings["retrieval"] += time.perf_counter() - start
     rating = float(corpus.ratings[review])  # the summary's opinion: the candidate's stars
-    return pair_record(pair_id, corpus.entities[entity], tokens, segment, document, n=n,
-                       document_noise_short=len(document) < n, candidate_review=review,
-                       rating=None if np.isnan(rating) else rating)
+    return pair_record(
+        pair_id,
+        corpus.entities[entity],
+        tokens,
+        segment,
+        document,
+        n=n,
+        document_noise_short=len(document) < n,
+        candidate_review=review,
+        rating=None if np.isnan(rating) else rating,
+    )
 
 
-def _document_noise(cfg: SynthesisConfig, pair_id: int, type_ids: np.ndarray,
-                    others: list[np.ndarray], position: int, n: int, idf: np.ndarray
-                    ) -> list[int]:
+def _document_noise(
+    cfg: SynthesisConfig,
+    pair_id: int,
+    type_ids: np.ndarray,
+    others: list[np.ndarray],
+    position: int,
+    n: int,
+    idf: np.ndarray,
+) -> list[int]:
     """Indices into `others` (the entity's reviews; `position` is the candidate's own) of the
     pair's document noise, by cfg.document_noise."""
     if cfg.document_noise == "similar":
@@ -278,8 +324,9 @@ def _document_noise(cfg: SynthesisConfig, pair_id: int, type_ids: np.ndarray,
 # --------------------------------------------------------------------------- driver side
 
 
-def _fingerprint(corpus: EncodedCorpus, lm_dir: Path, cfg: SynthesisConfig,
-                 excluded: list[str]) -> str:
+def _fingerprint(
+    corpus: EncodedCorpus, lm_dir: Path, cfg: SynthesisConfig, excluded: list[str]
+) -> str:
     from denoisesum.models.store import WEIGHTS  # store loads torch: only where the LM is read
 
     settings = dataclasses.asdict(cfg)
@@ -287,21 +334,29 @@ def _fingerprint(corpus: EncodedCorpus, lm_dir: Path, cfg: SynthesisConfig,
         if settings[name] == getattr(DEFAULT_SYNTHESIS, name):
             del settings[name]
     digest = hashlib.sha256()
-    digest.update(json.dumps([corpus.meta["sources"], settings, sorted(excluded)],
-                             sort_keys=True).encode())
+    digest.update(
+        json.dumps([corpus.meta["sources"], settings, sorted(excluded)], sort_keys=True).encode()
+    )
     digest.update((lm_dir / WEIGHTS).read_bytes())
     return digest.hexdigest()
 
 
-def prepare(corpus: EncodedCorpus, out: Path, lm_dir: Path, cfg: SynthesisConfig,
-            excluded: list[str], chunker: Chunker | None = None) -> dict[str, Any]:
+def prepare(
+    corpus: EncodedCorpus,
+    out: Path,
+    lm_dir: Path,
+    cfg: SynthesisConfig,
+    excluded: list[str],
+    chunker: Chunker | None = None,
+) -> dict[str, Any]:
     """Write the plan, IDF table and chunk inventory (or check that the existing ones match)."""
     fingerprint = _fingerprint(corpus, lm_dir, cfg, excluded)
     if (out / "plan.json").exists():
         prepared = read_json(out / "plan.json")
         if prepared["fingerprint"] != fingerprint:
-            raise DenoiseSumError(f"{out} holds a run with other inputs or settings; "
-                                  "use a new output directory")
+            raise DenoiseSumError(
+                f"{out} holds a run with other inputs or settings; use a new output directory"
+            )
         return prepared
     out.mkdir(parents=True, exist_ok=True)
     excluded_set = set(excluded)
@@ -311,40 +366,60 @@ def prepare(corpus: EncodedCorpus, out: Path, lm_dir: Path, cfg: SynthesisConfig
         raise DenoiseSumError(f"no review passes the candidate constraints ({report})")
     idf = idf_weights(document_frequency(corpus, allowed), int(allowed.sum()))
     if cfg.central_fraction < 1:
-        eligible, lowest = best_supported(corpus, eligible, allowed, idf, round(cfg.n_mean),
-                                          cfg.central_fraction)
+        eligible, lowest = best_supported(
+            corpus, eligible, allowed, idf, round(cfg.n_mean), cfg.central_fraction
+        )
         report["central"] = len(eligible)
         report["central_lowest_support"] = round(lowest, 4)
     weights = rating_balance_weights(corpus.ratings[eligible]) if cfg.balance_ratings else None
     plan = make_plan(eligible, cfg.pairs, cfg.n_mean, cfg.n_std, cfg.seed, weights)
     if cfg.balance_ratings:
         chosen = np.bincount(star_classes(corpus.ratings[plan.candidates]), minlength=6)
-        report["chosen_by_stars"] = {("none" if k == 0 else str(k)): int(chosen[k])
-                                     for k in range(6)}
+        report["chosen_by_stars"] = {
+            ("none" if k == 0 else str(k)): int(chosen[k]) for k in range(6)
+        }
     plan.save(out / "plan.npz")
     np.save(out / "allowed.npy", allowed)
     np.save(out / "idf.npy", idf)
     _build_inventory(corpus, eligible, cfg, chunker or Chunker()).save(out / "chunks.json.gz")
-    prepared = {"fingerprint": fingerprint, "pairs": len(plan.candidates),
-                "candidates": report, "excluded_entities": len(excluded_set),
-                "excluded_reviews": int((~allowed).sum())}
+    prepared = {
+        "fingerprint": fingerprint,
+        "pairs": len(plan.candidates),
+        "candidates": report,
+        "excluded_entities": len(excluded_set),
+        "excluded_reviews": int((~allowed).sum()),
+    }
     write_json(out / "plan.json", prepared)
     return prepared
 
 
-def _build_inventory(corpus: EncodedCorpus, eligible: np.ndarray, cfg: SynthesisConfig,
-                     chunker: Chunker) -> ChunkInventory:
+def _build_inventory(
+    corpus: EncodedCorpus, eligible: np.ndarray, cfg: SynthesisConfig, chunker: Chunker
+) -> ChunkInventory:
     rng = np.random.default_rng([cfg.seed, 2])
     sample = rng.choice(eligible, size=min(cfg.inventory_reviews, len(eligible)), replace=False)
     tokens = [[corpus.types[t] for t in review_ids(corpus, int(r))] for r in np.sort(sample)]
     return ChunkInventory.build(tokens, chunker.chunk_many(tokens))
 
 
-def run_shards(job: Job, shards: list[int], total_pairs: int, done_pairs: int,
-               scheduler: str | None, workers: int, progress: bool) -> tuple[list, dict]:
+def run_shards(
+    job: Job,
+    shards: list[int],
+    total_pairs: int,
+    done_pairs: int,
+    scheduler: str | None,
+    workers: int,
+    progress: bool,
+) -> tuple[list, dict]:
     """Run shards on Dask (or inline when workers == 0 and no scheduler); returns results."""
-    bar = progress_bar(total=total_pairs, initial=done_pairs, unit=" pairs", desc="synthesize",
-                       enabled=progress, smoothing=0.1)
+    bar = progress_bar(
+        total=total_pairs,
+        initial=done_pairs,
+        unit=" pairs",
+        desc="synthesize",
+        enabled=progress,
+        smoothing=0.1,
+    )
     results, worker_rss = [], {}
     try:
         if scheduler is None and workers == 0:
@@ -355,8 +430,13 @@ def run_shards(job: Job, shards: list[int], total_pairs: int, done_pairs: int,
             return results, worker_rss
         from dask.distributed import Client, LocalCluster, as_completed
 
-        cluster = None if scheduler else LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        cluster = (
+            None
+            if scheduler
+            else LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+            )
+        )
         with Client(scheduler or cluster) as client:
             futures = client.map(run_shard, shards, job=job, pure=False)
             for future in as_completed(futures):
@@ -381,9 +461,16 @@ def _max_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def synthesize(corpus: EncodedCorpus, out_dir: str | Path, lm_dir: str | Path,
-               cfg: SynthesisConfig, excluded: list[str] = (), scheduler: str | None = None,
-               workers: int | None = None, progress: bool = True) -> dict[str, Any]:
+def synthesize(
+    corpus: EncodedCorpus,
+    out_dir: str | Path,
+    lm_dir: str | Path,
+    cfg: SynthesisConfig,
+    excluded: list[str] = (),
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
     """Make (or finish making) the synthetic pairs in `out_dir`; returns the manifest."""
     check(cfg)  # a config made in Python has not been through config.build
     if workers is not None and workers < 0:  # a pool of -2 processes waits forever
@@ -395,13 +482,23 @@ def synthesize(corpus: EncodedCorpus, out_dir: str | Path, lm_dir: str | Path,
     n_shards = -(-prepared["pairs"] // cfg.shard_size)
     todo = [s for s in range(n_shards) if not shard_path(out, s).exists()]
     done_pairs = prepared["pairs"] - sum(
-        min(cfg.shard_size, prepared["pairs"] - s * cfg.shard_size) for s in todo)
+        min(cfg.shard_size, prepared["pairs"] - s * cfg.shard_size) for s in todo
+    )
     job = Job(str(out), str(corpus.dir), str(lm_dir), dataclasses.asdict(cfg))
     workers = os.cpu_count() or 1 if workers is None else workers
-    results, worker_rss = run_shards(job, todo, prepared["pairs"], done_pairs, scheduler,
-                                     workers, progress)
-    manifest = _write_manifest(out, cfg, prepared, results, n_shards, worker_rss,
-                               prepare_seconds, time.perf_counter() - started)
+    results, worker_rss = run_shards(
+        job, todo, prepared["pairs"], done_pairs, scheduler, workers, progress
+    )
+    manifest = _write_manifest(
+        out,
+        cfg,
+        prepared,
+        results,
+        n_shards,
+        worker_rss,
+        prepare_seconds,
+        time.perf_counter() - started,
+    )
     if (warning := shortfall(manifest)) is not None:
         print(f"warning: {warning}", file=sys.stderr)
     return manifest
@@ -410,22 +507,36 @@ def synthesize(corpus: EncodedCorpus, out_dir: str | Path, lm_dir: str | Path,
 def shortfall(manifest: dict[str, Any]) -> str | None:
     """Why fewer pairs were made than asked for (each pair needs its own candidate summary, so
     at most as many as reviews qualify), or None when all were made."""
-    asked, made, found = manifest["settings"]["pairs"], manifest["pairs"], \
-        manifest["candidate_filter"]
+    asked, made, found = (
+        manifest["settings"]["pairs"],
+        manifest["pairs"],
+        manifest["candidate_filter"],
+    )
     if made >= asked:
         return None
-    rejected = ", ".join(f"{name.removeprefix('rejected_').replace('_', ' ')} {count:,}"
-                         for name, count in found.items()
-                         if name.startswith("rejected_") and count)
-    return (f"{made:,} pairs made of the {asked:,} asked for: only {found['eligible']:,} of "
-            f"{found['reviews']:,} reviews qualify as candidate summaries (rejected for "
-            f"{rejected or 'nothing'}); loosen the candidate constraints (preset, candidates.*) "
-            "or give more reviews")
+    rejected = ", ".join(
+        f"{name.removeprefix('rejected_').replace('_', ' ')} {count:,}"
+        for name, count in found.items()
+        if name.startswith("rejected_") and count
+    )
+    return (
+        f"{made:,} pairs made of the {asked:,} asked for: only {found['eligible']:,} of "
+        f"{found['reviews']:,} reviews qualify as candidate summaries (rejected for "
+        f"{rejected or 'nothing'}); loosen the candidate constraints (preset, candidates.*) "
+        "or give more reviews"
+    )
 
 
-def _write_manifest(out: Path, cfg: SynthesisConfig, prepared: dict[str, Any], results: list,
-                    n_shards: int, worker_rss: dict, prepare_seconds: float,
-                    seconds: float) -> dict[str, Any]:
+def _write_manifest(
+    out: Path,
+    cfg: SynthesisConfig,
+    prepared: dict[str, Any],
+    results: list,
+    n_shards: int,
+    worker_rss: dict,
+    prepare_seconds: float,
+    seconds: float,
+) -> dict[str, Any]:
     timings: dict[str, float] = defaultdict(float)
     for result in results:
         for stage, value in result["timings"].items():
@@ -433,20 +544,31 @@ def _write_manifest(out: Path, cfg: SynthesisConfig, prepared: dict[str, Any], r
     shards = []
     for s in range(n_shards):
         data = shard_path(out, s).read_bytes()
-        shards.append({"file": shard_path(out, s).relative_to(out).as_posix(),
-                       "pairs": gzip.decompress(data).count(b"\n"),
-                       "sha256": hashlib.sha256(data).hexdigest()})
+        shards.append(
+            {
+                "file": shard_path(out, s).relative_to(out).as_posix(),
+                "pairs": gzip.decompress(data).count(b"\n"),
+                "sha256": hashlib.sha256(data).hexdigest(),
+            }
+        )
     manifest = {
-        "format": "denoisesum-synthetic/1", "pairs": sum(s["pairs"] for s in shards),
-        "settings": dataclasses.asdict(cfg), "candidate_filter": prepared["candidates"],
+        "format": "denoisesum-synthetic/1",
+        "pairs": sum(s["pairs"] for s in shards),
+        "settings": dataclasses.asdict(cfg),
+        "candidate_filter": prepared["candidates"],
         "excluded_entities": prepared["excluded_entities"],
         "short_document_noise_pairs_this_run": sum(r["short_document_noise"] for r in results),
         "shards": shards,
-        "this_run": {"shards_computed": len(results), "wall_seconds": round(seconds, 1),
-                     "prepare_seconds": round(prepare_seconds, 1),
-                     "worker_cpu_seconds_by_stage": {k: round(v, 1) for k, v in timings.items()},
-                     "peak_rss_mb": {"driver": round(_max_rss_mb(), 1),
-                                     **{str(k): round(v, 1) for k, v in worker_rss.items()}}},
+        "this_run": {
+            "shards_computed": len(results),
+            "wall_seconds": round(seconds, 1),
+            "prepare_seconds": round(prepare_seconds, 1),
+            "worker_cpu_seconds_by_stage": {k: round(v, 1) for k, v in timings.items()},
+            "peak_rss_mb": {
+                "driver": round(_max_rss_mb(), 1),
+                **{str(k): round(v, 1) for k, v in worker_rss.items()},
+            },
+        },
     }
     write_json(out / "manifest.json", manifest)
     return manifest

@@ -22,8 +22,9 @@ from denoisesum.noising.document_noise import support
 from denoisesum.progress import progress_bar
 
 
-def _per_review_counts(corpus: EncodedCorpus, flags: np.ndarray, reviews: np.ndarray,
-                       block: int = 20_000_000) -> np.ndarray:
+def _per_review_counts(
+    corpus: EncodedCorpus, flags: np.ndarray, reviews: np.ndarray, block: int = 20_000_000
+) -> np.ndarray:
     """How many tokens of each of `reviews` have flags[type] set (in blocks: bounded memory)."""
     counts = np.zeros(len(reviews), dtype=np.int64)
     starts, ends = corpus.offsets[reviews], corpus.offsets[reviews + 1]
@@ -36,8 +37,9 @@ def _per_review_counts(corpus: EncodedCorpus, flags: np.ndarray, reviews: np.nda
     return counts
 
 
-def eligible_candidates(corpus: EncodedCorpus, cfg: CandidateConfig,
-                        allowed: np.ndarray) -> tuple[np.ndarray, dict[str, int]]:
+def eligible_candidates(
+    corpus: EncodedCorpus, cfg: CandidateConfig, allowed: np.ndarray
+) -> tuple[np.ndarray, dict[str, int]]:
     """Indices of reviews that satisfy `cfg` among `allowed` ones; and why the others failed."""
     reviews = np.flatnonzero(allowed)
     lengths = corpus.lengths()[reviews]
@@ -83,8 +85,14 @@ def entity_groups(corpus: EncodedCorpus, reviews: np.ndarray) -> list[np.ndarray
     return [g for g in np.split(order, np.flatnonzero(np.diff(corpus.entity[order])) + 1) if len(g)]
 
 
-def best_supported(corpus: EncodedCorpus, eligible: np.ndarray, allowed: np.ndarray,
-                   idf: np.ndarray, n: int, fraction: float) -> tuple[np.ndarray, float]:
+def best_supported(
+    corpus: EncodedCorpus,
+    eligible: np.ndarray,
+    allowed: np.ndarray,
+    idf: np.ndarray,
+    n: int,
+    fraction: float,
+) -> tuple[np.ndarray, float]:
     """The `fraction` of `eligible` candidates best supported by their entity's other allowed
     reviews (`document_noise.support`: the mean IDF-ROUGE-1 F1 of the n most similar), in
     review order; and the lowest support kept.
@@ -96,8 +104,9 @@ def best_supported(corpus: EncodedCorpus, eligible: np.ndarray, allowed: np.ndar
     is_eligible = np.zeros(len(corpus), dtype=bool)
     is_eligible[eligible] = True
     scores = np.zeros(len(corpus), dtype=np.float32)
-    for group in progress_bar(entity_groups(corpus, np.flatnonzero(allowed)), desc="support",
-                              unit="entity", mininterval=5):
+    for group in progress_bar(
+        entity_groups(corpus, np.flatnonzero(allowed)), desc="support", unit="entity", mininterval=5
+    ):
         rows = np.flatnonzero(is_eligible[group])
         if len(rows):
             counts = count_matrix(corpus, group)
@@ -109,11 +118,13 @@ def best_supported(corpus: EncodedCorpus, eligible: np.ndarray, allowed: np.ndar
 
 def count_matrix(corpus: EncodedCorpus, reviews: np.ndarray) -> sparse.csr_matrix:
     """[len(reviews), n_types] word counts."""
-    ids = [corpus.ids[corpus.offsets[r]:corpus.offsets[r + 1]] for r in reviews]
+    ids = [corpus.ids[corpus.offsets[r] : corpus.offsets[r + 1]] for r in reviews]
     rows = np.repeat(np.arange(len(reviews)), [len(x) for x in ids])
     cols = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
-    matrix = sparse.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)),
-                               shape=(len(reviews), len(corpus.types)))
+    matrix = sparse.csr_matrix(
+        (np.ones(len(rows), dtype=np.float32), (rows, cols)),
+        shape=(len(reviews), len(corpus.types)),
+    )
     matrix.sum_duplicates()
     return matrix
 
@@ -145,8 +156,14 @@ def rating_balance_weights(ratings: np.ndarray) -> np.ndarray:
     return weights
 
 
-def make_plan(eligible: np.ndarray, pairs: int, n_mean: float, n_std: float, seed: int,
-              weights: np.ndarray | None = None) -> Plan:
+def make_plan(
+    eligible: np.ndarray,
+    pairs: int,
+    n_mean: float,
+    n_std: float,
+    seed: int,
+    weights: np.ndarray | None = None,
+) -> Plan:
     """Sample `pairs` distinct candidates (fewer if fewer are eligible) and N ~ Normal, N >= 1.
 
     weights: float [len(eligible)], positive: draw candidates with these relative weights
@@ -168,7 +185,7 @@ def document_frequency(corpus: EncodedCorpus, allowed: np.ndarray) -> np.ndarray
     """int64 [n_types]: in how many allowed reviews each type occurs."""
     df = np.zeros(len(corpus.types), dtype=np.int64)
     for review in np.flatnonzero(allowed):
-        df[np.unique(corpus.ids[corpus.offsets[review]:corpus.offsets[review + 1]])] += 1
+        df[np.unique(corpus.ids[corpus.offsets[review] : corpus.offsets[review + 1]])] += 1
     return df
 
 

@@ -24,8 +24,9 @@ from denoisesum.data.vocab import SPECIALS
 _TOPK_STAGES = (64, 1024, 4096)
 
 
-def nucleus_sample(log_probs: torch.Tensor, top_p: float, n: int,
-                   generator: torch.Generator) -> torch.Tensor:
+def nucleus_sample(
+    log_probs: torch.Tensor, top_p: float, n: int, generator: torch.Generator
+) -> torch.Tensor:
     """log_probs [L, V] -> [n, L] samples from each row's top-p nucleus; specials never drawn.
 
     The nucleus is the smallest set of most likely words whose probability reaches `top_p`
@@ -37,8 +38,9 @@ def nucleus_sample(log_probs: torch.Tensor, top_p: float, n: int,
     return _staged_nucleus(probs, top_p, n, generator)
 
 
-def _staged_nucleus(probs: torch.Tensor, top_p: float, n: int, generator: torch.Generator,
-                    exact: bool = False) -> torch.Tensor:
+def _staged_nucleus(
+    probs: torch.Tensor, top_p: float, n: int, generator: torch.Generator, exact: bool = False
+) -> torch.Tensor:
     """probs [R, W] -> [n, R] column indices sampled from each row's top-p nucleus.
 
     Rows are served by the smallest top-k stage whose mass reaches top_p; the rest by rejection
@@ -53,8 +55,9 @@ def _staged_nucleus(probs: torch.Tensor, top_p: float, n: int, generator: torch.
         top, index = probs[rows].topk(k, dim=-1)  # [R, k], descending
         covered = top.sum(-1) >= top_p  # [R] rows whose nucleus lies inside the top k
         if covered.any():
-            out[:, rows[covered]] = _sample_prefix(top[covered], index[covered], top_p, n,
-                                                   generator)
+            out[:, rows[covered]] = _sample_prefix(
+                top[covered], index[covered], top_p, n, generator
+            )
         rows = rows[~covered]
     if len(rows) and exact:
         top, index = probs[rows].sort(-1, descending=True)
@@ -64,8 +67,9 @@ def _staged_nucleus(probs: torch.Tensor, top_p: float, n: int, generator: torch.
     return out
 
 
-def _sample_prefix(top: torch.Tensor, index: torch.Tensor, top_p: float, n: int,
-                   generator: torch.Generator) -> torch.Tensor:
+def _sample_prefix(
+    top: torch.Tensor, index: torch.Tensor, top_p: float, n: int, generator: torch.Generator
+) -> torch.Tensor:
     """top/index [R, k] (descending probabilities covering top_p) -> [n, R] nucleus samples."""
     before = top.cumsum(-1) - top  # mass of the words ranked above each word
     top = top.masked_fill(before >= top_p, 0.0)  # keep words until the mass reaches top_p
@@ -73,8 +77,9 @@ def _sample_prefix(top: torch.Tensor, index: torch.Tensor, top_p: float, n: int,
     return index.gather(1, picks).T  # [n, R]
 
 
-def _sample_by_rejection(probs: torch.Tensor, top_p: float, n: int,
-                         generator: torch.Generator) -> torch.Tensor:
+def _sample_by_rejection(
+    probs: torch.Tensor, top_p: float, n: int, generator: torch.Generator
+) -> torch.Tensor:
     """probs [R, V] -> [n, R] nucleus samples, without sorting the vocabulary.
 
     Draw from the whole distribution and keep a word iff the words strictly more likely than it
@@ -92,14 +97,22 @@ def _sample_by_rejection(probs: torch.Tensor, top_p: float, n: int,
         todo[rows] &= ~(above < top_p)  # [r, n] accepted draws are done
         if todo.any():
             redo = todo.nonzero()[:, 0].unique()
-            picks[redo] = torch.where(todo[redo], torch.multinomial(
-                probs[redo], n, replacement=True, generator=generator), picks[redo])
+            picks[redo] = torch.where(
+                todo[redo],
+                torch.multinomial(probs[redo], n, replacement=True, generator=generator),
+                picks[redo],
+            )
     return picks.T  # [n, R]
 
 
 @torch.no_grad()
-def lm_nucleus_sample(head: nn.AdaptiveLogSoftmaxWithLoss, contexts: torch.Tensor, top_p: float,
-                      n: int, generator: torch.Generator) -> torch.Tensor:
+def lm_nucleus_sample(
+    head: nn.AdaptiveLogSoftmaxWithLoss,
+    contexts: torch.Tensor,
+    top_p: float,
+    n: int,
+    generator: torch.Generator,
+) -> torch.Tensor:
     """contexts [L, P] (BiLM.contexts of one text) -> [n, L] nucleus samples, specials excluded.
 
     A tail-cluster word w has p(w) = p(cluster) p(w | cluster) <= p(cluster). So when the nucleus
@@ -130,8 +143,17 @@ def lm_nucleus_sample(head: nn.AdaptiveLogSoftmaxWithLoss, contexts: torch.Tenso
         # rows that close but not exactly need the tails; only the others try a wider k
         rows, full = rows[~closes], rows[closes & ~exact]
         if len(full):
-            out[:, full] = _tail_nucleus(head, contexts[full], words[full], clusters[full],
-                                         mass[full], cut[closes & ~exact], top_p, n, generator)
+            out[:, full] = _tail_nucleus(
+                head,
+                contexts[full],
+                words[full],
+                clusters[full],
+                mass[full],
+                cut[closes & ~exact],
+                top_p,
+                n,
+                generator,
+            )
         if len(rows) == 0 or k == shortlist:
             break
     if len(rows):
@@ -139,10 +161,17 @@ def lm_nucleus_sample(head: nn.AdaptiveLogSoftmaxWithLoss, contexts: torch.Tenso
     return out
 
 
-def _tail_nucleus(head: nn.AdaptiveLogSoftmaxWithLoss, contexts: torch.Tensor,
-                  words: torch.Tensor, clusters: torch.Tensor, mass: torch.Tensor,
-                  cut: torch.Tensor, top_p: float, n: int,
-                  generator: torch.Generator) -> torch.Tensor:
+def _tail_nucleus(
+    head: nn.AdaptiveLogSoftmaxWithLoss,
+    contexts: torch.Tensor,
+    words: torch.Tensor,
+    clusters: torch.Tensor,
+    mass: torch.Tensor,
+    cut: torch.Tensor,
+    top_p: float,
+    n: int,
+    generator: torch.Generator,
+) -> torch.Tensor:
     """Rows whose head words reach top_p, closing on a word of probability `cut` [R] that some
     cluster entry exceeds -> [n, R] exact nucleus samples, expanding only those clusters.
 
@@ -158,15 +187,16 @@ def _tail_nucleus(head: nn.AdaptiveLogSoftmaxWithLoss, contexts: torch.Tensor,
         parts, index = [words[sel]], [torch.arange(head.shortlist_size)]
         for i in pattern.nonzero().flatten().tolist():
             within = head.tail[i](contexts[sel]).softmax(-1)  # [r, cluster size]
-            parts.append(within * clusters[sel, i:i + 1])
+            parts.append(within * clusters[sel, i : i + 1])
             index.append(torch.arange(head.cutoffs[i], head.cutoffs[i + 1]))
         probs = torch.cat(parts, 1) / mass[sel].unsqueeze(1)  # full-distribution probabilities
         out[:, sel] = torch.cat(index)[_staged_nucleus(probs, top_p, n, generator, exact=True)]
     return out
 
 
-def token_noise(ids: torch.Tensor, samples: torch.Tensor, p_replace: float,
-                generator: torch.Generator) -> torch.Tensor:
+def token_noise(
+    ids: torch.Tensor, samples: torch.Tensor, p_replace: float, generator: torch.Generator
+) -> torch.Tensor:
     """ids [L], samples [n, L] -> [n, L]: each word replaced by its sample with prob p_replace."""
     replace = torch.rand(samples.shape, generator=generator) < p_replace
     return torch.where(replace, samples, ids.unsqueeze(0))

@@ -74,19 +74,31 @@ from denoisesum.serving.worker import InferenceQueue
 log = logging.getLogger("denoisesum.serving")
 FASTAPI_PARSE_ERROR = "There was an error parsing the body"  # FastAPI's 400: not UTF-8, ...
 
-DESCRIPTION = ("Opinion summaries of review sets (DenoiseSum), with the reviews supporting each "
-               "summary sentence. The web page is at /.")
+DESCRIPTION = (
+    "Opinion summaries of review sets (DenoiseSum), with the reviews supporting each "
+    "summary sentence. The web page is at /."
+)
 
 
-def create_app(summarizer: Summarizer, limits: ServiceLimits | None = None,
-               model_id: str | None = None, support: SupportConfig | None = None) -> FastAPI:
+def create_app(
+    summarizer: Summarizer,
+    limits: ServiceLimits | None = None,
+    model_id: str | None = None,
+    support: SupportConfig | None = None,
+) -> FastAPI:
     """The service over a loaded summarizer (the model stays in memory for the app's life)."""
     limits = limits or ServiceLimits()
     check(limits)
     model_id = model_id or (summarizer.path.name if summarizer.path else "denoisesum")
     queue = InferenceQueue(summarizer, limits.max_batch_sets, limits.max_pending_sets, support)
-    app = FastAPI(title="denoisesum", version=__version__, lifespan=lifespan,
-                  docs_url=None, redoc_url=None, description=DESCRIPTION)
+    app = FastAPI(
+        title="denoisesum",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        description=DESCRIPTION,
+    )
     budget = BodyBudget(limits.buffer_limit())
     app.state.queue = queue
     app.state.limits = limits

@@ -61,8 +61,9 @@ class Stepper:
         """In a request's thread (beam.stepped_by): hand `search` over and wait until the worker
         has stepped it to its end; its results, as _Search.run gives them."""
         device = search.device.type
-        entry = Entry(search, late,
-                      (torch.is_autocast_enabled(device), torch.get_autocast_dtype(device)))
+        entry = Entry(
+            search, late, (torch.is_autocast_enabled(device), torch.get_autocast_dtype(device))
+        )
         with self._cond:
             self._entries.append(entry)
             self._cond.notify_all()
@@ -144,15 +145,16 @@ def merged_step(base: DenoiseSum, searches: list, cache: _MergedSource) -> None:
     """One decoding step of every search (each on `base`, the same beam size) in one call."""
     rows = [_rows(s) for s in searches]
     union, cols = cache.columns(rows)
-    prev = torch.cat([s.prev if r is None else r[s.prev] for s, r in zip(searches, rows,
-                                                                       strict=True)])
+    prev = torch.cat(
+        [s.prev if r is None else r[s.prev] for s, r in zip(searches, rows, strict=True)]
+    )
     state = cache.merge([s.state for s in searches], cols)
     out = cache.out_rows(base, union)
     log_probs, new = base.decode_step(state, prev, *out)  # [sum B*, V or |union|]
     start = 0
     for search, col in zip(searches, cols, strict=True):
         n = len(search.prev)
-        mine = log_probs[start:start + n]
+        mine = log_probs[start : start + n]
         search.take(mine if col is None else mine[:, col], _share(search.state, new, start, n))
         start += n
 
@@ -161,14 +163,16 @@ def _share(old: DecodeState, new: DecodeState, start: int, n: int) -> DecodeStat
     """A search's part of the merged next state: its rows of what the step changed (decoder
     h, c, coverage), its own source tensors (the very objects, so beam search sees them
     unchanged and moves them only when pairs leave)."""
+
     def branch(mine: BranchState | None, merged: BranchState | None) -> BranchState | None:
         if mine is None:
             return None
         coverage = merged.coverage
         if coverage is not None:
-            coverage = coverage[start:start + n, :mine.mask.shape[1]]
-        return dataclasses.replace(mine, h=merged.h[start:start + n],
-                                   c=merged.c[start:start + n], coverage=coverage)
+            coverage = coverage[start : start + n, : mine.mask.shape[1]]
+        return dataclasses.replace(
+            mine, h=merged.h[start : start + n], c=merged.c[start : start + n], coverage=coverage
+        )
 
     return DecodeState(branch(old.seg, new.seg), branch(old.doc, new.doc), old.opinion)
 
@@ -189,26 +193,35 @@ class _MergedSource:
         """The union of the searches' shortlists (None: the whole vocabulary, when a search
         has no shortlist), and per search its positions -> the call's output columns (the
         union's, or vocabulary ids); kept while the searches are the same."""
-        if len(rows) != len(self._rows) or any(a is not b for a, b in zip(rows, self._rows,
-                                                                          strict=False)):
+        if len(rows) != len(self._rows) or any(
+            a is not b for a, b in zip(rows, self._rows, strict=False)
+        ):
             union = None if any(r is None for r in rows) else torch.unique(torch.cat(rows))
-            self._columns = (union, [r if union is None else torch.searchsorted(union, r)
-                                     for r in rows])
+            self._columns = (
+                union,
+                [r if union is None else torch.searchsorted(union, r) for r in rows],
+            )
             self._rows = rows
         return self._columns
 
     def merge(self, states: list[DecodeState], cols: list[torch.Tensor | None]) -> DecodeState:
-        key = tuple(t for s in states for b in (s.seg, s.doc) if b is not None
-                    for t in (b.memory, b.ids))
-        if len(key) != len(self._key) or any(a is not b for a, b in zip(key, self._key,
-                                                                        strict=False)):
-            self._sources = {name: self._pad([getattr(s, name) for s in states],
-                                             cols if name == "doc" else None)
-                             for name in ("seg", "doc") if getattr(states[0], name) is not None}
+        key = tuple(
+            t for s in states for b in (s.seg, s.doc) if b is not None for t in (b.memory, b.ids)
+        )
+        if len(key) != len(self._key) or any(
+            a is not b for a, b in zip(key, self._key, strict=False)
+        ):
+            self._sources = {
+                name: self._pad([getattr(s, name) for s in states], cols if name == "doc" else None)
+                for name in ("seg", "doc")
+                if getattr(states[0], name) is not None
+            }
             self._key = key
         opinion = None if states[0].opinion is None else torch.cat([s.opinion for s in states])
-        return DecodeState(*(self._branch(name, [getattr(s, name) for s in states])
-                             for name in ("seg", "doc")), opinion)
+        return DecodeState(
+            *(self._branch(name, [getattr(s, name) for s in states]) for name in ("seg", "doc")),
+            opinion,
+        )
 
     def _branch(self, name: str, parts: list[BranchState | None]) -> BranchState | None:
         if parts[0] is None:
@@ -217,11 +230,20 @@ class _MergedSource:
         coverage = None
         if parts[0].coverage is not None:
             width = mask.shape[1]
-            coverage = torch.cat([F.pad(p.coverage, (0, width - p.coverage.shape[1]))
-                                  for p in parts])
-        return BranchState(torch.cat([p.h for p in parts]), torch.cat([p.c for p in parts]),
-                           memory, keys, mask, ids, torch.cat([p.present for p in parts]),
-                           coverage, parts[0].beams)
+            coverage = torch.cat(
+                [F.pad(p.coverage, (0, width - p.coverage.shape[1])) for p in parts]
+            )
+        return BranchState(
+            torch.cat([p.h for p in parts]),
+            torch.cat([p.c for p in parts]),
+            memory,
+            keys,
+            mask,
+            ids,
+            torch.cat([p.present for p in parts]),
+            coverage,
+            parts[0].beams,
+        )
 
     @staticmethod
     def _pad(parts: list[BranchState], cols: list[torch.Tensor | None] | None) -> tuple:
@@ -231,13 +253,23 @@ class _MergedSource:
         width = max(p.mask.shape[1] for p in parts)
 
         def cat(tensors: list[torch.Tensor]) -> torch.Tensor:
-            return torch.cat([F.pad(t, (0, 0, 0, width - t.shape[1])) if t.dim() == 3
-                              else F.pad(t, (0, width - t.shape[1])) for t in tensors])
+            return torch.cat(
+                [
+                    F.pad(t, (0, 0, 0, width - t.shape[1]))
+                    if t.dim() == 3
+                    else F.pad(t, (0, width - t.shape[1]))
+                    for t in tensors
+                ]
+            )
 
         cols = cols or [None] * len(parts)
         ids = [p.ids if c is None else c[p.ids] for p, c in zip(parts, cols, strict=True)]
-        return (cat([p.memory for p in parts]), cat([p.keys for p in parts]),
-                cat([p.mask for p in parts]), cat(ids))
+        return (
+            cat([p.memory for p in parts]),
+            cat([p.keys for p in parts]),
+            cat([p.mask for p in parts]),
+            cat(ids),
+        )
 
     def out_rows(self, base: DenoiseSum, union: torch.Tensor | None) -> tuple:
         """Each decoder's output layer over the union's rows (None, None: every word)."""
@@ -245,7 +277,8 @@ class _MergedSource:
             return None, None
         if union is not self._union:
             self._union = union
-            self._out = tuple(None if b is None else (b.decoder.out.weight[union],
-                                                     b.decoder.out.bias[union])
-                              for b in (base.seg, base.doc))
+            self._out = tuple(
+                None if b is None else (b.decoder.out.weight[union], b.decoder.out.bias[union])
+                for b in (base.seg, base.doc)
+            )
         return self._out

@@ -15,17 +15,29 @@ from denoisesum.serving.schemas import error_response
 log = logging.getLogger("denoisesum.serving")
 
 # the page and its files: nothing from elsewhere, no inline script or style
-PAGE_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-            "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
-            "form-action 'self'; frame-ancestors 'none'")
+PAGE_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
 
 
-def add_middleware(app: FastAPI, body_limits: dict[str, int], other_limit: int,
-                   budget: "BodyBudget", body_timeout_s: float) -> None:
+def add_middleware(
+    app: FastAPI,
+    body_limits: dict[str, int],
+    other_limit: int,
+    budget: "BodyBudget",
+    body_timeout_s: float,
+) -> None:
     """The guard, then the page policy: the one added last runs first, so the policy's
     headers are also on the guard's own answers (a 413 for the page)."""
-    app.add_middleware(RequestGuard, limits=body_limits, other_limit=other_limit,
-                       budget=budget, body_timeout_s=body_timeout_s)
+    app.add_middleware(
+        RequestGuard,
+        limits=body_limits,
+        other_limit=other_limit,
+        budget=budget,
+        body_timeout_s=body_timeout_s,
+    )
     app.add_middleware(PagePolicy)
 
 
@@ -43,11 +55,15 @@ class PagePolicy:
 
         async def send_with_policy(message) -> None:
             if message["type"] == "http.response.start":
-                headers = [(k, v) for k, v in message.get("headers", [])
-                           if k.lower() not in (b"content-security-policy",
-                                                b"x-content-type-options")]
-                headers += [(b"content-security-policy", PAGE_CSP.encode()),
-                            (b"x-content-type-options", b"nosniff")]
+                headers = [
+                    (k, v)
+                    for k, v in message.get("headers", [])
+                    if k.lower() not in (b"content-security-policy", b"x-content-type-options")
+                ]
+                headers += [
+                    (b"content-security-policy", PAGE_CSP.encode()),
+                    (b"x-content-type-options", b"nosniff"),
+                ]
                 message = {**message, "headers": headers}
             await send(message)
 
@@ -56,8 +72,9 @@ class PagePolicy:
 
 def is_json(content_type: str) -> bool:
     kind = content_type.split(";")[0].strip().lower()
-    return kind == "application/json" or (kind.startswith("application/")
-                                           and kind.endswith("+json"))
+    return kind == "application/json" or (
+        kind.startswith("application/") and kind.endswith("+json")
+    )
 
 
 class BodyBudget:
@@ -101,8 +118,14 @@ class RequestGuard:
     The body is read here whole, then replayed to the app; its bytes count against the budget
     until the app has answered."""
 
-    def __init__(self, app, limits: dict[str, int], other_limit: int, budget: BodyBudget,
-                 body_timeout_s: float) -> None:
+    def __init__(
+        self,
+        app,
+        limits: dict[str, int],
+        other_limit: int,
+        budget: BodyBudget,
+        body_timeout_s: float,
+    ) -> None:
         self.app, self.limits, self.other_limit = app, limits, other_limit
         self.budget, self.body_timeout_s = budget, body_timeout_s
 
@@ -144,9 +167,14 @@ class RequestGuard:
                 raise Refused from None
             if message["type"] == "http.disconnect":
                 client = scope.get("client") or ("?", 0)
-                log.info("%s:%s left before sending the whole body of %s %s (%s bytes "
-                         "came)", client[0], client[1], scope["method"], scope["path"],
-                         f"{size:,}")
+                log.info(
+                    "%s:%s left before sending the whole body of %s %s (%s bytes came)",
+                    client[0],
+                    client[1],
+                    scope["method"],
+                    scope["path"],
+                    f"{size:,}",
+                )
                 raise Refused
             chunk = message.get("body", b"")
             size += len(chunk)
@@ -163,26 +191,37 @@ class RequestGuard:
 
     async def _not_json(self, content_type: str, scope, receive, send) -> None:
         got = f"got {content_type!r}" if content_type else "no Content-Type header"
-        response = error_response(415, "send the body as JSON, with the header "
-                                       f"'Content-Type: application/json' ({got})", "body")
+        response = error_response(
+            415,
+            f"send the body as JSON, with the header 'Content-Type: application/json' ({got})",
+            "body",
+        )
         await response(scope, receive, send)
 
     async def _too_large(self, limit: int, scope, receive, send) -> None:
-        response = error_response(413, f"the body is larger than {limit:,} bytes, the most "
-                                       f"{scope['path']} takes", "body")
+        response = error_response(
+            413, f"the body is larger than {limit:,} bytes, the most {scope['path']} takes", "body"
+        )
         await response(scope, receive, send)
 
     async def _busy(self, scope, receive, send) -> None:
         response = error_response(
-            503, f"the service is busy: request bodies fill its buffer ({self.budget.used:,} "
-                 f"of {self.budget.limit:,} bytes); try again shortly", "body",
-            headers={"Retry-After": "1"})
+            503,
+            f"the service is busy: request bodies fill its buffer ({self.budget.used:,} "
+            f"of {self.budget.limit:,} bytes); try again shortly",
+            "body",
+            headers={"Retry-After": "1"},
+        )
         await response(scope, receive, send)
 
     async def _timed_out(self, size: int, scope, receive, send) -> None:
         response = error_response(
-            408, f"the body stopped arriving: nothing came for {self.body_timeout_s:g} s "
-                 f"({size:,} bytes came)", "body", headers={"Connection": "close"})
+            408,
+            f"the body stopped arriving: nothing came for {self.body_timeout_s:g} s "
+            f"({size:,} bytes came)",
+            "body",
+            headers={"Connection": "close"},
+        )
         await response(scope, receive, send)
 
 

@@ -50,13 +50,17 @@ class ServiceLimits:
         """One setting against another (each one's range: BOUNDS): a full batch request must
         fit in the queue and in the bytes held at once."""
         if self.max_pending_sets < self.max_sets:
-            why = (f"{self.max_pending_sets} must be at least max_sets ({self.max_sets}): a full "
-                   "batch request must fit")
+            why = (
+                f"{self.max_pending_sets} must be at least max_sets ({self.max_sets}): a full "
+                "batch request must fit"
+            )
             raise ConfigError(f"max_pending_sets {why}", key="max_pending_sets", reason=why)
         largest = max(self.body_limits().values())
         if self.max_buffered_bytes is not None and self.max_buffered_bytes < largest:
-            why = (f"{self.max_buffered_bytes:,} must be at least the largest body limit "
-                   f"({largest:,}): a full batch request must fit")
+            why = (
+                f"{self.max_buffered_bytes:,} must be at least the largest body limit "
+                f"({largest:,}): a full batch request must fit"
+            )
             raise ConfigError(f"max_buffered_bytes {why}", key="max_buffered_bytes", reason=why)
 
     def body_limits(self) -> dict[str, int]:
@@ -74,8 +78,10 @@ class ServiceLimits:
         review = self.max_review_chars * ESCAPED_CHAR_BYTES + REVIEW_OVERHEAD
         one_set = self.max_reviews * review
         batch_set = one_set + MAX_ID_CHARS * ESCAPED_CHAR_BYTES + SET_OVERHEAD
-        limits = {"/v1/summarize": one_set + BODY_SLACK,
-                  "/v1/summarize/batch": self.max_sets * batch_set + BODY_SLACK}
+        limits = {
+            "/v1/summarize": one_set + BODY_SLACK,
+            "/v1/summarize/batch": self.max_sets * batch_set + BODY_SLACK,
+        }
         if self.max_body_bytes is not None:
             limits = {path: min(limit, self.max_body_bytes) for path, limit in limits.items()}
         return limits

@@ -33,26 +33,47 @@ STATIC = Path(str(resources.files("denoisesum.serving") / "static"))
 # ---- the API --------------------------------------------------------------------------------
 
 
-def add_summarize_routes(app: FastAPI, queue: InferenceQueue, limits: ServiceLimits,
-                         model_id: str) -> None:
+def add_summarize_routes(
+    app: FastAPI, queue: InferenceQueue, limits: ServiceLimits, model_id: str
+) -> None:
     SummarizeRequest, BatchRequest = request_models(limits)
 
-    @app.post("/v1/summarize", response_model=SummarizeResponse, tags=["summarize"],
-              summary="Summarize one entity's reviews", responses=ERROR_RESPONSES)
+    @app.post(
+        "/v1/summarize",
+        response_model=SummarizeResponse,
+        tags=["summarize"],
+        summary="Summarize one entity's reviews",
+        responses=ERROR_RESPONSES,
+    )
     async def summarize(body: SummarizeRequest) -> dict:  # type: ignore[valid-type]
-        [result] = await run(queue, [body.reviews], limits.timeout_s, [body.ratings],
-                             body.slice, options(body))
+        [result] = await run(
+            queue, [body.reviews], limits.timeout_s, [body.ratings], body.slice, options(body)
+        )
         return {**result.to_dict(), "model": model_id}
 
-    @app.post("/v1/summarize/batch", response_model=BatchResponse, tags=["summarize"],
-              summary="Summarize several review sets in one request",
-              responses=ERROR_RESPONSES)
+    @app.post(
+        "/v1/summarize/batch",
+        response_model=BatchResponse,
+        tags=["summarize"],
+        summary="Summarize several review sets in one request",
+        responses=ERROR_RESPONSES,
+    )
     async def summarize_batch(body: BatchRequest) -> dict:  # type: ignore[valid-type]
-        results = await run(queue, [s.reviews for s in body.sets], limits.timeout_s,
-                            [s.ratings for s in body.sets], body.slice, options(body))
-        return {"results": [{"id": s.id, **result.to_dict()}
-                            for s, result in zip(body.sets, results, strict=True)],
-                "model": model_id}
+        results = await run(
+            queue,
+            [s.reviews for s in body.sets],
+            limits.timeout_s,
+            [s.ratings for s in body.sets],
+            body.slice,
+            options(body),
+        )
+        return {
+            "results": [
+                {"id": s.id, **result.to_dict()}
+                for s, result in zip(body.sets, results, strict=True)
+            ],
+            "model": model_id,
+        }
 
 
 def options(body) -> dict:
@@ -61,9 +82,14 @@ def options(body) -> dict:
     return {k: v for k in keys if (v := getattr(body, k)) is not None}
 
 
-async def run(queue: InferenceQueue, sets: list[list[str]], timeout_s: float,
-              ratings: list | None = None, slice: str = "all",
-              options: dict | None = None) -> list[SummaryResult]:
+async def run(
+    queue: InferenceQueue,
+    sets: list[list[str]],
+    timeout_s: float,
+    ratings: list | None = None,
+    slice: str = "all",
+    options: dict | None = None,
+) -> list[SummaryResult]:
     """A SummaryResult per set (explained), from the worker; a full queue, a timeout or a
     shutdown as 503/504, and a set the model cannot read as 422."""
     try:
@@ -74,9 +100,11 @@ async def run(queue: InferenceQueue, sets: list[list[str]], timeout_s: float,
     done, _ = await asyncio.wait({wrapped}, timeout=timeout_s)
     if not done:
         if future.cancel():  # still queued: it never reached the model
-            raise ServiceError(503, f"the service is busy: the request waited "
-                                    f"{timeout_s:g} s for the model",
-                               headers={"Retry-After": "1"})
+            raise ServiceError(
+                503,
+                f"the service is busy: the request waited {timeout_s:g} s for the model",
+                headers={"Retry-After": "1"},
+            )
         if not future.done():  # being decoded: it cannot be interrupted; its result is lost
             wrapped.cancel()
             raise ServiceError(504, f"summarizing took longer than {timeout_s:g} s")
@@ -90,11 +118,19 @@ async def run(queue: InferenceQueue, sets: list[list[str]], timeout_s: float,
         raise ServiceError(504, f"summarizing took longer than {timeout_s:g} s") from None
 
 
-def add_service_routes(app: FastAPI, summarizer: Summarizer, queue: InferenceQueue,
-                       limits: ServiceLimits, model_id: str, budget: BodyBudget) -> None:
+def add_service_routes(
+    app: FastAPI,
+    summarizer: Summarizer,
+    queue: InferenceQueue,
+    limits: ServiceLimits,
+    model_id: str,
+    budget: BodyBudget,
+) -> None:
     info = model_info(summarizer, model_id)
-    shown_limits = asdict(limits) | {"body_limits": limits.body_limits(),
-                                     "buffer_limit": limits.buffer_limit()}
+    shown_limits = asdict(limits) | {
+        "body_limits": limits.body_limits(),
+        "buffer_limit": limits.buffer_limit(),
+    }
 
     @app.get("/v1/models", tags=["service"], summary="The loaded model")
     async def models() -> dict:
@@ -102,8 +138,13 @@ def add_service_routes(app: FastAPI, summarizer: Summarizer, queue: InferenceQue
 
     @app.get("/healthz", tags=["service"], summary="Liveness, queue and buffer state")
     async def healthz() -> dict:
-        return {"status": "ok", "model": model_id, "pending_sets": queue.pending_sets,
-                "batches": queue.batches, "buffered_bytes": budget.used}
+        return {
+            "status": "ok",
+            "model": model_id,
+            "pending_sets": queue.pending_sets,
+            "batches": queue.batches,
+            "buffered_bytes": budget.used,
+        }
 
     # HEAD as GET without the body (a route of its own: one route for both methods would give
     # the OpenAPI description two operations with one id)
@@ -114,10 +155,15 @@ def model_info(summarizer: Summarizer, model_id: str) -> dict:
     """The model by its name (its directory's), never its path: where the server keeps its
     files is none of a client's business."""
     settings = asdict(summarizer.config)
-    return {"id": model_id, "name": summarizer.path.name if summarizer.path else None,
-            "kind": "denoisesum", "vocab_size": len(summarizer.vocab),
-            "parameters": sum(p.numel() for p in summarizer.model.parameters()),
-            "device": str(summarizer.device), "settings": settings}
+    return {
+        "id": model_id,
+        "name": summarizer.path.name if summarizer.path else None,
+        "kind": "denoisesum",
+        "vocab_size": len(summarizer.vocab),
+        "parameters": sum(p.numel() for p in summarizer.model.parameters()),
+        "device": str(summarizer.device),
+        "settings": settings,
+    }
 
 
 # ---- the page and the docs ------------------------------------------------------------------
@@ -142,10 +188,13 @@ def add_docs_routes(app: FastAPI) -> None:
     async def docs():
         if assets is None:
             return get_swagger_ui_html(openapi_url=app.openapi_url, title="denoisesum API")
-        return get_swagger_ui_html(openapi_url=app.openapi_url, title="denoisesum API",
-                                   swagger_js_url="/docs-assets/swagger-ui-bundle.js",
-                                   swagger_css_url="/docs-assets/swagger-ui.css",
-                                   swagger_favicon_url="/docs-assets/favicon-32x32.png")
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url,
+            title="denoisesum API",
+            swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs-assets/swagger-ui.css",
+            swagger_favicon_url="/docs-assets/favicon-32x32.png",
+        )
 
 
 def _swagger_assets() -> Path | None:

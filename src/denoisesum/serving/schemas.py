@@ -36,34 +36,56 @@ def _not_blank(text: str) -> str:
 
 
 Stars = Annotated[float, Field(ge=0, le=10)] | None
-RATINGS = Field(default=None, description=(
-    "Each review's stars (null where unknown), the opinion the summary follows; without them "
-    "the model's rating model reads the reviews."))
+RATINGS = Field(
+    default=None,
+    description=(
+        "Each review's stars (null where unknown), the opinion the summary follows; without them "
+        "the model's rating model reads the reviews."
+    ),
+)
 Slice = Literal["all", "complaints", "praise"]
-SLICE = Field(default="all", description=(
-    "Summarize all reviews, or only the complaints (at most 3 stars) or the praise (at least 4)."
-    " A set with no review of the slice gets an empty summary and a warning."))
+SLICE = Field(
+    default="all",
+    description=(
+        "Summarize all reviews, or only the complaints (at most 3 stars) or the praise (at "
+        "least 4). A set with no review of the slice gets an empty summary and a warning."
+    ),
+)
 
 
 MaxWords = Annotated[int, Field(ge=1, le=1000)] | None
-MAX_WORDS = Field(default=None, description=(
-    "Words at most; the summary ends at its last sentence end within them (default: the "
-    "model's setting)."))
+MAX_WORDS = Field(
+    default=None,
+    description=(
+        "Words at most; the summary ends at its last sentence end within them (default: the "
+        "model's setting)."
+    ),
+)
 Beam = Annotated[int, Field(ge=1, le=20)] | None
 BEAM = Field(default=None, description="Beam size, 1 (greedy) to 20 (default: the model's).")
-FIRST_PERSON = Field(default=None, description=(
-    "The voice: true allows I/me/my (a reviewer's voice), false bans them (default: the "
-    "model's setting)."))
+FIRST_PERSON = Field(
+    default=None,
+    description=(
+        "The voice: true allows I/me/my (a reviewer's voice), false bans them (default: the "
+        "model's setting)."
+    ),
+)
 
 
 def request_models(limits: ServiceLimits) -> tuple[type[BaseModel], type[BaseModel]]:
     """The request bodies, with the limits in their schema (so /docs shows them)."""
-    Review = Annotated[StrictStr, StringConstraints(max_length=limits.max_review_chars),
-                       AfterValidator(_not_blank)]
-    Reviews = Annotated[list[Review], Field(
-        min_length=1, max_length=limits.max_reviews,
-        description=f"The entity's reviews: 1 to {limits.max_reviews} non-empty texts of at "
-                    f"most {limits.max_review_chars} characters.")]
+    Review = Annotated[
+        StrictStr, StringConstraints(max_length=limits.max_review_chars), AfterValidator(_not_blank)
+    ]
+    Reviews = Annotated[
+        list[Review],
+        Field(
+            min_length=1,
+            max_length=limits.max_reviews,
+            description=f"The entity's reviews: 1 to {limits.max_reviews} non-empty texts of at "
+            f"most {limits.max_review_chars} characters.",
+        ),
+    ]
 
     class RatedReviews(BaseModel):
         reviews: Reviews
@@ -72,15 +94,27 @@ def request_models(limits: ServiceLimits) -> tuple[type[BaseModel], type[BaseMod
         @model_validator(mode="after")
         def _one_rating_per_review(self):
             if self.ratings is not None and len(self.ratings) != len(self.reviews):
-                raise ValueError(f"ratings has {len(self.ratings)} values for "
-                                 f"{len(self.reviews)} reviews (one per review, null if "
-                                 "unknown)")
+                raise ValueError(
+                    f"ratings has {len(self.ratings)} values for "
+                    f"{len(self.reviews)} reviews (one per review, null if "
+                    "unknown)"
+                )
             return self
 
     class SummarizeRequest(RatedReviews):
-        model_config = ConfigDict(extra="forbid", json_schema_extra={
-            "examples": [{"reviews": ["The ramen was rich and the staff friendly.",
-                                      "Great broth, but we waited 30 minutes."]}]})
+        model_config = ConfigDict(
+            extra="forbid",
+            json_schema_extra={
+                "examples": [
+                    {
+                        "reviews": [
+                            "The ramen was rich and the staff friendly.",
+                            "Great broth, but we waited 30 minutes.",
+                        ]
+                    }
+                ]
+            },
+        )
         slice: Slice = SLICE
         max_words: MaxWords = MAX_WORDS
         beam: Beam = BEAM
@@ -89,14 +123,16 @@ def request_models(limits: ServiceLimits) -> tuple[type[BaseModel], type[BaseMod
     class ReviewSetIn(RatedReviews):
         model_config = ConfigDict(extra="forbid")
         id: Annotated[StrictStr, StringConstraints(max_length=MAX_ID_CHARS)] | None = Field(
-            default=None, description=f"Echoed in the result; at most {MAX_ID_CHARS} "
-                                      "characters.")
+            default=None, description=f"Echoed in the result; at most {MAX_ID_CHARS} characters."
+        )
 
     class BatchRequest(BaseModel):
         model_config = ConfigDict(extra="forbid")
         sets: list[ReviewSetIn] = Field(
-            min_length=1, max_length=limits.max_sets,
-            description=f"1 to {limits.max_sets} review sets, summarized independently.")
+            min_length=1,
+            max_length=limits.max_sets,
+            description=f"1 to {limits.max_sets} review sets, summarized independently.",
+        )
         slice: Slice = SLICE
         max_words: MaxWords = MAX_WORDS
         beam: Beam = BEAM
@@ -110,8 +146,10 @@ def request_models(limits: ServiceLimits) -> tuple[type[BaseModel], type[BaseMod
 
 class ReviewSupportOut(BaseModel):
     index: int = Field(description="Position of the review in the request's list.")
-    score: float = Field(description="IDF-weighted share of the sentence's content words "
-                                     "found in this review (0 to 1).")
+    score: float = Field(
+        description="IDF-weighted share of the sentence's content words "
+        "found in this review (0 to 1)."
+    )
     matched: list[str]
 
 
@@ -123,31 +161,43 @@ class SentenceOut(BaseModel):
     supported: bool
     reviews: list[ReviewSupportOut] = Field(description="Supporting reviews, best first.")
     missing: list[str] = Field(description="Content words found in no review.")
-    contradicted: bool = Field(default=False, description=(
-        "The reviews that share its words say the opposite (then not supported)."))
+    contradicted: bool = Field(
+        default=False,
+        description=("The reviews that share its words say the opposite (then not supported)."),
+    )
     stars: float | None = Field(default=None, description="The rating model's reading.")
 
 
 class SupportOut(BaseModel):
     sentences: list[SentenceOut]
     supported_share: float = Field(description="Share of supported sentences.")
-    threshold: float = Field(description="A sentence is supported when its score is at least "
-                                         "this.")
-    contradicted_share: float = Field(default=0.0, description="Share of contradicted "
-                                                               "sentences.")
-    warnings: list[str] = Field(default_factory=list, description=(
-        "Said when most sentences are unsupported (the reviews may be outside the model's "
-        "domain)."))
+    threshold: float = Field(description="A sentence is supported when its score is at least this.")
+    contradicted_share: float = Field(default=0.0, description="Share of contradicted sentences.")
+    warnings: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Said when most sentences are unsupported (the reviews may be outside the model's "
+            "domain)."
+        ),
+    )
 
 
-WARNINGS = Field(default_factory=list, description=(
-    "Why the summary may not come from the reviews: they have no words, or most of their words "
-    "are unknown to the model (another language?). Empty when the input is readable."))
+WARNINGS = Field(
+    default_factory=list,
+    description=(
+        "Why the summary may not come from the reviews: they have no words, or most of their words "
+        "are unknown to the model (another language?). Empty when the input is readable."
+    ),
+)
 
 
-READ = Field(default=None, description=(
-    "How many of the reviews the model read, only when it chose which: more reviews than its "
-    "read_reviews setting (by default it reads the most central ones)."))
+READ = Field(
+    default=None,
+    description=(
+        "How many of the reviews the model read, only when it chose which: more reviews than its "
+        "read_reviews setting (by default it reads the most central ones)."
+    ),
+)
 TOTAL = Field(default=None, description="How many reviews it was given, with reviews_read.")
 
 
@@ -197,7 +247,8 @@ class ErrorBody(BaseModel):
     message: str = Field(description="One line for people; names the first bad field.")
     field: str | None = Field(description="The first bad field ('body': the whole body).")
     errors: list[FieldError] | None = Field(
-        default=None, description="Every bad field (422 only; the first 20).")
+        default=None, description="Every bad field (422 only; the first 20)."
+    )
 
 
 class ErrorResponse(BaseModel):
@@ -205,23 +256,34 @@ class ErrorResponse(BaseModel):
 
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorResponse, "description": description} for status, description in (
+    status: {"model": ErrorResponse, "description": description}
+    for status, description in (
         (400, "The body is not valid JSON."),
         (408, "The body stopped arriving (Connection: close)."),
         (413, "The body is larger than this endpoint takes."),
         (415, "The body is not sent as application/json."),
         (422, "A field is missing, of the wrong type, empty, too long, too many or unknown."),
-        (503, "The queue is full, the request waited in it past the timeout, or request "
-              "bodies fill the server's buffer (Retry-After)."),
-        (504, "Summarizing took longer than the timeout."))}
+        (
+            503,
+            "The queue is full, the request waited in it past the timeout, or request "
+            "bodies fill the server's buffer (Retry-After).",
+        ),
+        (504, "Summarizing took longer than the timeout."),
+    )
+}
 
 
 # ---- errors ---------------------------------------------------------------------------------
 
 
 class ServiceError(Exception):
-    def __init__(self, status: int, message: str, field: str | None = None,
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        field: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status, self.message, self.field, self.headers = status, message, field, headers
 
@@ -235,9 +297,13 @@ def field_path(loc: Sequence[Any]) -> str:
     return path or "body"
 
 
-def error_response(status: int, message: str, field: str | None = None,
-                   errors: list[dict] | None = None,
-                   headers: dict[str, str] | None = None) -> JSONResponse:
+def error_response(
+    status: int,
+    message: str,
+    field: str | None = None,
+    errors: list[dict] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
     body: dict[str, Any] = {"status": status, "message": message, "field": field}
     if errors is not None:
         body["errors"] = errors
@@ -253,8 +319,9 @@ def validation_error(exc: RequestValidationError) -> JSONResponse:
     listed = [_field_error(err) for err in errors[:MAX_LISTED_ERRORS]]
     first = listed[0] if listed else {"field": "body", "message": "invalid request"}
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return error_response(422, f"{first['field']}: {first['message']}{more}", first["field"],
-                          listed)
+    return error_response(
+        422, f"{first['field']}: {first['message']}{more}", first["field"], listed
+    )
 
 
 def _invalid_json(err: dict) -> JSONResponse:
@@ -269,8 +336,7 @@ def unparsable_body(cause: BaseException | None) -> JSONResponse:
     """400 for a body FastAPI could not parse other than as bad JSON syntax (it says only
     "There was an error parsing the body"): the cause in the words the other 400s use."""
     if isinstance(cause, UnicodeDecodeError):
-        detail = (f"it is not UTF-8 (byte 0x{cause.object[cause.start]:02x} at byte "
-                  f"{cause.start})")
+        detail = f"it is not UTF-8 (byte 0x{cause.object[cause.start]:02x} at byte {cause.start})"
     elif isinstance(cause, RecursionError):
         detail = "it is nested too deeply"
     else:

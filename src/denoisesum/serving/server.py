@@ -83,22 +83,32 @@ class TimedH11Protocol(H11Protocol):
 
     def _head_stalled(self) -> None:
         self._stall, self._stall_kind = None, ""
-        if self.transport.is_closing() or (self.cycle is not None
-                                           and not self.cycle.response_complete):
+        if self.transport.is_closing() or (
+            self.cycle is not None and not self.cycle.response_complete
+        ):
             return
         partial, _ = self.conn.trailing_data
         if partial and self.conn.our_state is h11.IDLE:
-            log.info("%s - the request head did not arrive within %g s: 408, closed",
-                     _peer(self.client), self.header_timeout_s)
-            self.transport.write(_timeout_response(
-                f"the request head did not arrive within {self.header_timeout_s:g} s"))
+            log.info(
+                "%s - the request head did not arrive within %g s: 408, closed",
+                _peer(self.client),
+                self.header_timeout_s,
+            )
+            self.transport.write(
+                _timeout_response(
+                    f"the request head did not arrive within {self.header_timeout_s:g} s"
+                )
+            )
         self.transport.close()
 
     def _body_stalled(self) -> None:
         self._stall, self._stall_kind = None, ""
         if not self.transport.is_closing():
-            log.info("%s - the rest of an answered body stopped for %g s: closed",
-                     _peer(self.client), self.body_timeout_s)
+            log.info(
+                "%s - the rest of an answered body stopped for %g s: closed",
+                _peer(self.client),
+                self.body_timeout_s,
+            )
             self.transport.close()
 
 
@@ -108,28 +118,40 @@ def _peer(client: tuple[str, int] | None) -> str:
 
 def _timeout_response(message: str) -> bytes:
     body = json.dumps({"error": {"status": 408, "message": message, "field": None}}).encode()
-    return (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
-            b"connection: close\r\ncontent-length: " + str(len(body)).encode() + b"\r\n\r\n"
-            + body)
+    return (
+        b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+        b"connection: close\r\ncontent-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
 
 
-def server_config(app: FastAPI, host: str = "127.0.0.1", port: int = 8000,
-                  log_level: str = "info", **settings) -> uvicorn.Config:
+def server_config(
+    app: FastAPI, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info", **settings
+) -> uvicorn.Config:
     """uvicorn's settings for the app: its protocol times reads by the app's ServiceLimits, and
     the service's own log lines (denoisesum.serving) go where uvicorn's go."""
     limits = app.state.limits
-    protocol = type("TimedH11Protocol", (TimedH11Protocol,),
-                    {"header_timeout_s": limits.header_timeout_s,
-                     "body_timeout_s": limits.body_timeout_s})
+    protocol = type(
+        "TimedH11Protocol",
+        (TimedH11Protocol,),
+        {"header_timeout_s": limits.header_timeout_s, "body_timeout_s": limits.body_timeout_s},
+    )
     log_config = copy.deepcopy(LOGGING_CONFIG)
     log_config["loggers"]["denoisesum.serving"] = {
-        "handlers": ["default"], "level": LOG_LEVELS.get(log_level, logging.INFO),
-        "propagate": False}
-    return uvicorn.Config(app, host=host, port=port, log_level=log_level, http=protocol,
-                          log_config=log_config, **settings)
+        "handlers": ["default"],
+        "level": LOG_LEVELS.get(log_level, logging.INFO),
+        "propagate": False,
+    }
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        http=protocol,
+        log_config=log_config,
+        **settings,
+    )
 
 
-def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000,
-          log_level: str = "info") -> None:
+def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
     """Serve until interrupted (Ctrl-C)."""
     uvicorn.Server(server_config(app, host, port, log_level)).run()

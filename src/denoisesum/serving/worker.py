@@ -61,8 +61,13 @@ class Job:
 class InferenceQueue:
     """One worker thread that runs the summarizer on queued jobs, several at a time."""
 
-    def __init__(self, summarizer: Summarizer, max_batch_sets: int = 8,
-                 max_pending_sets: int = 64, support: SupportConfig | None = None) -> None:
+    def __init__(
+        self,
+        summarizer: Summarizer,
+        max_batch_sets: int = 8,
+        max_pending_sets: int = 64,
+        support: SupportConfig | None = None,
+    ) -> None:
         self._summarizer = summarizer
         self._request = threading.local()  # a request thread's own view of the summarizer
         _warm(summarizer)
@@ -79,17 +84,22 @@ class InferenceQueue:
         # id(group of jobs) -> the review sets it decodes now (0 while it is explained)
         self._running: dict[int, int] = {}
         self._requests = concurrent.futures.ThreadPoolExecutor(  # one thread per group
-            max_batch_sets + max_pending_sets, thread_name_prefix="denoisesum-request")
+            max_batch_sets + max_pending_sets, thread_name_prefix="denoisesum-request"
+        )
 
     @property
     def summarizer(self) -> Summarizer:
         """The summarizer; in a request's thread, that request's own view of it (`_view`)."""
         return getattr(self._request, "view", None) or self._summarizer
 
-    def submit(self, sets: list[list[str]],
-               ratings: list[list[float | None] | None] | None = None,
-               slice: str = "all", timeout_s: float | None = None,
-               options: dict | None = None) -> concurrent.futures.Future:
+    def submit(
+        self,
+        sets: list[list[str]],
+        ratings: list[list[float | None] | None] | None = None,
+        slice: str = "all",
+        timeout_s: float | None = None,
+        options: dict | None = None,
+    ) -> concurrent.futures.Future:
         """Queue review sets; past `timeout_s` from now, what is left of them is dropped.
         options: per-call decoding options (Summarizer.summarize's CALL_OPTIONS)."""
         future: concurrent.futures.Future = concurrent.futures.Future()
@@ -98,11 +108,14 @@ class InferenceQueue:
             if self._closed:
                 raise QueueFull("the service is shutting down")
             if self.pending_sets + len(sets) > self.max_pending_sets:
-                raise QueueFull(f"{self.pending_sets} review sets are waiting for the model "
-                                f"(at most {self.max_pending_sets}); try again shortly")
+                raise QueueFull(
+                    f"{self.pending_sets} review sets are waiting for the model "
+                    f"(at most {self.max_pending_sets}); try again shortly"
+                )
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="denoisesum-inference",
-                                                daemon=True)
+                self._thread = threading.Thread(
+                    target=self._run, name="denoisesum-inference", daemon=True
+                )
                 self._thread.start()
             self.pending_sets += len(sets)
             chosen = tuple(sorted((options or {}).items()))
@@ -150,8 +163,12 @@ class InferenceQueue:
             self.pending_sets -= len(job.sets)
             size = min(len(job.sets), self.max_batch_sets)
             group = groups[-1] if groups else None
-            if (group is None or group[0].mode() != job.mode() or len(job.sets) > size
-                    or self._running[id(group)] + size > GROUP_SETS):
+            if (
+                group is None
+                or group[0].mode() != job.mode()
+                or len(job.sets) > size
+                or self._running[id(group)] + size > GROUP_SETS
+            ):
                 groups.append([job])
                 self._running[id(groups[-1])] = size
             else:
@@ -211,7 +228,8 @@ class InferenceQueue:
         ratings = [r for job in jobs for r in (job.ratings or [None] * len(job.sets))]
         try:
             decoded = self.summarizer.summarize_results(
-                sets, ratings, jobs[0].slice, self.max_batch_sets, **dict(jobs[0].options))
+                sets, ratings, jobs[0].slice, self.max_batch_sets, **dict(jobs[0].options)
+            )
             self.batches += 1
         except Exception as exc:
             if len(jobs) == 1:
@@ -226,9 +244,13 @@ class InferenceQueue:
             if job.late():  # its request has had its 504: the support is not worth its time
                 job.future.set_exception(DeadlinePassed("the time limit passed"))
                 continue
-            mine = decoded[start - len(job.sets): start]
-            job.future.set_result([self.summarizer.explain_result(result, reviews, self.support)
-                                   for reviews, result in zip(job.sets, mine, strict=True)])
+            mine = decoded[start - len(job.sets) : start]
+            job.future.set_result(
+                [
+                    self.summarizer.explain_result(result, reviews, self.support)
+                    for reviews, result in zip(job.sets, mine, strict=True)
+                ]
+            )
 
     def _process_in_parts(self, job: Job) -> None:
         """A job of more sets than one batch, a batch at a time, stopping at its deadline."""
@@ -236,12 +258,19 @@ class InferenceQueue:
         n = self.max_batch_sets
         for start in range(0, len(job.sets), n):
             if job.late():
-                job.future.set_exception(DeadlinePassed(
-                    f"the time limit passed after {start} of {len(job.sets)} sets"))
+                job.future.set_exception(
+                    DeadlinePassed(f"the time limit passed after {start} of {len(job.sets)} sets")
+                )
                 return
-            ratings = job.ratings[start: start + n] if job.ratings else None
-            part = Job(job.sets[start: start + n], concurrent.futures.Future(), ratings,
-                       job.slice, job.deadline, job.options)
+            ratings = job.ratings[start : start + n] if job.ratings else None
+            part = Job(
+                job.sets[start : start + n],
+                concurrent.futures.Future(),
+                ratings,
+                job.slice,
+                job.deadline,
+                job.options,
+            )
             part.future.set_running_or_notify_cancel()
             self._process([part])
             if part.future.exception() is not None:

@@ -19,5 +19,13 @@ from denoisesum.topics.models import (
     train_lda,
 )
 
-__all__ = ["CategoryTopics", "LDAConfig", "LDATopics", "category_topics", "content_words",
-           "load_topics", "topic_distributions", "train_lda"]
+__all__ = [
+    "CategoryTopics",
+    "LDAConfig",
+    "LDATopics",
+    "category_topics",
+    "content_words",
+    "load_topics",
+    "topic_distributions",
+    "train_lda",
+]

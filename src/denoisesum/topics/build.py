@@ -56,16 +56,22 @@ def pair_documents(pairs_dir: str | Path) -> Iterator[str]:
                 yield " ".join(tokens)
 
 
-def build_topics(sources: list[str], reader_factory, kind: str = "lda",
-                 cfg: LDAConfig | None = None,
-                 log=lambda message: None) -> LDATopics | CategoryTopics:
+def build_topics(
+    sources: list[str],
+    reader_factory,
+    kind: str = "lda",
+    cfg: LDAConfig | None = None,
+    log=lambda message: None,
+) -> LDATopics | CategoryTopics:
     """kind 'lda' or 'human'. `reader_factory()` returns a CorpusReader over `sources`."""
     cfg = cfg or LDAConfig()
     pairs = is_pairs_dir(sources)
     if kind == "human":
         if pairs:
-            raise DenoiseSumError("--categories human needs a category field, which synthetic "
-                                  "pairs do not have: pass the review corpus instead")
+            raise DenoiseSumError(
+                "--categories human needs a category field, which synthetic "
+                "pairs do not have: pass the review corpus instead"
+            )
         reader = reader_factory()
         return category_topics(reader, reader.fields.category)
     if kind != "lda":

@@ -78,11 +78,17 @@ def _tokens(texts: Iterable[Text]) -> list[list[str]]:
 class LDATopics:
     kind = "lda"
 
-    def __init__(self, words: list[str], alpha: np.ndarray, topic_word: np.ndarray,
-                 settings: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        words: list[str],
+        alpha: np.ndarray,
+        topic_word: np.ndarray,
+        settings: dict[str, Any] | None = None,
+    ) -> None:
         if topic_word.shape != (len(alpha), len(words)):
-            raise ValueError(f"topic_word has shape {topic_word.shape}, expected "
-                             f"({len(alpha)}, {len(words)})")
+            raise ValueError(
+                f"topic_word has shape {topic_word.shape}, expected ({len(alpha)}, {len(words)})"
+            )
         self.words = list(words)
         self.index = {w: i for i, w in enumerate(self.words)}
         self.alpha = np.asarray(alpha, dtype=np.float64)  # [K]
@@ -100,28 +106,31 @@ class LDATopics:
     def top_words(self, topic: int, n: int = 10) -> list[str]:
         return [self.words[i] for i in np.argsort(-self.topic_word[topic], kind="stable")[:n]]
 
-    def distributions(self, texts: Sequence[Text],
-                      entity_ids: Sequence[str] | None = None,
-                      chunk: int = 256) -> np.ndarray:
+    def distributions(
+        self, texts: Sequence[Text], entity_ids: Sequence[str] | None = None, chunk: int = 256
+    ) -> np.ndarray:
         """p(z | text) [n, K], rows summing to 1 (the prior mean for a text with no known word).
 
         Deterministic: a text's result does not depend on the others (converged rows are frozen).
         """
         out = np.empty((len(texts), self.n_topics))
         for begin in range(0, len(texts), chunk):
-            bows = [Counter(self.index[w] for w in words if w in self.index)
-                    for words in _tokens(texts[begin:begin + chunk])]
+            bows = [
+                Counter(self.index[w] for w in words if w in self.index)
+                for words in _tokens(texts[begin : begin + chunk])
+            ]
             width = max([1, *(len(b) for b in bows)])
             ids = np.zeros((len(bows), width), dtype=np.int64)
             counts = np.zeros((len(bows), width))
             for row, bow in enumerate(bows):
-                ids[row, :len(bow)] = list(bow.keys())
-                counts[row, :len(bow)] = list(bow.values())
-            out[begin:begin + len(bows)] = self._infer(ids, counts)
+                ids[row, : len(bow)] = list(bow.keys())
+                counts[row, : len(bow)] = list(bow.values())
+            out[begin : begin + len(bows)] = self._infer(ids, counts)
         return out
 
-    def _infer(self, ids: np.ndarray, counts: np.ndarray, max_iter: int = 200,
-               tol: float = 1e-3) -> np.ndarray:
+    def _infer(
+        self, ids: np.ndarray, counts: np.ndarray, max_iter: int = 200, tol: float = 1e-3
+    ) -> np.ndarray:
         """Variational E-step for a chunk: ids/counts [B, W] (padding has count 0) -> [B, K]."""
         k = self.n_topics
         beta = self.topic_word[:, ids].transpose(1, 0, 2)  # [B, K, W]
@@ -143,18 +152,24 @@ class LDATopics:
         directory.mkdir(parents=True, exist_ok=True)
         with atomic_write(directory / ARRAYS, "wb") as handle:
             np.savez(handle, alpha=self.alpha, topic_word=self.topic_word.astype(np.float32))
-        write_json(directory / META, {
-            "format": FORMAT, "kind": self.kind, "n_topics": self.n_topics,
-            "settings": self.settings, "words": self.words,
-            "top_words": [self.top_words(k) for k in range(self.n_topics)]})
+        write_json(
+            directory / META,
+            {
+                "format": FORMAT,
+                "kind": self.kind,
+                "n_topics": self.n_topics,
+                "settings": self.settings,
+                "words": self.words,
+                "top_words": [self.top_words(k) for k in range(self.n_topics)],
+            },
+        )
 
     @classmethod
     def from_meta(cls, directory: Path, meta: dict[str, Any]) -> LDATopics:
         if not (directory / ARRAYS).is_file():
             raise InputError(f"{ARRAYS} is missing", path=directory)
         with np.load(directory / ARRAYS) as arrays:
-            return cls(meta["words"], arrays["alpha"], arrays["topic_word"],
-                       meta.get("settings"))
+            return cls(meta["words"], arrays["alpha"], arrays["topic_word"], meta.get("settings"))
 
 
 def train_lda(documents: Sequence[Text], cfg: LDAConfig | None = None) -> LDATopics:
@@ -167,20 +182,32 @@ def train_lda(documents: Sequence[Text], cfg: LDAConfig | None = None) -> LDATop
         raise DenoiseSumError(f"LDA needs at least 2 topics, got {cfg.n_topics}")
     docs = _tokens(documents)
     dictionary = Dictionary(docs)
-    dictionary.filter_extremes(no_below=cfg.min_docs, no_above=cfg.max_doc_fraction,
-                               keep_n=cfg.max_words)
+    dictionary.filter_extremes(
+        no_below=cfg.min_docs, no_above=cfg.max_doc_fraction, keep_n=cfg.max_words
+    )
     if len(dictionary) == 0:
         raise DenoiseSumError(
             f"LDA: no content word is in at least {cfg.min_docs} and at most "
             f"{cfg.max_doc_fraction:.0%} of the {len(docs):,} documents; use more documents "
-            "or lower --min-docs")
+            "or lower --min-docs"
+        )
     bows = [dictionary.doc2bow(d) for d in docs]
-    lda = LdaModel(bows, num_topics=cfg.n_topics, id2word=dictionary, chunksize=cfg.chunksize,
-                   passes=cfg.passes, iterations=cfg.iterations, random_state=cfg.seed,
-                   eval_every=None)
+    lda = LdaModel(
+        bows,
+        num_topics=cfg.n_topics,
+        id2word=dictionary,
+        chunksize=cfg.chunksize,
+        passes=cfg.passes,
+        iterations=cfg.iterations,
+        random_state=cfg.seed,
+        eval_every=None,
+    )
     words = [dictionary[i] for i in range(len(dictionary))]
-    settings = {**asdict(cfg), "documents": len(docs),
-                "empty_documents": sum(1 for b in bows if not b)}
+    settings = {
+        **asdict(cfg),
+        "documents": len(docs),
+        "empty_documents": sum(1 for b in bows if not b),
+    }
     return LDATopics(words, np.asarray(lda.alpha), lda.expElogbeta, settings)
 
 
@@ -203,24 +230,34 @@ class CategoryTopics:
     def n_topics(self) -> int:
         return len(self.labels)
 
-    def distributions(self, texts: Sequence[Text],
-                      entity_ids: Sequence[str] | None = None) -> np.ndarray:
+    def distributions(
+        self, texts: Sequence[Text], entity_ids: Sequence[str] | None = None
+    ) -> np.ndarray:
         if entity_ids is None or len(entity_ids) != len(texts):
             raise ValueError("category topics need the entity id of every text")
         out = np.zeros((len(texts), self.n_topics))
         for row, entity in enumerate(entity_ids):
             dist = self.entities.get(entity)
             if dist is None:
-                raise DenoiseSumError(f"entity '{entity}' has no category in this topic model "
-                                      "(was it built from the same corpus?)")
+                raise DenoiseSumError(
+                    f"entity '{entity}' has no category in this topic model "
+                    "(was it built from the same corpus?)"
+                )
             for label, p in dist.items():
                 out[row, self.label_index[label]] = p
         return out
 
     def save(self, directory: str | Path) -> None:
-        write_json(Path(directory) / META, {"format": FORMAT, "kind": self.kind,
-                                            "n_topics": self.n_topics, "labels": self.labels,
-                                            "entities": self.entities})
+        write_json(
+            Path(directory) / META,
+            {
+                "format": FORMAT,
+                "kind": self.kind,
+                "n_topics": self.n_topics,
+                "labels": self.labels,
+                "entities": self.entities,
+            },
+        )
 
     @classmethod
     def from_meta(cls, directory: Path, meta: dict[str, Any]) -> CategoryTopics:
@@ -238,10 +275,12 @@ def category_topics(reviews: Iterable[Any], field: str = "category") -> Category
     if not counts:
         raise DenoiseSumError(
             f"--categories human needs a category field, but none of the {n_reviews:,} reviews "
-            f"has one (field '{field}'; choose another with --category-field), or use LDA topics")
+            f"has one (field '{field}'; choose another with --category-field), or use LDA topics"
+        )
     labels = sorted({c for per in counts.values() for c in per})
-    entities = {e: {c: n / sum(per.values()) for c, n in sorted(per.items())}
-                for e, per in counts.items()}
+    entities = {
+        e: {c: n / sum(per.values()) for c, n in sorted(per.items())} for e, per in counts.items()
+    }
     return CategoryTopics(labels, entities)
 
 
@@ -255,16 +294,18 @@ _KINDS: dict[str, Any] = {"lda": LDATopics, "categories": CategoryTopics}
 def load_topics(directory: str | Path) -> TopicModel:
     directory = Path(directory)
     if not (directory / META).is_file():
-        raise InputError(f"not a topic model directory ({META} is missing; make one with "
-                         "`denoisesum topics`)", path=directory)
+        raise InputError(
+            f"not a topic model directory ({META} is missing; make one with `denoisesum topics`)",
+            path=directory,
+        )
     meta = read_json(directory / META)
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise InputError(f"not a denoisesum topic model (expected format {FORMAT})",
-                         path=directory / META)
+        raise InputError(
+            f"not a denoisesum topic model (expected format {FORMAT})", path=directory / META
+        )
     kind = meta.get("kind")
     if kind not in _KINDS:
-        raise InputError(f"unknown topic model kind {kind!r}", path=directory / META,
-                         field="kind")
+        raise InputError(f"unknown topic model kind {kind!r}", path=directory / META, field="kind")
     return _KINDS[kind].from_meta(directory, meta)
 
 
@@ -278,8 +319,9 @@ def fingerprint(directory: str | Path) -> str:
     return digest.hexdigest()
 
 
-def topic_distributions(model: TopicModel, texts: Sequence[Text],
-                        entity_ids: Sequence[str] | None = None) -> np.ndarray:
+def topic_distributions(
+    model: TopicModel, texts: Sequence[Text], entity_ids: Sequence[str] | None = None
+) -> np.ndarray:
     """p(z) [n, K] for summaries (space-separated tokens or token lists), rows summing to 1.
     Category models look the summaries up by their entity ids instead of reading them."""
     return model.distributions(texts, entity_ids)

@@ -23,9 +23,15 @@ from denoisesum.models.store import save_model_dir
 STATE = "state.pt"
 
 
-def save_checkpoint(run_dir: str | Path, step: int, model: torch.nn.Module,
-                    config: dict[str, Any], vocab: Vocab, state: dict[str, Any],
-                    keep: int = 2) -> Path:
+def save_checkpoint(
+    run_dir: str | Path,
+    step: int,
+    model: torch.nn.Module,
+    config: dict[str, Any],
+    vocab: Vocab,
+    state: dict[str, Any],
+    keep: int = 2,
+) -> Path:
     """Write checkpoint `step` under run_dir/checkpoints, point LATEST at it, prune old ones."""
     root = Path(run_dir) / "checkpoints"
     final = root / f"step-{step:09d}"
@@ -64,13 +70,17 @@ def latest_checkpoint(run_dir: str | Path) -> Path | None:
     if named is not None and _complete(named):
         return named
     # newest first, so only the damaged ones and one complete one are loaded
-    newest = next((p for p in sorted(root.glob("step-*"), reverse=True)
-                   if p != named and _complete(p)), None)
+    newest = next(
+        (p for p in sorted(root.glob("step-*"), reverse=True) if p != named and _complete(p)), None
+    )
     if newest is None:
         return None
     if named is not None:
-        print(f"{named} is incomplete (no {STATE}, or one that does not load); resuming from "
-              f"{newest.name}, the newest complete checkpoint", file=sys.stderr)
+        print(
+            f"{named} is incomplete (no {STATE}, or one that does not load); resuming from "
+            f"{newest.name}, the newest complete checkpoint",
+            file=sys.stderr,
+        )
     return newest
 
 

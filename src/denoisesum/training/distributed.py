@@ -74,7 +74,7 @@ class Distributed:
         (items[:1], False): run it, with loss weight 0."""
         if not self.enabled:
             return items, True
-        mine = items[self.rank::self.world_size]
+        mine = items[self.rank :: self.world_size]
         return (mine, True) if len(mine) else (items[:1], False)
 
     def device(self, device: torch.device) -> torch.device:
@@ -82,9 +82,11 @@ class Distributed:
         if not (self.enabled and device.type == "cuda"):
             return device
         if not _gpu_per_process():
-            raise ConfigError(f"{torch.cuda.device_count()} GPU(s) for "
-                              f"{_local_world_size()} processes on this machine: start at most "
-                              "one process per GPU, or train on the CPU (train.device='cpu')")
+            raise ConfigError(
+                f"{torch.cuda.device_count()} GPU(s) for "
+                f"{_local_world_size()} processes on this machine: start at most "
+                "one process per GPU, or train on the CPU (train.device='cpu')"
+            )
         return torch.device("cuda", self.local_rank)
 
     def wrap(self, model: nn.Module, find_unused_parameters: bool = False) -> nn.Module:
@@ -95,8 +97,10 @@ class Distributed:
             return model
         device = next(model.parameters()).device
         return nn.parallel.DistributedDataParallel(
-            model, device_ids=[device.index] if device.type == "cuda" else None,
-            find_unused_parameters=find_unused_parameters)
+            model,
+            device_ids=[device.index] if device.type == "cuda" else None,
+            find_unused_parameters=find_unused_parameters,
+        )
 
     def rank_seed(self, seed: int, *more: int) -> int:
         """A seed for this rank's own random stream (dropout)."""
@@ -161,8 +165,11 @@ def setup() -> Distributed:
     if _current is not None:
         return _current
     if dist.is_available() and dist.is_initialized():  # set up by the caller
-        _current = Distributed(dist.get_rank(), dist.get_world_size(),
-                               int(os.environ.get("LOCAL_RANK", dist.get_rank())))
+        _current = Distributed(
+            dist.get_rank(),
+            dist.get_world_size(),
+            int(os.environ.get("LOCAL_RANK", dist.get_rank())),
+        )
         return _current
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:
@@ -177,8 +184,9 @@ def setup() -> Distributed:
         torch.cuda.set_device(local_rank)
         backend = "cpu:gloo,cuda:nccl"  # CPU tensors (counts, objects) go through gloo
     minutes = float(os.environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT_MINUTES))
-    dist.init_process_group(backend, rank=rank, world_size=world,
-                            timeout=timedelta(minutes=minutes))
+    dist.init_process_group(
+        backend, rank=rank, world_size=world, timeout=timedelta(minutes=minutes)
+    )
     _current, _owned = Distributed(rank, world, local_rank), True
     atexit.register(shutdown)
     return _current

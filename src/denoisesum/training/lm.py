@@ -86,15 +86,21 @@ def lr_factor(step: int, cfg: LMTrainConfig) -> float:
 
 
 @torch.no_grad()
-def evaluate(model: BiLM, corpus: EncodedCorpus, table: np.ndarray, segments: lm_data.Segments,
-             batch_tokens: int, dist: Distributed = SINGLE) -> dict[str, float]:
+def evaluate(
+    model: BiLM,
+    corpus: EncodedCorpus,
+    table: np.ndarray,
+    segments: lm_data.Segments,
+    batch_tokens: int,
+    dist: Distributed = SINGLE,
+) -> dict[str, float]:
     """Held-out cross-entropy (nats/token), perplexity and the share of <unk> targets (with
     several processes, each scores a share of the batches; all get the totals)."""
     was_training = model.training
     model.eval()
     total, tokens, unk = 0.0, 0, 0
     batches = lm_data.fixed_batches(segments.length, batch_tokens)
-    for batch in batches[dist.rank::dist.world_size]:
+    for batch in batches[dist.rank :: dist.world_size]:
         ids, lengths = lm_data.collate(corpus, table, segments, batch)
         loss, n = model(ids, lengths)
         total += float(loss) * n
@@ -110,10 +116,16 @@ def evaluate(model: BiLM, corpus: EncodedCorpus, table: np.ndarray, segments: lm
 class LMTrainer(ResumableTrainer):
     desc = "train-lm"
 
-    def __init__(self, corpus: EncodedCorpus, out_dir: str | Path, cfg: LMRunConfig,
-                 vocab: Vocab | None = None, resume: bool = False,
-                 on_step: Callable[[int, float], None] | None = None,
-                 progress: bool = True) -> None:
+    def __init__(
+        self,
+        corpus: EncodedCorpus,
+        out_dir: str | Path,
+        cfg: LMRunConfig,
+        vocab: Vocab | None = None,
+        resume: bool = False,
+        on_step: Callable[[int, float], None] | None = None,
+        progress: bool = True,
+    ) -> None:
         self.corpus, self.out, self.cfg, self.on_step = corpus, Path(out_dir), cfg, on_step
         self.progress = progress
         self.dist = distributed.setup()
@@ -132,7 +144,8 @@ class LMTrainer(ResumableTrainer):
                 raise DenoiseSumError(
                     f"the vocabulary has no word: none of the corpus' {len(corpus.types):,} "
                     f"token types occurs vocab.min_count={cfg.vocab.min_count} times; lower "
-                    "vocab.min_count or give a larger corpus")
+                    "vocab.min_count or give a larger corpus"
+                )
             cfg.model.vocab_size = len(self.vocab)
         self.table = corpus.vocab_table(self.vocab)
         train_reviews, held_reviews = lm_data.split_reviews(corpus, t.heldout_percent)
@@ -140,15 +153,23 @@ class LMTrainer(ResumableTrainer):
             raise DenoiseSumError("no training reviews (corpus empty, or all entities held out)")
         self.train_segments = lm_data.make_segments(corpus, train_reviews, t.max_len)
         self.held_segments = lm_data.make_segments(corpus, held_reviews, t.max_len)
-        self.eval_segments = lm_data.make_segments(corpus, held_reviews[: t.eval_reviews],
-                                                   t.max_len)
+        self.eval_segments = lm_data.make_segments(
+            corpus, held_reviews[: t.eval_reviews], t.max_len
+        )
         torch.manual_seed(t.seed)
         self.model = BiLM(cfg.model)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=t.lr)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda step: lr_factor(step, t))
-        self.state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "tokens": 0,
-                      "train_seconds": 0.0, "best_nll": math.inf}
+            self.optimizer, lambda step: lr_factor(step, t)
+        )
+        self.state = {
+            "step": 0,
+            "epoch": 0,
+            "batch_in_epoch": 0,
+            "tokens": 0,
+            "train_seconds": 0.0,
+            "best_nll": math.inf,
+        }
         if self.dist.enabled:  # every rank its own dropout masks
             torch.manual_seed(self.dist.rank_seed(t.seed))
         if checkpoint is not None:
@@ -159,8 +180,9 @@ class LMTrainer(ResumableTrainer):
         # DistributedDataParallel under torchrun; an adaptive-softmax tail cluster no target of
         # a rank's share falls in is left out of its graph, hence find_unused_parameters
         self.train_model = self.dist.wrap(self.model, find_unused_parameters=True)
-        self.logger = StepLogger(self.out / "metrics.jsonl", self.state["step"],
-                                 enabled=self.dist.is_main)
+        self.logger = StepLogger(
+            self.out / "metrics.jsonl", self.state["step"], enabled=self.dist.is_main
+        )
 
     def _restore(self, saved: dict[str, Any]) -> None:
         self.optimizer.load_state_dict(saved["optimizer"])
@@ -172,9 +194,12 @@ class LMTrainer(ResumableTrainer):
         return {"kind": "bilm", **dataclasses.asdict(self.cfg)}
 
     def _checkpoint_state(self) -> dict[str, Any]:
-        return {"optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(),
-                "torch_rng": torch.get_rng_state(), "progress": dict(self.state)}
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+            "progress": dict(self.state),
+        }
 
     def _epoch_order(self, epoch: int) -> list:
         t = self.cfg.train
@@ -203,21 +228,35 @@ class LMTrainer(ResumableTrainer):
         self.state["train_seconds"] += seconds
         value = loss.item() if value is None else value
         if not math.isfinite(value):
-            raise DenoiseSumError(f"training diverged at step {self.state['step']} (loss {value}); "
-                                  "lower train.lr or train.grad_clip")
+            raise DenoiseSumError(
+                f"training diverged at step {self.state['step']} (loss {value}); "
+                "lower train.lr or train.grad_clip"
+            )
         bar.update(1)
         bar.set_postfix(loss=f"{value:.3f}", tok_s=f"{n / seconds:.0f}")
         if self.state["step"] % 50 == 0:
-            self.logger.log(step=self.state["step"], loss=value, tokens_per_s=n / seconds,
-                            lr=self.scheduler.get_last_lr()[0], tokens=self.state["tokens"])
+            self.logger.log(
+                step=self.state["step"],
+                loss=value,
+                tokens_per_s=n / seconds,
+                lr=self.scheduler.get_last_lr()[0],
+                tokens=self.state["tokens"],
+            )
         self._last_loss = value
 
     def _evaluate_and_keep_best(self) -> None:
-        result = evaluate(self.model, self.corpus, self.table, self.eval_segments,
-                          self.cfg.train.batch_tokens, self.dist)
+        result = evaluate(
+            self.model,
+            self.corpus,
+            self.table,
+            self.eval_segments,
+            self.cfg.train.batch_tokens,
+            self.dist,
+        )
         self.state["evaluated_step"] = self.state["step"]
-        self.logger.log(step=self.state["step"], heldout_nll=result["nll"],
-                        heldout_ppl=result["ppl"])
+        self.logger.log(
+            step=self.state["step"], heldout_nll=result["nll"], heldout_ppl=result["ppl"]
+        )
         # With nothing held out there is nothing to select on: keep the latest model.
         if result["tokens"] == 0 or result["nll"] < self.state["best_nll"]:
             self.state["best_nll"] = result["nll"] if result["tokens"] else math.inf
@@ -230,14 +269,24 @@ class LMTrainer(ResumableTrainer):
         self.dist.barrier()  # rank 0 has written the kept model
         weights, _, _ = read_model_dir(self.out)
         self.model.load_state_dict(weights)  # report the kept (best) model
-        result = evaluate(self.model, self.corpus, self.table, self.held_segments,
-                          self.cfg.train.batch_tokens, self.dist)
+        result = evaluate(
+            self.model,
+            self.corpus,
+            self.table,
+            self.held_segments,
+            self.cfg.train.batch_tokens,
+            self.dist,
+        )
         summary = {
-            "heldout": result, "steps": self.state["step"], "train_tokens": self.state["tokens"],
+            "heldout": result,
+            "steps": self.state["step"],
+            "train_tokens": self.state["tokens"],
             "train_seconds": self.state["train_seconds"],
             "tokens_per_second": self.state["tokens"] / max(self.state["train_seconds"], 1e-9),
-            "vocab_size": len(self.vocab), "threads": torch.get_num_threads(),
-            "uniform_nll": math.log(len(self.vocab)), "processes": self.dist.world_size,
+            "vocab_size": len(self.vocab),
+            "threads": torch.get_num_threads(),
+            "uniform_nll": math.log(len(self.vocab)),
+            "processes": self.dist.world_size,
         }
         if self.dist.is_main:
             write_json(self.out / "results.json", summary)

@@ -52,16 +52,18 @@ def split_reviews(corpus: EncodedCorpus, heldout_percent: float) -> tuple[np.nda
     return np.flatnonzero(~held & nonempty), np.flatnonzero(held & nonempty)
 
 
-def epoch_batches(lengths: np.ndarray, batch_tokens: int, seed: int, epoch: int,
-                  pool: int = 100_000) -> list[np.ndarray]:
+def epoch_batches(
+    lengths: np.ndarray, batch_tokens: int, seed: int, epoch: int, pool: int = 100_000
+) -> list[np.ndarray]:
     """Segment indices of every batch of one epoch, in training order."""
     rng = np.random.default_rng([seed, epoch])
     order = rng.permutation(len(lengths))
     batches: list[np.ndarray] = []
     for begin in range(0, len(order), pool):
-        chunk = order[begin:begin + pool]
-        batches.extend(_pack(chunk[np.argsort(lengths[chunk], kind="stable")], lengths,
-                             batch_tokens))
+        chunk = order[begin : begin + pool]
+        batches.extend(
+            _pack(chunk[np.argsort(lengths[chunk], kind="stable")], lengths, batch_tokens)
+        )
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
@@ -75,18 +77,19 @@ def _pack(sorted_idx: np.ndarray, lengths: np.ndarray, batch_tokens: int) -> lis
     for end in range(1, len(sorted_idx) + 1):
         longest = int(lengths[sorted_idx[end - 1]])
         if end - begin > 1 and (end - begin) * longest > batch_tokens:
-            batches.append(sorted_idx[begin:end - 1])
+            batches.append(sorted_idx[begin : end - 1])
             begin = end - 1
     if begin < len(sorted_idx):
         batches.append(sorted_idx[begin:])
     return batches
 
 
-def collate(corpus: EncodedCorpus, table: np.ndarray, segments: Segments,
-            batch: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+def collate(
+    corpus: EncodedCorpus, table: np.ndarray, segments: Segments, batch: np.ndarray
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Segment indices -> (ids [B, L] vocabulary ids right-padded with 0, lengths [B])."""
     lengths = segments.length[batch]
     ids = np.zeros((len(batch), int(lengths.max())), dtype=np.int64)
     for row, (start, n) in enumerate(zip(segments.start[batch], lengths, strict=True)):
-        ids[row, :n] = table[corpus.ids[start:start + n]]
+        ids[row, :n] = table[corpus.ids[start : start + n]]
     return torch.from_numpy(ids), torch.from_numpy(lengths.astype(np.int64))

@@ -42,13 +42,15 @@ def _copy_lstm(target: nn.LSTM, source: nn.LSTM) -> bool:
     return True
 
 
-def copy_embeddings(target: nn.Embedding, vocab: Vocab, source: nn.Embedding,
-                    source_vocab: Vocab) -> int:
+def copy_embeddings(
+    target: nn.Embedding, vocab: Vocab, source: nn.Embedding, source_vocab: Vocab
+) -> int:
     """Copy the rows of the words both vocabularies have; returns how many."""
     if target.embedding_dim != source.embedding_dim:
         return 0
-    pairs = [(i, source_vocab.index[w]) for i, w in enumerate(vocab.tokens)
-             if w in source_vocab.index]
+    pairs = [
+        (i, source_vocab.index[w]) for i, w in enumerate(vocab.tokens) if w in source_vocab.index
+    ]
     if not pairs:
         return 0
     rows, src_rows = (torch.tensor(x, dtype=torch.long) for x in zip(*pairs, strict=True))
@@ -59,10 +61,16 @@ def copy_embeddings(target: nn.Embedding, vocab: Vocab, source: nn.Embedding,
 
 def init_from_bilm(model: DenoiseSum, vocab: Vocab, lm: BiLM, lm_vocab: Vocab) -> dict:
     """Copy the LM's matching weights into model; returns what was and was not copied."""
-    report = {"embedding_rows": copy_embeddings(model.embed, vocab, lm.embed, lm_vocab),
-              "vocab_size": len(vocab), "copied": [], "skipped": []}
-    parts = {"encoder forward LSTM": (model.enc_fwd, lm.fwd),
-             "encoder backward LSTM": (model.enc_bwd, lm.bwd)}
+    report = {
+        "embedding_rows": copy_embeddings(model.embed, vocab, lm.embed, lm_vocab),
+        "vocab_size": len(vocab),
+        "copied": [],
+        "skipped": [],
+    }
+    parts = {
+        "encoder forward LSTM": (model.enc_fwd, lm.fwd),
+        "encoder backward LSTM": (model.enc_bwd, lm.bwd),
+    }
     for name, branch in model.branches().items():
         parts[f"decoder {name} LSTM"] = (branch.decoder.lstm, lm.fwd)
     for name, (target, source) in parts.items():

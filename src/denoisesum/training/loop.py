@@ -53,8 +53,11 @@ class StepLogger:
     def __init__(self, path: Path, resume_step: int, enabled: bool = True) -> None:
         self.path, self.enabled = path, enabled
         if enabled and path.exists():  # drop lines from after the checkpoint we resume from
-            kept = [ln for ln in path.read_text().splitlines()
-                    if ln and json.loads(ln)["step"] <= resume_step]
+            kept = [
+                ln
+                for ln in path.read_text().splitlines()
+                if ln and json.loads(ln)["step"] <= resume_step
+            ]
             with atomic_write(path) as handle:
                 handle.writelines(ln + "\n" for ln in kept)
 
@@ -99,15 +102,24 @@ class ResumableTrainer:
             state = self._checkpoint_state()
             if rngs is not None:
                 state["rank_rng"] = rngs
-            save_checkpoint(self.out, self.state["step"], self.model, self.config_dict(),
-                            self.vocab, state, keep=self.cfg.train.keep_checkpoints)
+            save_checkpoint(
+                self.out,
+                self.state["step"],
+                self.model,
+                self.config_dict(),
+                self.vocab,
+                state,
+                keep=self.cfg.train.keep_checkpoints,
+            )
         self.dist.barrier()
 
     def _rng_state(self) -> dict[str, Any]:
         device = getattr(self, "device", None)
         on_cuda = device is not None and device.type == "cuda"
-        return {"torch": torch.get_rng_state(),
-                "cuda": torch.cuda.get_rng_state(device) if on_cuda else None}
+        return {
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state(device) if on_cuda else None,
+        }
 
     def _restore_rank_rng(self, saved: dict[str, Any]) -> None:
         """Distributed: this rank's random state from the checkpoint (call after `_restore`)."""
@@ -117,8 +129,11 @@ class ResumableTrainer:
         if states is not None and len(states) == self.dist.world_size:
             mine = states[self.dist.rank]
             torch.set_rng_state(mine["torch"])
-            if mine["cuda"] is not None and getattr(self, "device", None) is not None \
-                    and self.device.type == "cuda":
+            if (
+                mine["cuda"] is not None
+                and getattr(self, "device", None) is not None
+                and self.device.type == "cuda"
+            ):
                 torch.cuda.set_rng_state(mine["cuda"], self.device)
         else:  # saved by another number of processes: a fresh stream per rank
             torch.manual_seed(self.dist.rank_seed(self.cfg.train.seed, self.state["step"]))
@@ -131,9 +146,14 @@ class ResumableTrainer:
             self.out.mkdir(parents=True, exist_ok=True)
             write_json(self.out / "run-config.json", self.config_dict())
         # a bar on a terminal, plain lines in a log; its ETA honours max_minutes
-        bar = progress_bar(total=t.max_steps, initial=self.state["step"], unit="step",
-                           desc=self.desc, enabled=self.progress and main,
-                           time_left=self._time_left())
+        bar = progress_bar(
+            total=t.max_steps,
+            initial=self.state["step"],
+            unit="step",
+            desc=self.desc,
+            enabled=self.progress and main,
+            time_left=self._time_left(),
+        )
         self.model.train()
         batches = self._batches()
         try:

@@ -122,40 +122,54 @@ class PairCorpus(RankedTokens):
     def signature(self) -> list:
         """What identifies the data: shard names and sizes, and the review cut."""
         return [[Path(s["path"]).name, s["bytes"]] for s in self.meta["sources"]] + [
-            self.meta["max_review_tokens"]]
+            self.meta["max_review_tokens"]
+        ]
 
     def text(self, t: int) -> np.ndarray:
-        return self.ids[self.offsets[t]:self.offsets[t + 1]]
+        return self.ids[self.offsets[t] : self.offsets[t + 1]]
 
     def summary_tokens(self, pair: int) -> list[str]:
         return [self.types[r] for r in self.text(int(self.pair_texts[pair]))]
 
     @classmethod
-    def build(cls, pairs_dir: str | Path, directory: str | Path, max_review_tokens: int,
-              progress: bool = True) -> PairCorpus:
+    def build(
+        cls,
+        pairs_dir: str | Path,
+        directory: str | Path,
+        max_review_tokens: int,
+        progress: bool = True,
+    ) -> PairCorpus:
         """Encode the shards of `pairs_dir` into `directory`, reusing a cache of the same data."""
         shards = find_shards(pairs_dir)
         directory = Path(directory)
         if (directory / "meta.json").exists():
             meta = read_json(directory / "meta.json")
-            if (meta.get("format") == FORMAT and cache_matches(meta, shards)
-                    and meta.get("max_review_tokens") == max_review_tokens):
+            if (
+                meta.get("format") == FORMAT
+                and cache_matches(meta, shards)
+                and meta.get("max_review_tokens") == max_review_tokens
+            ):
                 return cls(directory)
 
         def fill(tmp: Path) -> dict[str, Any]:
             counts = _encode_pairs(shards, tmp, max_review_tokens, progress)
             if counts["pairs"] == 0:
                 raise DenoiseSumError(f"{pairs_dir}: the shards hold no usable pair")
-            return {"format": FORMAT, "sources": source_fingerprint(shards),
-                    "content": content_fingerprint(shards), "max_review_tokens": max_review_tokens,
-                    **counts}
+            return {
+                "format": FORMAT,
+                "sources": source_fingerprint(shards),
+                "content": content_fingerprint(shards),
+                "max_review_tokens": max_review_tokens,
+                **counts,
+            }
 
         build_directory(directory, fill)
         return cls(directory)
 
 
-def _encode_pairs(shards: list[Path], out: Path, max_review_tokens: int,
-                  progress: bool) -> dict[str, int]:
+def _encode_pairs(
+    shards: list[Path], out: Path, max_review_tokens: int, progress: bool
+) -> dict[str, int]:
     type_id: dict[str, int] = {}
     entity_id: dict[str, int] = {}
     offsets, pair_texts = array("q", [0]), array("q", [0])
@@ -181,14 +195,24 @@ def _encode_pairs(shards: list[Path], out: Path, max_review_tokens: int,
                 ratings.append(math.nan if pair.rating is None else pair.rating)
             buf.tofile(raw)
     renumber_by_frequency(out, type_id)
-    arrays = {"offsets": (offsets, np.int64), "pair_texts": (pair_texts, np.int64),
-              "n_segment": (n_segment, np.int32), "pair_id": (pair_ids, np.int64),
-              "entity": (entity, np.int32), "ratings": (ratings, np.float32)}
+    arrays = {
+        "offsets": (offsets, np.int64),
+        "pair_texts": (pair_texts, np.int64),
+        "n_segment": (n_segment, np.int32),
+        "pair_id": (pair_ids, np.int64),
+        "entity": (entity, np.int32),
+        "ratings": (ratings, np.float32),
+    }
     for name, (values, dtype) in arrays.items():
         np.save(out / f"{name}.npy", np.frombuffer(values, dtype=dtype))
     write_json(out / "entities.json", list(entity_id))
-    return {"pairs": len(n_segment), "texts": len(offsets) - 1, "tokens": offsets[-1],
-            "empty_reviews_dropped": empty_reviews, "pairs_without_reviews": empty_pairs}
+    return {
+        "pairs": len(n_segment),
+        "texts": len(offsets) - 1,
+        "tokens": offsets[-1],
+        "empty_reviews_dropped": empty_reviews,
+        "pairs_without_reviews": empty_pairs,
+    }
 
 
 def topic_matrix(corpus: PairCorpus, topics_dir: str | Path) -> np.ndarray:
@@ -212,8 +236,9 @@ def topic_matrix(corpus: PairCorpus, topics_dir: str | Path) -> np.ndarray:
 # splits and batches
 
 
-def split_pairs(corpus: PairCorpus, cfg: PairDataConfig, usable: np.ndarray,
-                seed: int) -> tuple[np.ndarray, np.ndarray]:
+def split_pairs(
+    corpus: PairCorpus, cfg: PairDataConfig, usable: np.ndarray, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(training pairs, held-out pairs), as sorted pair indices among the `usable` ones."""
     held = heldout_entities(corpus.entities, cfg.heldout_percent)[corpus.entity]
     train = np.flatnonzero(usable & ~held)
@@ -222,8 +247,10 @@ def split_pairs(corpus: PairCorpus, cfg: PairDataConfig, usable: np.ndarray,
         rng = np.random.default_rng([seed, 1])  # independent of the epoch orders ([seed, epoch])
         train = np.sort(train[rng.permutation(len(train))[:keep]])
     if len(train) == 0:
-        raise DenoiseSumError(f"no training pairs: {int(usable.sum())} usable pairs, "
-                              f"{int((usable & held).sum())} held out, fraction {cfg.fraction}")
+        raise DenoiseSumError(
+            f"no training pairs: {int(usable.sum())} usable pairs, "
+            f"{int((usable & held).sum())} held out, fraction {cfg.fraction}"
+        )
     return train, np.flatnonzero(usable & held)
 
 
@@ -231,12 +258,19 @@ def epoch_batches(n: int, batch_size: int, seed: int, epoch: int) -> list[np.nda
     """Positions 0..n-1 in the random order of one epoch, cut into batches (the last may be
     smaller)."""
     order = np.random.default_rng([seed, epoch]).permutation(n)
-    return [order[i:i + batch_size] for i in range(0, n, batch_size)]
+    return [order[i : i + batch_size] for i in range(0, n, batch_size)]
 
 
-def collate(corpus: PairCorpus, table: np.ndarray, pairs: np.ndarray, cfg: PairDataConfig,
-            topics: np.ndarray | None, segment: bool = True,
-            document: bool = True, hide_opinion: np.ndarray | None = None) -> SummaryBatch:
+def collate(
+    corpus: PairCorpus,
+    table: np.ndarray,
+    pairs: np.ndarray,
+    cfg: PairDataConfig,
+    topics: np.ndarray | None,
+    segment: bool = True,
+    document: bool = True,
+    hide_opinion: np.ndarray | None = None,
+) -> SummaryBatch:
     """Pair indices -> a SummaryBatch. The reviews of a noise kind whose branch is off are left
     out here (the model would drop them anyway). The batch's ratings are the summaries' opinion
     classes (0 where a pair has no rating, and where hide_opinion [len(pairs)] bool is True)."""
@@ -244,11 +278,15 @@ def collate(corpus: PairCorpus, table: np.ndarray, pairs: np.ndarray, cfg: PairD
     limit = cfg.max_reviews or None
     for p in pairs.tolist():
         first, n_seg = int(corpus.pair_texts[p]), int(corpus.n_segment[p])
-        kinds = (range(first + 1, first + 1 + n_seg), range(first + 1 + n_seg,
-                                                              int(corpus.pair_texts[p + 1])))
+        kinds = (
+            range(first + 1, first + 1 + n_seg),
+            range(first + 1 + n_seg, int(corpus.pair_texts[p + 1])),
+        )
         # reviews were cut to max_review_tokens when cached (PairCorpus.build)
-        reviews = [[table[corpus.text(t)].tolist() for t in texts[:limit]]
-                   if on else [] for texts, on in zip(kinds, (segment, document), strict=True)]
+        reviews = [
+            [table[corpus.text(t)].tolist() for t in texts[:limit]] if on else []
+            for texts, on in zip(kinds, (segment, document), strict=True)
+        ]
         seg_lists.append(reviews[0])
         doc_lists.append(reviews[1])
         summaries.append(table[corpus.text(first)].tolist())

@@ -131,8 +131,10 @@ class SummarizerTrainConfig:
         check_choice("device", self.device, DEVICES)
         check_choice("precision", self.precision, PRECISIONS)
         if self.init_lm and self.init_model:
-            why = ("must be empty when init_lm is set: the two exclude each other (start from an "
-                   "LM, the first phase, or from a trained summarizer, the second)")
+            why = (
+                "must be empty when init_lm is set: the two exclude each other (start from an "
+                "LM, the first phase, or from a trained summarizer, the second)"
+            )
             raise ConfigError(f"init_model {why}", key="init_model", reason=why)
 
 
@@ -158,8 +160,10 @@ def _require_inputs(cfg: SummarizerRunConfig) -> None:
         why = "'lm' takes the vocabulary of train.init_lm: set it too"
         raise ConfigError(f"config key 'vocab.source': {why}", key="vocab.source", reason=why)
     if t.select_on == "dev-rouge" and not t.dev_set:
-        why = ("missing: train.select_on = 'dev-rouge' needs train.dev_set, a review-set file "
-               "whose entities have reference summaries")
+        why = (
+            "missing: train.select_on = 'dev-rouge' needs train.dev_set, a review-set file "
+            "whose entities have reference summaries"
+        )
         raise ConfigError(f"config key 'train.dev_set': {why}", key="train.dev_set", reason=why)
 
 
@@ -187,11 +191,17 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
 
 
 class SummarizerTrainer(ResumableTrainer):
-    def __init__(self, pairs_dir: str | Path, out_dir: str | Path, cfg: SummarizerRunConfig,
-                 vocab: Vocab | None = None, resume: bool = False,
-                 cache_dir: str | Path | None = None,
-                 on_step: Callable[[int, float], None] | None = None,
-                 progress: bool = True) -> None:
+    def __init__(
+        self,
+        pairs_dir: str | Path,
+        out_dir: str | Path,
+        cfg: SummarizerRunConfig,
+        vocab: Vocab | None = None,
+        resume: bool = False,
+        cache_dir: str | Path | None = None,
+        on_step: Callable[[int, float], None] | None = None,
+        progress: bool = True,
+    ) -> None:
         self.out, self.on_step, self.progress = Path(out_dir), on_step, progress
         self.dist = distributed.setup()
         checkpoint = latest_checkpoint(self.out) if resume else None
@@ -201,29 +211,38 @@ class SummarizerTrainer(ResumableTrainer):
         if saved is not None:
             # the run's model, vocabulary, data and data order; the new limits and schedule
             run = config_from_dict(SummarizerRunConfig, saved["run_config"])
-            cfg = dataclasses.replace(run, train=dataclasses.replace(
-                cfg.train, seed=run.train.seed, batch_size=run.train.batch_size))
+            cfg = dataclasses.replace(
+                run,
+                train=dataclasses.replace(
+                    cfg.train, seed=run.train.seed, batch_size=run.train.batch_size
+                ),
+            )
         check(cfg)  # a config made in Python has not been through config.build
         _require_inputs(cfg)
         self.cfg, t = cfg, cfg.train
         if t.threads:
             torch.set_num_threads(t.threads)
         with self.dist.main_first():  # rank 0 builds the caches (pairs, topics), then the others
-            self.corpus = PairCorpus.build(pairs_dir, cache_dir or self.out / "data",
-                                           cfg.data.max_review_tokens,
-                                           progress and self.dist.is_main)
+            self.corpus = PairCorpus.build(
+                pairs_dir,
+                cache_dir or self.out / "data",
+                cfg.data.max_review_tokens,
+                progress and self.dist.is_main,
+            )
             if saved is not None:
                 weights, _, self.vocab = read_model_dir(checkpoint)
                 if saved["data_signature"] != self.corpus.signature():
-                    raise DenoiseSumError(f"--resume: the pairs in {pairs_dir} are not those "
-                                          "this run was trained on")
+                    raise DenoiseSumError(
+                        f"--resume: the pairs in {pairs_dir} are not those this run was trained on"
+                    )
             else:
                 if t.init_model and vocab is None:
                     init_weights, _, vocab = read_model_dir(t.init_model)
                 if cfg.vocab.source == "lm" and vocab is None:
                     vocab = Vocab.load(Path(t.init_lm) / VOCAB)
-                self.vocab = vocab or self.corpus.build_vocab(cfg.vocab.max_size,
-                                                              cfg.vocab.min_count)
+                self.vocab = vocab or self.corpus.build_vocab(
+                    cfg.vocab.max_size, cfg.vocab.min_count
+                )
                 cfg.model.vocab_size = len(self.vocab)
             self.table = self.corpus.vocab_table(self.vocab)
             self.topics = self._topics(resumed=saved is not None)
@@ -236,9 +255,17 @@ class SummarizerTrainer(ResumableTrainer):
         self.optimizer = torch.optim.Adam(self._param_groups(), lr=t.lr)
         # fp16 needs loss scaling; bf16 has fp32's range and does not
         self.scaler = torch.amp.GradScaler("cuda") if self.amp == torch.float16 else None
-        self.state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "pairs": 0, "tokens": 0,
-                      "train_seconds": 0.0, "best_loss": math.inf, "best_step": 0,
-                      "evals_since_best": 0}
+        self.state = {
+            "step": 0,
+            "epoch": 0,
+            "batch_in_epoch": 0,
+            "pairs": 0,
+            "tokens": 0,
+            "train_seconds": 0.0,
+            "best_loss": math.inf,
+            "best_step": 0,
+            "evals_since_best": 0,
+        }
         self.init_report: dict[str, Any] | None = None
         if self.dist.enabled:  # every rank its own dropout masks
             torch.manual_seed(self.dist.rank_seed(t.seed))
@@ -255,8 +282,9 @@ class SummarizerTrainer(ResumableTrainer):
         self.ema = self._moving_average(saved)
         # what training calls: DistributedDataParallel under torchrun, else the model itself
         self.train_model = self.dist.wrap(self.model)
-        self.logger = StepLogger(self.out / "metrics.jsonl", self.state["step"],
-                                 enabled=self.dist.is_main)
+        self.logger = StepLogger(
+            self.out / "metrics.jsonl", self.state["step"], enabled=self.dist.is_main
+        )
         self.dev_sets = self._dev_sets()
 
     # ---- setup ------------------------------------------------------------------------------
@@ -269,14 +297,21 @@ class SummarizerTrainer(ResumableTrainer):
         try:
             result = self.model.load_state_dict(weights, strict=False)
         except RuntimeError as exc:  # wrong shapes
-            raise ConfigError(f"train.init_model={where!r} does not fit this model: "
-                              f"{str(exc).splitlines()[-1].strip()}") from None
-        missing = [k for k in result.missing_keys if not k.endswith("decoder.coverage")
-                   and k not in DenoiseSum.ZERO_INIT_KEYS]
+            raise ConfigError(
+                f"train.init_model={where!r} does not fit this model: "
+                f"{str(exc).splitlines()[-1].strip()}"
+            ) from None
+        missing = [
+            k
+            for k in result.missing_keys
+            if not k.endswith("decoder.coverage") and k not in DenoiseSum.ZERO_INIT_KEYS
+        ]
         if missing or result.unexpected_keys:
-            raise ConfigError(f"train.init_model={where!r} does not fit this model (missing "
-                              f"{missing[:3]}, unexpected {result.unexpected_keys[:3]}): the "
-                              "[model] settings must be that model's, coverage aside")
+            raise ConfigError(
+                f"train.init_model={where!r} does not fit this model (missing "
+                f"{missing[:3]}, unexpected {result.unexpected_keys[:3]}): the "
+                "[model] settings must be that model's, coverage aside"
+            )
 
     def _param_groups(self) -> list[dict[str, Any]]:
         """Adam's parameter groups: every weight at train.lr, except the opinion table at
@@ -293,8 +328,7 @@ class SummarizerTrainer(ResumableTrainer):
         decay = self.cfg.train.ema_decay
         if not decay:
             return None
-        ema = AveragedModel(self.model, multi_avg_fn=get_ema_multi_avg_fn(decay),
-                            use_buffers=True)
+        ema = AveragedModel(self.model, multi_avg_fn=get_ema_multi_avg_fn(decay), use_buffers=True)
         if saved is not None and saved.get("ema") is not None:
             ema.load_state_dict(saved["ema"])
         return ema
@@ -312,12 +346,15 @@ class SummarizerTrainer(ResumableTrainer):
             raise DenoiseSumError(
                 "model.discriminator is on but no topic model was given: make one with "
                 "`denoisesum topics CORPUS -o TOPICS_DIR` and pass --topics TOPICS_DIR, or turn "
-                "the discriminator off with --set model.discriminator=false")
+                "the discriminator off with --set model.discriminator=false"
+            )
         matrix = pair_data.topic_matrix(self.corpus, d.topics)
         if self.cfg.model.n_topics != matrix.shape[1]:
             if resumed:
-                raise DenoiseSumError(f"the topic model in {d.topics} has {matrix.shape[1]} "
-                                      f"topics, this run's model {m.n_topics}")
+                raise DenoiseSumError(
+                    f"the topic model in {d.topics} has {matrix.shape[1]} "
+                    f"topics, this run's model {m.n_topics}"
+                )
             m.n_topics = matrix.shape[1]
         return matrix
 
@@ -328,9 +365,12 @@ class SummarizerTrainer(ResumableTrainer):
         sets = list(read_review_sets(t.dev_set))[: t.dev_entities or None]
         missing = [s.entity_id for s in sets if not s.summaries]
         if not sets or missing:
-            raise InputError("dev-rouge selection needs review sets with reference summaries"
-                             + (f" (none for {', '.join(missing[:5])})" if missing else ""),
-                             path=t.dev_set, field="summaries")
+            raise InputError(
+                "dev-rouge selection needs review sets with reference summaries"
+                + (f" (none for {', '.join(missing[:5])})" if missing else ""),
+                path=t.dev_set,
+                field="summaries",
+            )
         return sets
 
     def _split(self) -> tuple[np.ndarray, np.ndarray]:
@@ -338,7 +378,8 @@ class SummarizerTrainer(ResumableTrainer):
         # a pair needs a review of a kind the model reads (document noise can be empty when the
         # entity has a single review); an ablated model simply skips the others
         usable = ((self.corpus.n_segment > 0) & m.segment_noise) | (
-            (self.corpus.n_document > 0) & m.document_noise)
+            (self.corpus.n_document > 0) & m.document_noise
+        )
         return pair_data.split_pairs(self.corpus, self.cfg.data, usable, self.cfg.train.seed)
 
     def _restore(self, saved: dict[str, Any]) -> None:
@@ -354,30 +395,46 @@ class SummarizerTrainer(ResumableTrainer):
         """config.json of the exported model: what the Summarizer loader reads ("kind", "model"),
         plus the settings it was trained with."""
         run = dataclasses.asdict(self.cfg)
-        return {"kind": "denoisesum", "model": run.pop("model"), "train": run.pop("train"), **run,
-                "summarize": dataclasses.asdict(self.summarize_config())}
+        return {
+            "kind": "denoisesum",
+            "model": run.pop("model"),
+            "train": run.pop("train"),
+            **run,
+            "summarize": dataclasses.asdict(self.summarize_config()),
+        }
 
     def summarize_config(self) -> SummarizerConfig:
         # reviews are cut at inference as they were cut in training
-        return dataclasses.replace(self.cfg.summarize,
-                                   max_review_tokens=self.cfg.data.max_review_tokens)
+        return dataclasses.replace(
+            self.cfg.summarize, max_review_tokens=self.cfg.data.max_review_tokens
+        )
 
     def _checkpoint_state(self) -> dict[str, Any]:
-        return {"optimizer": self.optimizer.state_dict(),
-                "scaler": self.scaler.state_dict() if self.scaler is not None else None,
-                "torch_rng": torch.get_rng_state(),
-                "cuda_rng": torch.cuda.get_rng_state_all() if self.device.type == "cuda"
-                else None,
-                "ema": self.ema.state_dict() if self.ema is not None else None,
-                "progress": dict(self.state), "run_config": dataclasses.asdict(self.cfg),
-                "data_signature": self.corpus.signature()}
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "scaler": self.scaler.state_dict() if self.scaler is not None else None,
+            "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if self.device.type == "cuda" else None,
+            "ema": self.ema.state_dict() if self.ema is not None else None,
+            "progress": dict(self.state),
+            "run_config": dataclasses.asdict(self.cfg),
+            "data_signature": self.corpus.signature(),
+        }
 
     # ---- training ---------------------------------------------------------------------------
 
     def batch(self, pairs: np.ndarray, hide_opinion: np.ndarray | None = None):
         m = self.cfg.model
-        return pair_data.collate(self.corpus, self.table, pairs, self.cfg.data, self.topics,
-                                 m.segment_noise, m.document_noise, hide_opinion).to(self.device)
+        return pair_data.collate(
+            self.corpus,
+            self.table,
+            pairs,
+            self.cfg.data,
+            self.topics,
+            m.segment_noise,
+            m.document_noise,
+            hide_opinion,
+        ).to(self.device)
 
     def _hidden_opinions(self, pairs: np.ndarray, mine: np.ndarray) -> np.ndarray | None:
         """bool [len(mine)]: which of this rank's pairs train with their rating hidden
@@ -411,8 +468,7 @@ class SummarizerTrainer(ResumableTrainer):
         """One step on the global batch `pairs` (this rank's share of it when distributed)."""
         start = time.perf_counter()
         mine, counted = self.dist.shard(pairs)
-        out = self._forward(self.batch(mine, self._hidden_opinions(pairs, mine)),
-                            self.train_model)
+        out = self._forward(self.batch(mine, self._hidden_opinions(pairs, mine)), self.train_model)
         if self.dist.enabled:
             out = self._global_loss(out, len(mine) if counted else 0, len(pairs))
         self.optimizer.zero_grad(set_to_none=True)
@@ -437,18 +493,27 @@ class SummarizerTrainer(ResumableTrainer):
         s["tokens"] += out["n_tokens"]
         s["train_seconds"] += seconds
         if not math.isfinite(value):
-            raise DenoiseSumError(f"training diverged at step {s['step']} (loss {value}); "
-                                  "lower train.lr")
+            raise DenoiseSumError(
+                f"training diverged at step {s['step']} (loss {value}); lower train.lr"
+            )
         bar.update(1)
         bar.set_postfix(loss=f"{value:.3f}", pairs_s=f"{len(pairs) / seconds:.1f}")
         self._last_loss = value
         if s["step"] % self.cfg.train.log_every == 0:
-            nll, kl, cov = (out[k].item() if torch.is_tensor(out[k]) else out[k]
-                            for k in ("nll", "kl", "coverage"))
-            self.logger.log(step=s["step"], loss=value, nll=nll, kl=kl,
-                            **({"coverage": cov} if self.cfg.model.coverage else {}),
-                            pairs_per_s=len(pairs) / seconds,
-                            epoch=s["epoch"], pairs=s["pairs"])
+            nll, kl, cov = (
+                out[k].item() if torch.is_tensor(out[k]) else out[k]
+                for k in ("nll", "kl", "coverage")
+            )
+            self.logger.log(
+                step=s["step"],
+                loss=value,
+                nll=nll,
+                kl=kl,
+                **({"coverage": cov} if self.cfg.model.coverage else {}),
+                pairs_per_s=len(pairs) / seconds,
+                epoch=s["epoch"],
+                pairs=s["pairs"],
+            )
 
     def _forward(self, batch, model: torch.nn.Module | None = None) -> dict[str, Any]:
         with self._autocast():
@@ -468,12 +533,17 @@ class SummarizerTrainer(ResumableTrainer):
         tokens = out["n_tokens"] if pairs else 0
         nll, kl, cov = out["nll"], out["kl"], out["coverage"]
         n_tokens, nll_sum, kl_sum, cov_sum = self.dist.sum(
-            tokens, float(nll.detach()) * tokens, float(kl.detach()) * pairs,
-            float(cov.detach()) * tokens)
+            tokens,
+            float(nll.detach()) * tokens,
+            float(kl.detach()) * pairs,
+            float(cov.detach()) * tokens,
+        )
         w = self.dist.world_size
         # the coverage loss is a mean over target tokens, like the NLL
-        out["loss"] = w * ((nll + t.coverage_weight * cov) * (tokens / n_tokens)
-                           + t.kl_weight * kl * (pairs / global_pairs))
+        out["loss"] = w * (
+            (nll + t.coverage_weight * cov) * (tokens / n_tokens)
+            + t.kl_weight * kl * (pairs / global_pairs)
+        )
         out["nll"], out["kl"] = nll_sum / n_tokens, kl_sum / global_pairs
         out["coverage"] = cov_sum / n_tokens
         out["n_tokens"] = int(n_tokens)
@@ -490,9 +560,9 @@ class SummarizerTrainer(ResumableTrainer):
         nll = kl = 0.0
         tokens = 0
         size = self.cfg.train.batch_size
-        starts = range(0, len(pairs), size)[self.dist.rank::self.dist.world_size]  # a share each
+        starts = range(0, len(pairs), size)[self.dist.rank :: self.dist.world_size]  # a share each
         for begin in starts:
-            chunk = pairs[begin:begin + size]
+            chunk = pairs[begin : begin + size]
             out = self._forward(self.batch(chunk), model)
             nll += float(out["token_nll"].float().sum())
             kl += float(out["kl"]) * len(chunk)
@@ -501,9 +571,14 @@ class SummarizerTrainer(ResumableTrainer):
         nll, kl, tokens = self.dist.sum(nll, kl, tokens)
         tokens = int(tokens)
         nll, kl = nll / max(tokens, 1), kl / max(len(pairs), 1)
-        return {"nll": nll, "ppl": math.exp(min(nll, 50.0)), "kl": kl,
-                "loss": nll + self.cfg.train.kl_weight * kl, "pairs": len(pairs),
-                "tokens": tokens}
+        return {
+            "nll": nll,
+            "ppl": math.exp(min(nll, 50.0)),
+            "kl": kl,
+            "loss": nll + self.cfg.train.kl_weight * kl,
+            "pairs": len(pairs),
+            "tokens": tokens,
+        }
 
     def dev_rouge(self) -> dict[str, float]:
         """rouge-score F1 (0-100) of the current model's beam-search summaries of the dev sets."""
@@ -513,7 +588,7 @@ class SummarizerTrainer(ResumableTrainer):
         model = self.eval_model
         was_training = model.training
         world = self.dist.world_size
-        mine = self.dev_sets[self.dist.rank::world]  # distributed: each rank decodes a share
+        mine = self.dev_sets[self.dist.rank :: world]  # distributed: each rank decodes a share
         per_entity = []
         if mine:
             summarizer = Summarizer(model, self.vocab, self.summarize_config(), self.device)
@@ -535,8 +610,12 @@ class SummarizerTrainer(ResumableTrainer):
         if len(self.eval_pairs):
             result = self.evaluate()
             criterion = result["loss"]
-            record.update(val_loss=result["loss"], val_nll=result["nll"], val_ppl=result["ppl"],
-                          val_kl=result["kl"])
+            record.update(
+                val_loss=result["loss"],
+                val_nll=result["nll"],
+                val_ppl=result["ppl"],
+                val_kl=result["kl"],
+            )
         if self.cfg.train.select_on == "dev-rouge":
             rouge = self.dev_rouge()
             criterion = -rouge["mean"]
@@ -561,18 +640,22 @@ class SummarizerTrainer(ResumableTrainer):
             self._evaluate_and_keep_best()  # a time limit may stop between evaluations
         dev = self.cfg.train.select_on == "dev-rouge"
         summary = {
-            "steps": s["step"], "epochs": s["pairs"] / len(self.train_pairs),
+            "steps": s["step"],
+            "epochs": s["pairs"] / len(self.train_pairs),
             "best_step": s["best_step"],
             "select_on": self.cfg.train.select_on,
             "best_val_loss": s["best_loss"] if math.isfinite(s["best_loss"]) and not dev else None,
             "best_dev_rouge": -s["best_loss"] if math.isfinite(s["best_loss"]) and dev else None,
             "stopped_early": bool(self.cfg.train.patience)
             and s["evals_since_best"] >= self.cfg.train.patience,
-            "train_pairs": len(self.train_pairs), "heldout_pairs": len(self.held_pairs),
+            "train_pairs": len(self.train_pairs),
+            "heldout_pairs": len(self.held_pairs),
             "train_seconds": s["train_seconds"],
             "pairs_per_second": s["pairs"] / max(s["train_seconds"], 1e-9),
-            "vocab_size": len(self.vocab), "device": str(self.device),
-            "threads": torch.get_num_threads(), "processes": self.dist.world_size,
+            "vocab_size": len(self.vocab),
+            "device": str(self.device),
+            "threads": torch.get_num_threads(),
+            "processes": self.dist.world_size,
         }
         if self.dist.is_main:
             write_json(self.out / "results.json", summary)
