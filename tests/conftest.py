@@ -114,6 +114,38 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
+def build_wheel(work: Path) -> Path:
+    """A wheel of the working tree in work/dist, built without touching the checkout (its build/
+    and egg-info go to work, through DIST_EXTRA_CONFIG)."""
+    extra = work / "setup.cfg"
+    extra.write_text(f"[build]\nbuild_base = {work / 'build'}\n[egg_info]\negg_base = {work}\n")
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "--no-index",
+        "--disable-pip-version-check",
+        "-q",
+        "-w",
+        str(work / "dist"),
+        str(Path(__file__).resolve().parents[1]),
+    ]
+    result = subprocess.run(
+        command,
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "DIST_EXTRA_CONFIG": str(extra)},
+    )
+    assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
+    (found,) = (work / "dist").glob("denoisesum-*.whl")
+    return found
+
+
 def run_cli(*args, cwd: Path | None = None, **kwargs) -> subprocess.CompletedProcess:
     """`python -m denoisesum.cli ARGS` in a subprocess (one torch thread), output captured."""
     return subprocess.run(

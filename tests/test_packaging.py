@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import build_wheel
+
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "src" / "denoisesum" / "pretrained" / "denoisesum-yelp"
 REVIEWS = [
@@ -43,30 +45,7 @@ def run(command: list, cwd: Path, env: dict | None = None) -> subprocess.Complet
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     """A wheel of the working tree, built without touching it."""
-    work = tmp_path_factory.mktemp("wheel")
-    extra = work / "setup.cfg"
-    extra.write_text(f"[build]\nbuild_base = {work / 'build'}\n[egg_info]\negg_base = {work}\n")
-    env = {**os.environ, "DIST_EXTRA_CONFIG": str(extra)}
-    run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-            "--disable-pip-version-check",
-            "-q",
-            "-w",
-            work / "dist",
-            ROOT,
-        ],
-        cwd=work,
-        env=env,
-    )
-    (found,) = (work / "dist").glob("denoisesum-*.whl")
-    return found
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 def test_the_wheel_holds_the_default_model_once(wheel):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import build_wheel
 from denoisesum.cli import main
 from denoisesum.extras import EXTRA_OF, install_hint, missing_extra
 
@@ -132,31 +133,7 @@ def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
 
 @pytest.mark.packaging
 def test_the_plain_install_summarizes_without_the_extras(tmp_path):
-    extra = tmp_path / "setup.cfg"  # build/ and egg-info outside the checkout
-    extra.write_text(
-        f"[build]\nbuild_base = {tmp_path / 'build'}\n[egg_info]\negg_base = {tmp_path}\n"
-    )
-    ok(
-        run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "wheel",
-                "--no-deps",
-                "--no-build-isolation",
-                "--no-index",
-                "--disable-pip-version-check",
-                "-q",
-                "-w",
-                tmp_path / "dist",
-                ROOT,
-            ],
-            cwd=tmp_path,
-            env={**os.environ, "DIST_EXTRA_CONFIG": str(extra)},
-        )
-    )
-    (wheel,) = (tmp_path / "dist").glob("denoisesum-*.whl")
+    wheel = build_wheel(tmp_path)  # build/ and egg-info outside the checkout
 
     venv = tmp_path / "venv"
     ok(run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=tmp_path))
