@@ -65,8 +65,9 @@ def reference(tiny, sets_file, tmp_path_factory) -> list[str]:
     return lines
 
 
-def test_a_killed_run_resumes_to_the_uninterrupted_output(tiny, sets_file, reference, tmp_path):
-    out = tmp_path / "out.jsonl"
+def slow_summarize(tiny, sets_file, out) -> tuple[list[str], dict]:
+    """The command line of a summarize run into `out`, two entities a batch, and its
+    environment: each batch takes at least 0.5 s, time to interrupt it midway."""
     args = [
         sys.executable,
         "-m",
@@ -80,7 +81,12 @@ def test_a_killed_run_resumes_to_the_uninterrupted_output(tiny, sets_file, refer
         "--batch-size",
         "2",
     ]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "DENOISESUM_TEST_BATCH_SLEEP": "0.5"}
+    return args, {**os.environ, "OMP_NUM_THREADS": "1", "DENOISESUM_TEST_BATCH_SLEEP": "0.5"}
+
+
+def test_a_killed_run_resumes_to_the_uninterrupted_output(tiny, sets_file, reference, tmp_path):
+    out = tmp_path / "out.jsonl"
+    args, env = slow_summarize(tiny, sets_file, out)
     process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
@@ -109,20 +115,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_output(tiny, sets_file, refer
 
 def test_ctrl_c_says_how_to_continue(tiny, sets_file, reference, tmp_path):
     out = tmp_path / "out.csv"
-    args = [
-        sys.executable,
-        "-m",
-        "denoisesum.cli",
-        "summarize",
-        str(sets_file),
-        "--model",
-        str(tiny),
-        "-o",
-        str(out),
-        "--batch-size",
-        "2",
-    ]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "DENOISESUM_TEST_BATCH_SLEEP": "0.5"}
+    args, env = slow_summarize(tiny, sets_file, out)
     # a suite started in the background (nohup, `&` in a script) ignores SIGINT, and the child
     # would inherit that: give it the default disposition, as a terminal's Ctrl-C finds it
     process = subprocess.Popen(
