@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 from typer.core import TyperCommand
@@ -38,10 +40,6 @@ CorpusArg = Annotated[
 CorpusCache = Annotated[
     Path | None, typer.Option(help="Tokenized-corpus cache (default: OUTPUT/encoded).")
 ]
-EntityField = Annotated[str, typer.Option(help="Field holding the entity (business/product) id.")]
-TextField = Annotated[str, typer.Option(help="Field holding the review text.")]
-RatingField = Annotated[str, typer.Option(help="Optional field holding a numeric rating.")]
-CategoryField = Annotated[str, typer.Option(help="Optional field holding a category.")]
 Workers = Annotated[int, typer.Option(help="Tokenizer processes.")]
 ModelOption = Annotated[
     str | None,
@@ -51,10 +49,29 @@ ModelOption = Annotated[
         "the package (default: denoisesum-yelp, the Yelp model).",
     ),
 ]
-SkipBad = Annotated[
-    bool,
-    typer.Option("--skip-bad", help="Skip bad records (counted and reported) instead of stopping."),
+
+# the options of the commands that train or make something from a config (train-lm, synthesize,
+# train); those whose help names something of the command's are made by a function
+ConfigFile = Annotated[Path | None, typer.Option(help="TOML config file.")]
+MaxMinutes = Annotated[
+    float | None, typer.Option(help="Stop after this much training time (train.max_minutes).")
 ]
+MaxSteps = Annotated[int | None, typer.Option(help="train.max_steps.")]
+
+
+def _config_overrides(example: str):
+    """--set KEY=VALUE, repeatable; its help shows `example`."""
+    return Annotated[
+        list[str] | None,
+        typer.Option("--set", help=f"Override a config key, e.g. --set {example}."),
+    ]
+
+
+def _resume(directory: str):
+    """--resume, from the checkpoint in the command's `directory` (as its help calls it)."""
+    return Annotated[
+        bool, typer.Option(help=f"Continue from the latest checkpoint in the {directory}.")
+    ]
 
 
 DeviceOption = Annotated[
@@ -75,6 +92,79 @@ SetOption = Annotated[
         "lists the valid ones.",
     ),
 ]
+
+
+class CorpusOptions(NamedTuple):
+    """How to read a corpus: the fields holding what (--entity-field ...) and --skip-bad."""
+
+    entity_field: str = "entity_id"
+    text_field: str = "text"
+    rating_field: str = "rating"
+    category_field: str = "category"
+    skip_bad: bool = False
+
+    def fields(self):
+        from denoisesum.data.corpus import FieldNames
+
+        return FieldNames(
+            self.entity_field, self.text_field, self.rating_field, self.category_field
+        )
+
+    def reader(self, paths: list[str]):
+        from denoisesum.data.corpus import CorpusReader
+
+        return CorpusReader(paths, self.fields(), skip_bad=self.skip_bad)
+
+
+DEFAULT_CORPUS_OPTIONS = CorpusOptions()
+
+# each corpus option as a command takes it (its default: CorpusOptions')
+CORPUS_OPTIONS = {
+    "entity_field": Annotated[
+        str, typer.Option(help="Field holding the entity (business/product) id.")
+    ],
+    "text_field": Annotated[str, typer.Option(help="Field holding the review text.")],
+    "rating_field": Annotated[str, typer.Option(help="Optional field holding a numeric rating.")],
+    "category_field": Annotated[str, typer.Option(help="Optional field holding a category.")],
+    "skip_bad": Annotated[
+        bool,
+        typer.Option(
+            "--skip-bad", help="Skip bad records (counted and reported) instead of stopping."
+        ),
+    ],
+}
+
+
+def _corpus_options(*names: str):
+    """A decorator: the command takes the corpus options `names` (all of CORPUS_OPTIONS when
+    none are named) where it declares its parameter `corpus_options`, which gets them as one
+    CorpusOptions (an option the command does not take keeps its default)."""
+    taken = names or tuple(CORPUS_OPTIONS)
+
+    def decorate(command):
+        signature = inspect.signature(command, eval_str=True)
+        params = []
+        for param in signature.parameters.values():
+            if param.name != "corpus_options":
+                params.append(param)
+                continue
+            for name in taken:
+                default = CorpusOptions._field_defaults[name]
+                params.append(
+                    param.replace(name=name, annotation=CORPUS_OPTIONS[name], default=default)
+                )
+
+        @functools.wraps(command)
+        def run(**values):
+            given = {name: values.pop(name) for name in taken}
+            return command(**values, corpus_options=CorpusOptions(**given))
+
+        run.__signature__ = signature.replace(parameters=params)  # what typer reads
+        run.__annotations__ = {param.name: param.annotation for param in params}
+        return run
+
+    return decorate
+
 
 # decoding settings that had a flag of their own before --set (kept so that older commands
 # still run; not in --help): flag -> (the DecodeConfig key it sets, the value an on/off flag
@@ -145,20 +235,6 @@ def _summarize_settings(config, overrides: list[str], flags: dict[str, tuple[str
         flag = next(f for f, (o, _) in flags.items() if o == exc.key)
         raise ConfigError(f"{flag} {exc.reason}") from None
     return config
-
-
-def _reader(
-    paths: list[str],
-    entity_field: str,
-    text_field: str,
-    rating_field: str,
-    category_field: str,
-    skip_bad: bool,
-):
-    from denoisesum.data.corpus import CorpusReader, FieldNames
-
-    fields = FieldNames(entity_field, text_field, rating_field, category_field)
-    return CorpusReader(paths, fields, skip_bad=skip_bad)
 
 
 def _report_skips(reader) -> None:
@@ -242,13 +318,10 @@ def _main(
 
 
 @app.command()
+@_corpus_options()
 def stats(
     corpus: CorpusArg,
-    entity_field: EntityField = "entity_id",
-    text_field: TextField = "text",
-    rating_field: RatingField = "rating",
-    category_field: CategoryField = "category",
-    skip_bad: SkipBad = False,
+    corpus_options: CorpusOptions = DEFAULT_CORPUS_OPTIONS,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Count reviews and entities; distributions of reviews per entity and review length."""
@@ -257,7 +330,7 @@ def stats(
     from denoisesum.data.stats import corpus_stats
     from denoisesum.data.tokenizer import Tokenizer
 
-    reader = _reader(corpus, entity_field, text_field, rating_field, category_field, skip_bad)
+    reader = corpus_options.reader(corpus)
     result = corpus_stats(reader, Tokenizer(), progress=sys.stderr.isatty())
     typer.echo(json.dumps(asdict(result), indent=2) if as_json else result.to_text())
     _report_skips(reader)
@@ -279,6 +352,7 @@ def tokenize(
 
 
 @app.command()
+@_corpus_options()
 def vocab(
     corpus: CorpusArg,
     output: Annotated[Path, typer.Option("--output", "-o", help="vocab.json to write.")],
@@ -289,17 +363,13 @@ def vocab(
         typer.Option(help="Where to keep the tokenized corpus (default: beside the output)."),
     ] = None,
     workers: Workers = 2,
-    entity_field: EntityField = "entity_id",
-    text_field: TextField = "text",
-    rating_field: RatingField = "rating",
-    category_field: CategoryField = "category",
-    skip_bad: SkipBad = False,
+    corpus_options: CorpusOptions = DEFAULT_CORPUS_OPTIONS,
 ) -> None:
     """Tokenize a corpus (cached) and build its vocabulary."""
     from denoisesum.training.lm import VocabConfig
 
     _options(VocabConfig, max_size=max_size, min_count=min_count)
-    reader = _reader(corpus, entity_field, text_field, rating_field, category_field, skip_bad)
+    reader = corpus_options.reader(corpus)
     _check_output_file(output, reader.paths)
     _check_output_dir(cache or output.parent / "encoded")
     encoded = _encode(reader, cache or output.parent / "encoded", workers)
@@ -328,28 +398,18 @@ def _encode(reader, cache: Path, workers: int):
 
 
 @app.command("train-lm")
+@_corpus_options()
 def train_lm(
     corpus: CorpusArg,
     output: Annotated[Path, typer.Option("--output", "-o", help="Model directory.")],
-    config: Annotated[Path | None, typer.Option(help="TOML config file.")] = None,
-    overrides: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="Override a config key, e.g. --set train.lr=0.001."),
-    ] = None,
-    resume: Annotated[
-        bool, typer.Option(help="Continue from the latest checkpoint in the output directory.")
-    ] = False,
-    max_minutes: Annotated[
-        float | None, typer.Option(help="Stop after this much training time (train.max_minutes).")
-    ] = None,
-    max_steps: Annotated[int | None, typer.Option(help="train.max_steps.")] = None,
+    config: ConfigFile = None,
+    overrides: _config_overrides("train.lr=0.001") = None,
+    resume: _resume("output directory") = False,
+    max_minutes: MaxMinutes = None,
+    max_steps: MaxSteps = None,
     cache: CorpusCache = None,
     workers: Workers = 2,
-    entity_field: EntityField = "entity_id",
-    text_field: TextField = "text",
-    rating_field: RatingField = "rating",
-    category_field: CategoryField = "category",
-    skip_bad: SkipBad = False,
+    corpus_options: CorpusOptions = DEFAULT_CORPUS_OPTIONS,
 ) -> None:
     """Train the bidirectional cloze language model used by segment noising."""
     _check_output_dir(output, cache or output / "encoded")
@@ -358,7 +418,7 @@ def train_lm(
 
     flags = {"train.max_minutes": max_minutes, "train.max_steps": max_steps}
     cfg = _load_config(LMRunConfig, config, _with_flags(overrides, flags))
-    reader = _reader(corpus, entity_field, text_field, rating_field, category_field, skip_bad)
+    reader = corpus_options.reader(corpus)
     with distributed.setup().main_first():  # under torchrun: rank 0 tokenizes, the others reuse
         encoded = _encode(reader, cache or output / "encoded", workers)
     trainer = LMTrainer(encoded, output, cfg, resume=resume)
@@ -404,6 +464,7 @@ def cloze(
 
 
 @app.command()
+@_corpus_options()
 def synthesize(
     corpus: CorpusArg,
     lm: Annotated[Path, typer.Option(help="Trained BiLM directory (train-lm).")],
@@ -418,11 +479,8 @@ def synthesize(
     ] = None,
     n_mean: Annotated[float | None, typer.Option(help="Mean of N.")] = None,
     n_std: Annotated[float | None, typer.Option(help="Std of N.")] = None,
-    config: Annotated[Path | None, typer.Option(help="TOML config file.")] = None,
-    overrides: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="Override a config key, e.g. --set noise.top_p=0.9."),
-    ] = None,
+    config: ConfigFile = None,
+    overrides: _config_overrides("noise.top_p=0.9") = None,
     exclude_entities: Annotated[
         Path | None, typer.Option(help="File of entity ids (one per line) to leave out.")
     ] = None,
@@ -435,11 +493,7 @@ def synthesize(
         typer.Option(help="Local Dask workers (default: one per core; 0 runs in-process)."),
     ] = None,
     cache: CorpusCache = None,
-    entity_field: EntityField = "entity_id",
-    text_field: TextField = "text",
-    rating_field: RatingField = "rating",
-    category_field: CategoryField = "category",
-    skip_bad: SkipBad = False,
+    corpus_options: CorpusOptions = DEFAULT_CORPUS_OPTIONS,
 ) -> None:
     """Make (noisy reviews, summary) training pairs by segment and document noising."""
     _check_output_dir(output, cache or output / "encoded")
@@ -463,7 +517,7 @@ def synthesize(
         else []
     )
     load_bilm(lm)  # a missing or damaged LM: an error now, not after tokenizing the corpus
-    reader = _reader(corpus, entity_field, text_field, rating_field, category_field, skip_bad)
+    reader = corpus_options.reader(corpus)
     encoded = _encode(
         reader, cache or output / "encoded", 2 if workers is None else max(workers, 1)
     )
@@ -605,6 +659,7 @@ def _log(message: str) -> None:
 
 
 @app.command()
+@_corpus_options("entity_field", "text_field")
 def baseline(
     name: Annotated[str, typer.Argument(help=f"Baseline: {BASELINE_NAMES}.")],
     review_sets: Annotated[
@@ -625,12 +680,10 @@ def baseline(
     ] = None,
     words: WordsOption = DEFAULT_WORDS,
     seed: SeedOption = DEFAULT_SEED,
-    entity_field: EntityField = "entity_id",
-    text_field: TextField = "text",
+    corpus_options: CorpusOptions = DEFAULT_CORPUS_OPTIONS,
 ) -> None:
     """Summarize every review set with a baseline; writes a prediction file."""
     from denoisesum.baselines import summarize_file
-    from denoisesum.data.corpus import FieldNames
     from denoisesum.data.reviewsets import write_predictions
     from denoisesum.io import check_output, check_output_dir, expand_paths
 
@@ -646,7 +699,7 @@ def baseline(
         corpus=corpus or [],
         sample=sample,
         model=model,
-        fields=FieldNames(entity_id=entity_field, text=text_field),
+        fields=corpus_options.fields(),
         log=_log,
     )
     write_predictions(output, predictions)
@@ -747,6 +800,7 @@ def leaderboard_command(
 
 
 @app.command("rating")
+@_corpus_options("entity_field", "text_field", "rating_field", "skip_bad")
 def rating_command(
     corpus: CorpusArg,
     output: Annotated[
@@ -776,10 +830,7 @@ def rating_command(
         int, typer.Option(min=10, max=5_000_000, help="Most frequent n-grams kept as features.")
     ] = 200_000,
     seed: SeedOption = 0,
-    entity_field: EntityField = "entity_id",
-    text_field: TextField = "text",
-    rating_field: RatingField = "rating",
-    skip_bad: SkipBad = False,
+    corpus_options: CorpusOptions = DEFAULT_CORPUS_OPTIONS,
 ) -> None:
     """Train the rating model (stars a text reads as) on the corpus's own ratings; it measures
     the opinion of summaries and lets decoding follow their reviews' opinion."""
@@ -790,10 +841,7 @@ def rating_command(
     from denoisesum.training.rating import rated_sample, train_rating_model
 
     _check_output_dir(output)
-    readers = [
-        _reader(paths, entity_field, text_field, rating_field, "category", skip_bad)
-        for paths in (corpus, heldout)
-    ]
+    readers = [corpus_options.reader(paths) for paths in (corpus, heldout)]
     train = rated_sample(readers[0], sample, seed)
     held = rated_sample(readers[1], heldout_sample, seed)
     _log(f"training on {len(train):,} rated reviews, reporting on {len(held):,}")
@@ -805,6 +853,7 @@ def rating_command(
 
 
 @app.command("opinion-set")
+@_corpus_options("entity_field", "text_field", "rating_field", "skip_bad")
 def opinion_set_command(
     corpus: CorpusArg,
     output: Annotated[Path, typer.Option("-o", "--output", help="Review-set file (JSONL).")],
@@ -815,10 +864,7 @@ def opinion_set_command(
         int, typer.Option(min=1, max=1000, help="Rated reviews drawn per business.")
     ] = 8,
     seed: SeedOption = 0,
-    entity_field: EntityField = "entity_id",
-    text_field: TextField = "text",
-    rating_field: RatingField = "rating",
-    skip_bad: SkipBad = False,
+    corpus_options: CorpusOptions = DEFAULT_CORPUS_OPTIONS,
 ) -> None:
     """Review sets stratified by their reviews' mean stars (mostly negative <= 2, mixed
     2.75-3.25, mostly positive >= 4.5), with the stars: the set `denoisesum opinion` scores."""
@@ -828,7 +874,7 @@ def opinion_set_command(
     from denoisesum.io import atomic_write
 
     _check_output_file(output)
-    reader = _reader(corpus, entity_field, text_field, rating_field, "category", skip_bad)
+    reader = corpus_options.reader(corpus)
     sets = build_opinion_set(reader, per_stratum, seed, size)
     with atomic_write(output) as handle:
         handle.writelines(json.dumps(s, ensure_ascii=False) + "\n" for s in sets)
@@ -898,6 +944,7 @@ def _predictions(path: Path):
 
 
 @app.command("topics")
+@_corpus_options()
 def topics_command(
     source: Annotated[
         list[str],
@@ -924,11 +971,7 @@ def topics_command(
         int, typer.Option(min=1, help="LDA vocabulary: words in at least this many documents.")
     ] = 5,
     seed: Annotated[int, typer.Option(help="Sample and LDA seed.")] = 1,
-    entity_field: EntityField = "entity_id",
-    text_field: TextField = "text",
-    rating_field: RatingField = "rating",
-    category_field: CategoryField = "category",
-    skip_bad: SkipBad = False,
+    corpus_options: CorpusOptions = DEFAULT_CORPUS_OPTIONS,
 ) -> None:
     """Train the topic model whose p(z) the summarizer's discriminator predicts."""
     _check_output_dir(output)
@@ -938,7 +981,7 @@ def topics_command(
     cfg = LDAConfig(n_topics=n_topics, sample=sample, passes=passes, min_docs=min_docs, seed=seed)
     model = build_topics(
         source,
-        lambda: _reader(source, entity_field, text_field, rating_field, category_field, skip_bad),
+        lambda: corpus_options.reader(source),
         categories,
         cfg,
         log=lambda m: typer.echo(m, err=True),
@@ -958,22 +1001,15 @@ def train_command(
         Path, typer.Argument(help="Directory of synthetic pairs (denoisesum synthesize output).")
     ],
     output: Annotated[Path, typer.Option("--output", "-o", help="Run directory.")],
-    config: Annotated[Path | None, typer.Option(help="TOML config file.")] = None,
-    overrides: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="Override a config key, e.g. --set model.copy=false."),
-    ] = None,
+    config: ConfigFile = None,
+    overrides: _config_overrides("model.copy=false") = None,
     topics: Annotated[
         Path | None,
         typer.Option(help="Topic model directory (denoisesum topics) for the discriminator."),
     ] = None,
-    resume: Annotated[
-        bool, typer.Option(help="Continue from the latest checkpoint in the run directory.")
-    ] = False,
-    max_steps: Annotated[int | None, typer.Option(help="train.max_steps.")] = None,
-    max_minutes: Annotated[
-        float | None, typer.Option(help="Stop after this much training time (train.max_minutes).")
-    ] = None,
+    resume: _resume("run directory") = False,
+    max_steps: MaxSteps = None,
+    max_minutes: MaxMinutes = None,
     vocab: Annotated[
         Path | None,
         typer.Option(help="Use this vocab.json instead of building one from the pairs."),
@@ -1042,6 +1078,7 @@ def train_command(
 
 
 @app.command("fit")
+@_corpus_options()
 def fit_command(
     corpus: CorpusArg,
     output: Annotated[
@@ -1114,11 +1151,7 @@ def fit_command(
             "from (--noise-lm DIR: none at all).",
         ),
     ] = None,
-    entity_field: EntityField = "entity_id",
-    text_field: TextField = "text",
-    rating_field: RatingField = "rating",
-    category_field: CategoryField = "category",
-    skip_bad: SkipBad = False,
+    corpus_options: CorpusOptions = DEFAULT_CORPUS_OPTIONS,
     device: Annotated[
         str | None,
         typer.Option(
@@ -1134,7 +1167,6 @@ def fit_command(
     if device is not None:  # CUDA where there is none: said before any stage runs
         _device(device)
         overrides = [*(overrides or []), f"train.train.device={json.dumps(device.strip().lower())}"]
-    from denoisesum.data.corpus import FieldNames
     from denoisesum.fit import FitRequest, run_fit
     from denoisesum.io import require_file
 
@@ -1152,8 +1184,8 @@ def fit_command(
         config=config,
         base=base,
         overrides=list(overrides or []),
-        skip_bad=skip_bad,
-        fields=FieldNames(entity_field, text_field, rating_field, category_field),
+        skip_bad=corpus_options.skip_bad,
+        fields=corpus_options.fields(),
     )
     try:
         report = run_fit(request, log=_log)  # progress: bars on a terminal, else lines
@@ -1168,6 +1200,7 @@ def fit_command(
 
 
 @app.command("summarize", cls=_OldDecodeFlags)
+@_corpus_options("entity_field", "text_field")
 def summarize_command(
     source: Annotated[
         str,
@@ -1303,8 +1336,7 @@ def summarize_command(
             "model). The output is the same as without it.",
         ),
     ] = None,
-    entity_field: EntityField = "entity_id",
-    text_field: TextField = "text",
+    corpus_options: CorpusOptions = DEFAULT_CORPUS_OPTIONS,
 ) -> None:
     """Summarize every entity's reviews with a trained DenoiseSum model; writes predictions
     (JSONL: entity_id, summary; reviews_read and reviews_total when the model chose which
@@ -1348,8 +1380,8 @@ def summarize_command(
                 as_text=as_text,
                 strict=strict,
                 overwrite=overwrite,
-                entity_field=entity_field,
-                text_field=text_field,
+                entity_field=corpus_options.entity_field,
+                text_field=corpus_options.text_field,
                 by_length=by_length,
                 cluster=cluster,
             )
