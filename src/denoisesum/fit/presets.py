@@ -5,7 +5,8 @@ Each preset is what a fit config file (TOML) would hold, as a dict: sections [lm
 [decode] (DecodeChoiceConfig) and the top-level keys of FitConfig. Keys a preset leaves out keep
 their dataclass defaults (the paper's). In every preset the LM has the summarizer's LSTM sizes
 (lm.model.hidden_dim = train.model.hidden_dim = train.model.encoder_dim, equal embedding sizes),
-so that train.init_lm copies the embeddings and all four LSTMs (training/lm_init.py).
+so that train.init_lm copies the embeddings and all four LSTMs (training/lm_init.py): SIZES
+gives both their sizes at once.
 
     tiny       for tests: seconds on one core (a corpus of a few hundred short reviews)
     cpu-small  a laptop, a few hours: 128-unit LSTMs, ~20k pairs, 10,000 summarizer steps
@@ -19,19 +20,36 @@ from __future__ import annotations
 
 from typing import Any
 
+from denoisesum.config import merge
 from denoisesum.errors import ConfigError
 
+
+def _sizes(embed: int, hidden: int, cutoffs: list[int], vocab: int, min_count: int = 3):
+    """The model and vocabulary sections of a preset's LM and summarizer, at one size: the LM
+    has the summarizer's embedding and LSTM sizes (and projects to its embedding size)."""
+    return {
+        "lm": {
+            "model": {
+                "embed_dim": embed,
+                "hidden_dim": hidden,
+                "proj_dim": embed,
+                "cutoffs": cutoffs,
+            },
+            "vocab": {"max_size": vocab, "min_count": min_count},
+        },
+        "train": {
+            "model": {"embed_dim": embed, "hidden_dim": hidden, "encoder_dim": hidden},
+            "vocab": {"max_size": vocab, "min_count": min_count},
+        },
+    }
+
+
+# each preset's settings besides its sizes (SIZES)
 TINY: dict[str, Any] = {
     "workers": 1,
     "lm": {
-        "model": {
-            "embed_dim": 16,
-            "hidden_dim": 16,
-            "proj_dim": 16,
-            "cutoffs": [10],
-            "dropout": 0.0,
-        },
-        "vocab": {"max_size": 1000, "min_count": 1},
+        "model": {"dropout": 0.0},
+        "vocab": {"max_size": 1000},
         "train": {
             "batch_tokens": 256,
             "max_len": 40,
@@ -57,8 +75,6 @@ TINY: dict[str, Any] = {
     },
     "topics": {"n_topics": 3, "sample": 400, "passes": 1, "min_docs": 2},
     "train": {
-        "model": {"embed_dim": 16, "hidden_dim": 16, "encoder_dim": 16},
-        "vocab": {"max_size": 500, "min_count": 1},
         "data": {"max_review_tokens": 40, "heldout_percent": 20.0, "eval_pairs": 0},
         "train": {
             "batch_size": 4,
@@ -81,8 +97,6 @@ TINY: dict[str, Any] = {
 CPU_SMALL: dict[str, Any] = {
     "budget_lm_share": 0.2,
     "lm": {
-        "model": {"embed_dim": 128, "hidden_dim": 128, "proj_dim": 128, "cutoffs": [2000, 8000]},
-        "vocab": {"max_size": 20000, "min_count": 3},
         "train": {
             "batch_tokens": 4096,
             "lr": 0.002,
@@ -96,8 +110,6 @@ CPU_SMALL: dict[str, Any] = {
     "synthesize": {"pairs": 20000, "preset": "generic"},
     "topics": {"n_topics": 50, "sample": 20000},
     "train": {
-        "model": {"embed_dim": 128, "hidden_dim": 128, "encoder_dim": 128},
-        "vocab": {"max_size": 20000, "min_count": 3},
         "data": {"max_review_tokens": 100, "eval_pairs": 200},
         "train": {
             "max_steps": 10000,
@@ -114,8 +126,6 @@ CPU_SMALL: dict[str, Any] = {
 CPU: dict[str, Any] = {  # configs/bilm-yelp-256.toml + configs/denoisesum-yelp-lm256.toml
     "budget_lm_share": 0.1,
     "lm": {
-        "model": {"embed_dim": 256, "hidden_dim": 256, "proj_dim": 256, "cutoffs": [2000, 10000]},
-        "vocab": {"max_size": 30000, "min_count": 3},
         "train": {
             "batch_tokens": 4096,
             "max_len": 80,
@@ -131,8 +141,6 @@ CPU: dict[str, Any] = {  # configs/bilm-yelp-256.toml + configs/denoisesum-yelp-
     "synthesize": {"pairs": 100000, "preset": "yelp"},  # configs/synth-yelp.toml
     "topics": {"n_topics": 100, "sample": 50000},  # as scripts/train_yelp.sh
     "train": {
-        "model": {"embed_dim": 256, "hidden_dim": 256, "encoder_dim": 256},
-        "vocab": {"max_size": 30000, "min_count": 3},
         "data": {"max_review_tokens": 100, "eval_pairs": 400},
         "train": {
             "max_steps": 50000,
@@ -151,25 +159,26 @@ CPU: dict[str, Any] = {  # configs/bilm-yelp-256.toml + configs/denoisesum-yelp-
 PAPER: dict[str, Any] = {  # configs/denoisesum-yelp.toml, on a GPU
     "budget_lm_share": 0.15,
     "lm": {
-        "model": {"embed_dim": 300, "hidden_dim": 256, "proj_dim": 300, "cutoffs": [2000, 10000]},
-        "vocab": {"max_size": 50000, "min_count": 3},
         "train": {"batch_tokens": 8192, "max_steps": 20000, "eval_every": 1000, "save_every": 500},
     },
     "synthesize": {"pairs": 100000, "preset": "yelp"},
     "topics": {"n_topics": 100, "sample": 100000},
     "train": {
-        "model": {"embed_dim": 300, "hidden_dim": 256, "encoder_dim": 256},
-        "vocab": {"max_size": 50000, "min_count": 3},
         "train": {"max_steps": 50000, "eval_every": 1000, "save_every": 500, "patience": 5},
     },
     "decode": {"dev_entities": 0},
 }
 
+# each preset's LM and summarizer sizes: embedding, LSTM, the LM's softmax cutoffs, vocabulary
+SIZES: dict[str, dict[str, Any]] = {
+    "tiny": _sizes(16, 16, cutoffs=[10], vocab=500, min_count=1),
+    "cpu-small": _sizes(128, 128, cutoffs=[2000, 8000], vocab=20000),
+    "cpu": _sizes(256, 256, cutoffs=[2000, 10000], vocab=30000),
+    "paper": _sizes(300, 256, cutoffs=[2000, 10000], vocab=50000),
+}
 PRESETS: dict[str, dict[str, Any]] = {
-    "tiny": TINY,
-    "cpu-small": CPU_SMALL,
-    "cpu": CPU,
-    "paper": PAPER,
+    name: merge(SIZES[name], settings)
+    for name, settings in (("tiny", TINY), ("cpu-small", CPU_SMALL), ("cpu", CPU), ("paper", PAPER))
 }
 DEFAULT_PRESET = "cpu-small"
 
