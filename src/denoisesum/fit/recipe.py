@@ -240,12 +240,12 @@ class Recipe:
     # ---- the stages -------------------------------------------------------------------------
 
     def stages(self) -> list[Stage]:
-        c, d = self.cfg, self.dirs
+        c = self.cfg
         fields = dataclasses.asdict(self.request.fields)
         out = [
-            Stage(
+            self._stage(
                 "tokenize",
-                d["tokenize"],
+                "meta.json",
                 flatten(
                     {
                         "corpus": content_fingerprint(self.reader.paths),
@@ -254,76 +254,58 @@ class Recipe:
                     }
                 ),
                 dict,
-                lambda: (d["tokenize"] / "meta.json").is_file(),
                 self.tokenize,
                 f"tokenizing {len(self.reader.paths)} file(s)",
-                made=lambda: files(d["tokenize"]),
             )
         ]
         if self.request.trains_lm:
             t = c.lm.train
-            settings, limits = without_limits(flatten(c.lm, "lm"), "lm")
             out.append(
-                Stage(
+                self._trainer_stage(
                     "lm",
-                    d["lm"],
-                    settings,
                     lambda: self._digests("tokenize"),
-                    lambda: (d["lm"] / "results.json").is_file(),
                     self.train_lm,
                     f"training the cloze LM ({c.lm.model.hidden_dim}-unit LSTMs, up to "
                     f"{t.max_steps:,} steps{self._minutes(t.max_minutes)})",
-                    limits=limits,
-                    made=lambda: files(d["lm"], nested=False),
                 )
             )
         out.append(
-            Stage(
+            self._stage(
                 "synthesize",
-                d["synthesize"],
+                "manifest.json",
                 {**flatten(c.synthesize, "synthesize"), **self._held_out_settings()},
                 self._synthesis_inputs,
-                lambda: (d["synthesize"] / "manifest.json").is_file(),
                 self.synthesize,
                 f"making {c.synthesize.pairs:,} synthetic pairs",
-                made=lambda: files(d["synthesize"]),
             )
         )
         if c.train.model.discriminator:
             source = "synthesize" if c.topics.source == "pairs" else "tokenize"
             out.append(
-                Stage(
+                self._stage(
                     "topics",
-                    d["topics"],
+                    "topics.json",
                     flatten(c.topics, "topics"),
                     lambda: self._digests(source),
-                    lambda: (d["topics"] / "topics.json").is_file(),
                     self.topics,
                     f"the topic model ({c.topics.kind}, from the {c.topics.source})",
                     remake=True,
-                    made=lambda: files(d["topics"]),
                 )
             )
         t = c.train.train
-        settings, limits = without_limits(flatten(c.train, "train"), "train")
         starts = () if c.train.train.init_model else ("lm",)  # else it does not read the LM
         out.append(
-            Stage(
+            self._trainer_stage(
                 "train",
-                d["train"],
-                settings,
                 lambda: self._digests(
                     "synthesize",
                     *starts,
                     "dev",
                     *(("topics",) if c.train.model.discriminator else ()),
                 ),
-                lambda: (d["train"] / "results.json").is_file(),
                 self.train,
                 f"training the summarizer (up to {t.max_steps:,} steps"
                 f"{self._minutes(t.max_minutes)}, selected on {t.select_on})",
-                limits=limits,
-                made=lambda: files(d["train"], nested=False),
             )
         )
         out.append(
@@ -354,19 +336,42 @@ class Recipe:
         )
         if c.evaluate.entities:
             out.append(
-                Stage(
+                self._stage(
                     "evaluate",
-                    d["evaluate"],
+                    "scores.json",
                     flatten(c.evaluate, "evaluate"),
                     lambda: self._digests("export"),
-                    lambda: (d["evaluate"] / "scores.json").is_file(),
                     self.evaluate,
                     "scoring the model on the businesses held out of training",
                     remake=True,
-                    made=lambda: files(d["evaluate"]),
                 )
             )
         return out
+
+    def _stage(self, name, marker, settings, inputs, run, what, nested=True, **options) -> Stage:
+        """The stage that makes its directory (self.dirs[name]): complete when its `marker` file
+        is there; the files it makes: those in the directory (nested=False: at its top only)."""
+        directory = self.dirs[name]
+        return Stage(
+            name,
+            directory,
+            settings,
+            inputs,
+            lambda: (directory / marker).is_file(),
+            run,
+            what,
+            made=lambda: files(directory, nested=nested),
+            **options,
+        )
+
+    def _trainer_stage(self, name: str, inputs, run, what: str) -> Stage:
+        """A trainer's stage (lm, train): complete when it has written results.json; its
+        LIMITS kept apart from its other settings; the files at the top of its directory
+        recorded, not its checkpoints and caches (its own to change when it continues)."""
+        settings, limits = without_limits(flatten(getattr(self.cfg, name), name), name)
+        return self._stage(
+            name, "results.json", settings, inputs, run, what, nested=False, limits=limits
+        )
 
     def _held_out_settings(self) -> dict[str, Any]:
         """The settings that choose the held-out businesses (synthesis leaves them out)."""
