@@ -9,6 +9,7 @@ import asyncio
 import logging
 
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 
 from denoisesum.serving.schemas import error_response
 
@@ -100,7 +101,16 @@ class BodyBudget:
 
 
 class Refused(Exception):
-    """The body was not read whole; the answer (if any) is sent already."""
+    """The body is refused before the app reads it: `answer` (a JSON error about the body) is
+    what the guard sends, None when the client has left (no answer)."""
+
+    def __init__(self, answer: JSONResponse | None = None) -> None:
+        super().__init__()
+        self.answer = answer
+
+
+def _refused(status: int, message: str, headers: dict[str, str] | None = None) -> Refused:
+    return Refused(error_response(status, message, "body", headers=headers))
 
 
 class RequestGuard:
@@ -133,38 +143,41 @@ class RequestGuard:
         if scope["type"] != "http" or scope["method"] not in {"POST", "PUT", "PATCH"}:
             await self.app(scope, receive, send)
             return
+        held = [0]  # bytes taken from the budget for this request
+        try:
+            limit = self._check_headers(scope)
+            body = await self._read(limit, held, scope, receive)
+            await self.app(scope, _replay(body, receive), send)
+        except Refused as refused:
+            if refused.answer is not None:
+                await refused.answer(scope, receive, send)
+        finally:
+            self.budget.give(held[0])
+
+    def _check_headers(self, scope) -> int:
+        """The body's limit, once its headers pass: JSON (under /v1/), a declared
+        Content-Length within the limit and within what is left of the budget."""
         headers = dict(scope.get("headers") or [])
         content_type = headers.get(b"content-type", b"").decode("latin-1")
         if scope["path"].startswith("/v1/") and not is_json(content_type):
-            await self._not_json(content_type, scope, receive, send)
-            return
+            raise self._not_json(content_type)
         limit = self.limits.get(scope["path"], self.other_limit)
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit():
             if int(declared) > limit:
-                await self._too_large(limit, scope, receive, send)
-                return
+                raise self._too_large(limit, scope["path"])
             if int(declared) > self.budget.left:
-                await self._busy(scope, receive, send)
-                return
-        held = [0]  # bytes taken from the budget for this request
-        try:
-            body = await self._read(limit, held, scope, receive, send)
-            await self.app(scope, _replay(body, receive), send)
-        except Refused:
-            return
-        finally:
-            self.budget.give(held[0])
+                raise self._busy()
+        return limit
 
-    async def _read(self, limit: int, held: list[int], scope, receive, send) -> bytes:
+    async def _read(self, limit: int, held: list[int], scope, receive) -> bytes:
         """The whole body, counted (and taken from the budget) as it comes."""
         chunks, size = [], 0
         while True:
             try:
                 message = await asyncio.wait_for(receive(), self.body_timeout_s)
             except TimeoutError:
-                await self._timed_out(size, scope, receive, send)
-                raise Refused from None
+                raise self._timed_out(size) from None
             if message["type"] == "http.disconnect":
                 client = scope.get("client") or ("?", 0)
                 log.info(
@@ -179,50 +192,42 @@ class RequestGuard:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
-                await self._too_large(limit, scope, receive, send)
-                raise Refused
+                raise self._too_large(limit, scope["path"])
             if not self.budget.take(len(chunk)):
-                await self._busy(scope, receive, send)
-                raise Refused
+                raise self._busy()
             held[0] += len(chunk)
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    async def _not_json(self, content_type: str, scope, receive, send) -> None:
+    # the refusals, raised where they are found and answered by __call__
+
+    @staticmethod
+    def _not_json(content_type: str) -> Refused:
         got = f"got {content_type!r}" if content_type else "no Content-Type header"
-        response = error_response(
-            415,
-            f"send the body as JSON, with the header 'Content-Type: application/json' ({got})",
-            "body",
+        return _refused(
+            415, f"send the body as JSON, with the header 'Content-Type: application/json' ({got})"
         )
-        await response(scope, receive, send)
 
-    async def _too_large(self, limit: int, scope, receive, send) -> None:
-        response = error_response(
-            413, f"the body is larger than {limit:,} bytes, the most {scope['path']} takes", "body"
-        )
-        await response(scope, receive, send)
+    @staticmethod
+    def _too_large(limit: int, path: str) -> Refused:
+        return _refused(413, f"the body is larger than {limit:,} bytes, the most {path} takes")
 
-    async def _busy(self, scope, receive, send) -> None:
-        response = error_response(
+    def _busy(self) -> Refused:
+        return _refused(
             503,
             f"the service is busy: request bodies fill its buffer ({self.budget.used:,} "
             f"of {self.budget.limit:,} bytes); try again shortly",
-            "body",
-            headers={"Retry-After": "1"},
+            {"Retry-After": "1"},
         )
-        await response(scope, receive, send)
 
-    async def _timed_out(self, size: int, scope, receive, send) -> None:
-        response = error_response(
+    def _timed_out(self, size: int) -> Refused:
+        return _refused(
             408,
             f"the body stopped arriving: nothing came for {self.body_timeout_s:g} s "
             f"({size:,} bytes came)",
-            "body",
-            headers={"Connection": "close"},
+            {"Connection": "close"},
         )
-        await response(scope, receive, send)
 
 
 def _replay(body: bytes, receive):

@@ -38,25 +38,25 @@ def add_summarize_routes(
 ) -> None:
     SummarizeRequest, BatchRequest = request_models(limits)
 
-    @app.post(
-        "/v1/summarize",
-        response_model=SummarizeResponse,
-        tags=["summarize"],
-        summary="Summarize one entity's reviews",
-        responses=ERROR_RESPONSES,
-    )
+    def summarize_route(path: str, response_model: type, summary: str):
+        """POST `path`: a route of the summarize group, answering errors as ERROR_RESPONSES."""
+        return app.post(
+            path,
+            response_model=response_model,
+            tags=["summarize"],
+            summary=summary,
+            responses=ERROR_RESPONSES,
+        )
+
+    @summarize_route("/v1/summarize", SummarizeResponse, "Summarize one entity's reviews")
     async def summarize(body: SummarizeRequest) -> dict:  # type: ignore[valid-type]
         [result] = await run(
             queue, [body.reviews], limits.timeout_s, [body.ratings], body.slice, options(body)
         )
         return {**result.to_dict(), "model": model_id}
 
-    @app.post(
-        "/v1/summarize/batch",
-        response_model=BatchResponse,
-        tags=["summarize"],
-        summary="Summarize several review sets in one request",
-        responses=ERROR_RESPONSES,
+    @summarize_route(
+        "/v1/summarize/batch", BatchResponse, "Summarize several review sets in one request"
     )
     async def summarize_batch(body: BatchRequest) -> dict:  # type: ignore[valid-type]
         results = await run(

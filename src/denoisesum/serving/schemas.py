@@ -35,13 +35,15 @@ def _not_blank(text: str) -> str:
     return text
 
 
+def _optional(description: str):
+    """A field that may be left out or null (None), with its description in the schema."""
+    return Field(default=None, description=description)
+
+
 Stars = Annotated[float, Field(ge=0, le=10)] | None
-RATINGS = Field(
-    default=None,
-    description=(
-        "Each review's stars (null where unknown), the opinion the summary follows; without them "
-        "the model's rating model reads the reviews."
-    ),
+RATINGS = _optional(
+    "Each review's stars (null where unknown), the opinion the summary follows; without them "
+    "the model's rating model reads the reviews."
 )
 Slice = Literal["all", "complaints", "praise"]
 SLICE = Field(
@@ -54,21 +56,15 @@ SLICE = Field(
 
 
 MaxWords = Annotated[int, Field(ge=1, le=1000)] | None
-MAX_WORDS = Field(
-    default=None,
-    description=(
-        "Words at most; the summary ends at its last sentence end within them (default: the "
-        "model's setting)."
-    ),
+MAX_WORDS = _optional(
+    "Words at most; the summary ends at its last sentence end within them (default: the "
+    "model's setting)."
 )
 Beam = Annotated[int, Field(ge=1, le=20)] | None
-BEAM = Field(default=None, description="Beam size, 1 (greedy) to 20 (default: the model's).")
-FIRST_PERSON = Field(
-    default=None,
-    description=(
-        "The voice: true allows I/me/my (a reviewer's voice), false bans them (default: the "
-        "model's setting)."
-    ),
+BEAM = _optional("Beam size, 1 (greedy) to 20 (default: the model's).")
+FIRST_PERSON = _optional(
+    "The voice: true allows I/me/my (a reviewer's voice), false bans them (default: the "
+    "model's setting)."
 )
 
 
@@ -191,14 +187,11 @@ WARNINGS = Field(
 )
 
 
-READ = Field(
-    default=None,
-    description=(
-        "How many of the reviews the model read, only when it chose which: more reviews than its "
-        "read_reviews setting (by default it reads the most central ones)."
-    ),
+READ = _optional(
+    "How many of the reviews the model read, only when it chose which: more reviews than its "
+    "read_reviews setting (by default it reads the most central ones)."
 )
-TOTAL = Field(default=None, description="How many reviews it was given, with reviews_read.")
+TOTAL = _optional("How many reviews it was given, with reviews_read.")
 
 
 class ReadCounts(BaseModel):
