@@ -162,6 +162,15 @@ def require_file(path: str | Path, field: str | None = None) -> Path:
     return path
 
 
+def require_part(directory: str | Path, name: str, missing: str) -> Path:
+    """`directory`/`name`, a file that a saved model (a directory) must hold; when it is not
+    there, an InputError naming the directory that says `missing`."""
+    path = Path(directory) / name
+    if not path.is_file():
+        raise InputError(missing, path=directory)
+    return path
+
+
 def check_output_dir(path: str | Path) -> None:
     """An output directory (a model, a run): refuse, before any work, an existing file."""
     if Path(path).exists() and not Path(path).is_dir():

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
 from denoisesum.baselines.base import Summarizer, clean, compared_words
 from denoisesum.data.tokenizer import Tokenizer
-from denoisesum.errors import DenoiseSumError, InputError
-from denoisesum.io import read_json, write_json
+from denoisesum.errors import DenoiseSumError
+from denoisesum.io import read_json, require_part, write_json
 from denoisesum.text import idf_table
 
 _TOKENIZER = Tokenizer()
@@ -29,30 +30,27 @@ def _words(text: str) -> list[str]:
     return compared_words(_TOKENIZER.tokenize(text))
 
 
+@dataclass(frozen=True)
+class Word2VecSettings:
+    """How the word vectors are trained (saved with them)."""
+
+    dim: int = 100
+    window: int = 5
+    min_count: int = 5
+    epochs: int = 5
+    seed: int = 0
+
+
 class Word2VecCentroid(Summarizer):
-    """Pick the review closest (cosine) to the IDF-weighted embedding centroid of all reviews."""
+    """Pick the review closest (cosine) to the IDF-weighted embedding centroid of all reviews.
+    `settings`: those of Word2VecSettings (dim=100, window=5, ...)."""
 
     name = "word2vec"
     can_fit = True
     needs_fit = True
 
-    def __init__(
-        self,
-        *,
-        dim: int = 100,
-        window: int = 5,
-        min_count: int = 5,
-        epochs: int = 5,
-        workers: int = 2,
-        seed: int = 0,
-    ) -> None:
-        self.settings = {
-            "dim": dim,
-            "window": window,
-            "min_count": min_count,
-            "epochs": epochs,
-            "seed": seed,
-        }
+    def __init__(self, *, workers: int = 2, **settings: int) -> None:
+        self.settings = Word2VecSettings(**settings)
         self.workers = workers
         self.vectors = None  # gensim KeyedVectors, from fit() or load()
         self.idf: dict[str, float] = {}
@@ -67,11 +65,11 @@ class Word2VecCentroid(Summarizer):
         s = self.settings
         model = Word2Vec(
             documents,
-            vector_size=s["dim"],
-            window=s["window"],
-            min_count=s["min_count"],
-            epochs=s["epochs"],
-            seed=s["seed"],
+            vector_size=s.dim,
+            window=s.window,
+            min_count=s.min_count,
+            epochs=s.epochs,
+            seed=s.seed,
             workers=self.workers,
             sg=0,
         )
@@ -92,7 +90,7 @@ class Word2VecCentroid(Summarizer):
         os.replace(partial, directory / VECTORS_FILE)
         write_json(
             directory / META_FILE,
-            {"settings": self.settings, "reviews": self.reviews_seen, "idf": self.idf},
+            {"settings": asdict(self.settings), "reviews": self.reviews_seen, "idf": self.idf},
         )
 
     @classmethod
@@ -100,16 +98,14 @@ class Word2VecCentroid(Summarizer):
         from gensim.models import KeyedVectors
 
         directory = Path(directory)
-        if not (directory / VECTORS_FILE).is_file():
-            raise InputError(
-                f"no trained word vectors here (expected {VECTORS_FILE}; train them with --corpus)",
-                path=directory,
-            )
+        vectors = require_part(
+            directory,
+            VECTORS_FILE,
+            f"no trained word vectors here (expected {VECTORS_FILE}; train them with --corpus)",
+        )
         meta = read_json(directory / META_FILE)
         summarizer = cls(**meta["settings"])
-        summarizer.vectors = KeyedVectors.load_word2vec_format(
-            directory / VECTORS_FILE, binary=True
-        )
+        summarizer.vectors = KeyedVectors.load_word2vec_format(vectors, binary=True)
         summarizer.idf = meta["idf"]
         summarizer.reviews_seen = meta["reviews"]
         return summarizer
@@ -117,8 +113,8 @@ class Word2VecCentroid(Summarizer):
     def describe(self) -> str:
         s = self.settings
         return (
-            f"{len(self.idf):,} word vectors ({s['dim']}-dim CBOW, window {s['window']}, "
-            f"min count {s['min_count']}, {s['epochs']} epochs) trained on "
+            f"{len(self.idf):,} word vectors ({s.dim}-dim CBOW, window {s.window}, "
+            f"min count {s.min_count}, {s.epochs} epochs) trained on "
             f"{self.reviews_seen:,} reviews"
         )
 

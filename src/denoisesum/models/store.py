@@ -29,7 +29,7 @@ from safetensors.torch import load_file, save_file
 from denoisesum.config import build, merge
 from denoisesum.data.vocab import Vocab
 from denoisesum.errors import ConfigError, InputError
-from denoisesum.io import atomic_write, read_json, write_json
+from denoisesum.io import atomic_write, read_json, require_part, write_json
 from denoisesum.models.bilm import BiLM, BiLMConfig
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
 from denoisesum.models.rating import FILENAME as RATING
@@ -120,8 +120,7 @@ def read_model_dir(directory: str | Path) -> tuple[dict[str, torch.Tensor], dict
     if not directory.is_dir():
         raise InputError("no such model directory", path=directory)
     for name in (WEIGHTS, CONFIG, VOCAB):
-        if not (directory / name).is_file():
-            raise InputError(f"not a model directory: {name} is missing", path=directory)
+        require_part(directory, name, f"not a model directory: {name} is missing")
     try:
         weights = load_file(str(directory / WEIGHTS))
     except Exception as exc:  # safetensors raises its own error types for a damaged file

@@ -26,7 +26,7 @@ from scipy.special import digamma
 
 from denoisesum.config import Range, at_least
 from denoisesum.errors import DenoiseSumError, InputError
-from denoisesum.io import atomic_write, read_json, write_json
+from denoisesum.io import atomic_write, read_json, require_part, write_json
 from denoisesum.text import content_words as filter_words
 from denoisesum.text import lda_stopwords
 
@@ -166,9 +166,7 @@ class LDATopics:
 
     @classmethod
     def from_meta(cls, directory: Path, meta: dict[str, Any]) -> LDATopics:
-        if not (directory / ARRAYS).is_file():
-            raise InputError(f"{ARRAYS} is missing", path=directory)
-        with np.load(directory / ARRAYS) as arrays:
+        with np.load(require_part(directory, ARRAYS, f"{ARRAYS} is missing")) as arrays:
             return cls(meta["words"], arrays["alpha"], arrays["topic_word"], meta.get("settings"))
 
 
@@ -293,12 +291,13 @@ _KINDS: dict[str, Any] = {"lda": LDATopics, "categories": CategoryTopics}
 
 def load_topics(directory: str | Path) -> TopicModel:
     directory = Path(directory)
-    if not (directory / META).is_file():
-        raise InputError(
+    meta = read_json(
+        require_part(
+            directory,
+            META,
             f"not a topic model directory ({META} is missing; make one with `denoisesum topics`)",
-            path=directory,
         )
-    meta = read_json(directory / META)
+    )
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise InputError(
             f"not a denoisesum topic model (expected format {FORMAT})", path=directory / META
