@@ -244,15 +244,13 @@ class LMTrainer(ResumableTrainer):
             )
         self._last_loss = value
 
-    def _evaluate_and_keep_best(self) -> None:
-        result = evaluate(
-            self.model,
-            self.corpus,
-            self.table,
-            self.eval_segments,
-            self.cfg.train.batch_tokens,
-            self.dist,
+    def _evaluate(self, segments: lm_data.Segments) -> dict[str, float]:
+        return evaluate(
+            self.model, self.corpus, self.table, segments, self.cfg.train.batch_tokens, self.dist
         )
+
+    def _evaluate_and_keep_best(self) -> None:
+        result = self._evaluate(self.eval_segments)
         self.state["evaluated_step"] = self.state["step"]
         self.logger.log(
             step=self.state["step"], heldout_nll=result["nll"], heldout_ppl=result["ppl"]
@@ -269,14 +267,7 @@ class LMTrainer(ResumableTrainer):
         self.dist.barrier()  # rank 0 has written the kept model
         weights, _, _ = read_model_dir(self.out)
         self.model.load_state_dict(weights)  # report the kept (best) model
-        result = evaluate(
-            self.model,
-            self.corpus,
-            self.table,
-            self.held_segments,
-            self.cfg.train.batch_tokens,
-            self.dist,
-        )
+        result = self._evaluate(self.held_segments)
         summary = {
             "heldout": result,
             "steps": self.state["step"],
