@@ -557,10 +557,11 @@ class DenoiseSum(nn.Module):
         self,
         state: DecodeState,
         prev: torch.Tensor,
-        seg_rows: OutRows | None = None,
-        doc_rows: OutRows | None = None,
+        rows: tuple[OutRows | None, OutRows | None] = (None, None),
     ) -> tuple[DecodeParts, DecodeState]:
-        """prev [B*, S] previous words -> both decoders' outputs and the gate, and new state."""
+        """prev [B*, S] previous words -> both decoders' outputs and the gate, and new state;
+        rows: the output rows of the segment and the document decoder (decode_step's)."""
+        seg_rows, doc_rows = rows
         emb = self.embed(prev)  # [B*, S, E]
         if state.opinion is not None:
             emb = emb + state.opinion.unsqueeze(1)  # the same opinion at every step
@@ -595,7 +596,7 @@ class DenoiseSum(nn.Module):
         distribution over those words only, and state.doc.ids must hold positions among them (a
         shortlist does this).
         """
-        parts, new = self._decode(state, prev_tokens.unsqueeze(1), seg_rows, doc_rows)
+        parts, new = self._decode(state, prev_tokens.unsqueeze(1), (seg_rows, doc_rows))
         lam = None if parts.lam is None else parts.lam[:, 0:1]  # [B*, 1]
         p_c = None if parts.seg is None else torch.softmax(parts.seg.logits[:, 0], -1)  # [B*, V]
         p_d = None
