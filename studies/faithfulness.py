@@ -4,7 +4,7 @@ MeanSum dev/test, from the run's own files.
     python -m studies.faithfulness decode NAME --model DIR [--set decode.KEY=VALUE ...]
                                    [--sets part14,part15,dev,test] [--no-stars]
     python -m studies.faithfulness score NAME [NAME ...]
-    python -m studies.faithfulness calibrate --rating DIR
+    python -m studies.faithfulness calibrate --rating DIR --judged JUDGED.jsonl ...
     python -m studies.faithfulness page BASE NEW [--markdown docs/results/faithfulness.md]
 
 decode writes runs/faith/NAME/SET.jsonl (predictions) and settings.json; a set already decoded is
@@ -15,8 +15,8 @@ part-14 and part-15 of ../shared/data/yelp/corpus; their stars are given to the 
 metrics.json: the opinion report per set, self-contradiction and clauses against the reviews
 (inference/opinion.py), supported and contradicted sentences (--explain's check), words no review
 says, mean length, and ROUGE (rouge-score, F1) on dev and test. calibrate measures the
-self-contradiction detector against ../shared/data/yelp/judged (precision, recall). page writes
-the results page from two runs' metrics.
+self-contradiction detector against judged files (precision, recall, human summaries flagged).
+page writes the results page from two runs' metrics.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from denoisesum.data.reviewsets import read_predictions, read_review_sets
 from denoisesum.evaluation.opinion import opinion_report
 from denoisesum.evaluation.report import evaluate
 from denoisesum.evaluation.style import unsupported_words
-from denoisesum.inference.opinion import check_opinion
+from denoisesum.inference.opinion import check_opinion, clauses, self_contradictions
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.inference.support import explain
 from denoisesum.io import atomic_write, iter_jsonl, read_json, write_json
@@ -147,33 +147,47 @@ def score(args: argparse.Namespace) -> None:
 
 
 def calibrate(args: argparse.Namespace) -> None:
-    """Precision and recall of the self-contradiction detector on the judged dev summaries."""
+    """Precision and recall of the self-contradiction detector against judged summaries (each
+    file's rows as studies.judging collect writes them), per file and pooled; and how often it
+    flags a human summary (none of which the judges found self-contradicting)."""
     rating = _rating(args)
-    dev = {s["entity_id"]: s for s in load_sets("dev")}
-    rows = [r for _, r in iter_jsonl(args.judged)]
-    tp = fp = fn = tn = 0
-    for r in rows:
-        flagged = check_opinion(
-            " ".join(r["sentences"]), dev[r["entity_id"]]["reviews"], rating
-        ).self_contradicting
-        truth = bool(r["self_contradiction"])
-        tp += flagged and truth
-        fp += flagged and not truth
-        fn += truth and not flagged
-        tn += not (flagged or truth)
-    result = {
-        "summaries": len(rows),
-        "judged_contradicting": tp + fn,
-        "flagged": tp + fp,
-        "tp": tp,
-        "fp": fp,
-        "fn": fn,
-        "tn": tn,
-        "precision": tp / (tp + fp) if tp + fp else None,
-        "recall": tp / (tp + fn) if tp + fn else None,
-    }
-    print(json.dumps(result, indent=2))
-    write_json(Path(args.out), result)
+    table = {}
+    for path in args.judged:
+        counts = dict.fromkeys(("tp", "fp", "fn", "tn", "human", "human_flagged"), 0)
+        for _, r in iter_jsonl(path):
+            flagged = bool(self_contradictions(clauses(" ".join(r["sentences"]), rating)))
+            if "human" in r["system"]:
+                counts["human"] += 1
+                counts["human_flagged"] += flagged
+                continue
+            truth = bool(r["self_contradiction"])
+            key = ("t" if flagged == truth else "f") + ("p" if flagged else "n")
+            counts[key] += 1
+        table[Path(path).name] = counts
+    table["all"] = {k: sum(c[k] for c in table.values()) for k in table[next(iter(table))]}
+    for c in table.values():
+        c["precision"] = c["tp"] / (c["tp"] + c["fp"]) if c["tp"] + c["fp"] else None
+        c["recall"] = c["tp"] / (c["tp"] + c["fn"]) if c["tp"] + c["fn"] else None
+    print(json.dumps(table["all"], indent=2))
+    write_json(Path(args.out), table)
+
+
+def _calibration_lines(path: Path) -> list[str]:
+    """The detector's precision and recall per judged file (calibrate's output)."""
+    table = read_json(path)
+    lines = [
+        "| judged file | model summaries | judged contradicting | flagged | precision | recall "
+        "| human summaries flagged |",
+        "|---|--:|--:|--:|--:|--:|--:|",
+    ]
+    for name, c in table.items():
+        n = c["tp"] + c["fp"] + c["fn"] + c["tn"]
+        human = f"{c['human_flagged']} of {c['human']}" if c["human"] else "-"
+        p, r = (f"{x:.2f}" if x is not None else "-" for x in (c["precision"], c["recall"]))
+        lines.append(
+            f"| {name} | {n} | {c['tp'] + c['fn']} | {c['tp'] + c['fp']} | {p} | {r} | {human} |"
+        )
+    return [*lines, ""]
 
 
 def _pct(x: float) -> str:
@@ -308,20 +322,14 @@ def page(args: argparse.Namespace) -> None:
         f"Pearson r {rating['pearson_r']:.3f}.",
         "",
     ]
-    samples = {
-        "calibration.json": "the judged dev summaries of ../shared/data/yelp/judged (its cues "
-        "were written while reading this sample, so these figures are optimistic)",
-        "calibration-dev2.json": "a fresh blinded sample (dev study 2)",
-    }
-    for name, sample in samples.items():
-        if (RUNS / name).exists():
-            c = read_json(RUNS / name)
-            lines += [
-                f"Self-contradiction detector on {sample}: {c['summaries']} summaries, "
-                f"{c['judged_contradicting']} judged contradicting; precision "
-                f"{c['precision']:.2f}, recall {c['recall']:.2f}.",
-                "",
-            ]
+    if args.calibration and Path(args.calibration).exists():
+        lines += [
+            "## The self-contradiction detector against the judges",
+            "",
+            f"`inference/opinion.py`'s detector on every judged file ({args.calibration}).",
+            "",
+            *_calibration_lines(Path(args.calibration)),
+        ]
     lines += ["## Reproduce", "", "```bash", *args.commands, "```", ""]
     with atomic_write(args.markdown) as handle:
         handle.write("\n".join(lines))
@@ -350,13 +358,14 @@ def main() -> None:
     p.set_defaults(func=score)
     p = sub.add_parser("calibrate")
     p.add_argument("--rating", default="runs/rating-yelp")
-    p.add_argument("--judged", default=str(SHARED / "judged" / "meansum_dev_veridicality.jsonl"))
+    p.add_argument("--judged", nargs="+", required=True, metavar="JUDGED.jsonl")
     p.add_argument("--out", default="runs/faith/calibration.json")
     p.set_defaults(func=calibrate)
     p = sub.add_parser("page")
     p.add_argument("--systems", nargs="+", required=True, metavar="LABEL=RUN")
     p.add_argument("--rating", default="src/denoisesum/pretrained/denoisesum-yelp")
     p.add_argument("--judged", nargs="*", default=[], metavar="TITLE=SUMMARY.json")
+    p.add_argument("--calibration", default=None, help="calibrate's output, shown as a table")
     p.add_argument("--title", default="Faithfulness")
     p.add_argument("--intro", default="")
     p.add_argument("--commands", nargs="*", default=[])

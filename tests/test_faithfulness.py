@@ -122,11 +122,45 @@ def test_cues_and_negation():
     assert side("the food is not good") == -1
 
 
+def test_a_verdict_decides_its_clause_and_short_fragments_assert_nothing(rating):
+    [back] = clauses("you wo n't be going back for a quick dinner .", rating)
+    assert (back.polarity, back.cued) == (-1, True)  # "quick" is praise; the verdict wins
+    [never] = clauses("never again .", rating)
+    assert never.polarity == -1
+    [fragment] = clauses("the staff rude .", rating)  # three words: not read
+    assert (fragment.polarity, fragment.cued) == (-1, True)  # a cue still counts
+    [bare] = clauses("the staff there .", rating)
+    assert bare.polarity == 0
+
+
+def test_a_verdict_against_a_plain_opposite_is_a_contradiction(rating):
+    against = clauses("we will be back . the staff was rude .", rating)
+    assert [p.stars < 1.75 for p in against] == [False, True]
+    assert self_contradictions(against) == [(0, 1)]
+    detail = clauses("we will be back . the food was terrible .", rating)
+    assert detail[1].polarity == -1 and detail[1].stars > 1.75  # reads as a detail
+    assert self_contradictions(detail) == []
+
+
 def test_self_contradiction_needs_one_aspect_both_ways(rating):
     mixed = clauses("the food was great . the staff was rude .", rating)
     assert self_contradictions(mixed) == []  # two aspects: a mixed opinion, not a contradiction
     both = clauses("the prices were cheap . the prices were expensive and awful .", rating)
     assert self_contradictions(both) == [(0, 1)]
+
+
+def test_what_is_cut_of_a_contradiction_follows_the_reviews(rating):
+    from denoisesum.inference.opinion import OVERALL, check_clauses, clauses_to_cut
+
+    parts = clauses("we will be back . the staff was rude .", rating)
+
+    def cut(side: int) -> list[int]:
+        sides = {OVERALL: side}
+        return clauses_to_cut(parts, check_clauses(parts, sides), sides)
+
+    assert cut(1) == [1]  # praised by the reviews: the complaint goes
+    assert cut(-1) == [0]  # panned: the verdict "we will be back" goes
+    assert cut(0) == [0]  # mixed: the sweeping verdict goes, the detail stays
 
 
 def test_contradicted_evidence_and_the_out_of_domain_warning(rating):
@@ -235,6 +269,20 @@ def test_steering_changes_the_words_toward_the_target(summarizer):
         summarizer.config.decode = old
     assert low != base
     assert summarizer.rating.star(low) < summarizer.rating.star(high)
+
+
+def test_steering_reaches_at_most_opinion_reach_stars_down(summarizer):
+    old = summarizer.config.decode
+    try:
+        summarizer.config.decode = replace(old, opinion_weight=1.0, opinion_tone=4.5)
+        free = summarizer._bias([1.0, 3.0, 5.0], summarizer.model)
+        summarizer.config.decode = replace(old, opinion_weight=1.0, opinion_reach=2.0)
+        capped = summarizer._bias([1.0, 3.0, 5.0], summarizer.model)
+    finally:
+        summarizer.config.decode = old
+    pull = capped[0] / -2.0  # [V] each word's pull
+    assert torch.allclose(free[0], -3.5 * pull) and torch.allclose(capped[1], -1.5 * pull)
+    assert not capped[2].any()  # reviews above opinion_tone are not steered
 
 
 def test_contradiction_free_choice_ends_at_a_sentence(summarizer):

@@ -101,9 +101,14 @@ class DecodeConfig:
     # steering starts below these stars: an entity whose reviews read at least so is not
     # steered, one below it toward lower stars by (target - opinion_tone) x opinion_weight
     opinion_tone: float = 4.5
+    # the most stars steering pulls down (0: no limit): one-star reviews steered by their whole
+    # distance from opinion_tone get word salad of complaints ("avoid the puppy, shitty employees")
+    opinion_reach: float = 0.0
     # among the finished hypotheses, the best one with no self-contradiction and no clause
     # against the reviews (inference/opinion.py), else the best with its offending sentences cut
     avoid_contradiction: bool = False
+    # there, first the hypotheses whose opinion (the rating model's polarity) is the target's
+    follow_opinion: bool = False
     # which clauses against the reviews count there: "all" (on any aspect: "a little pricey"
     # where reviewers call the prices fair), "overall" (a verdict on the place the reviews
     # contradict: "you will not be disappointed" of a one-star business), "below-positive"
@@ -127,6 +132,7 @@ class DecodeConfig:
         "length_ratio": between(0, 10, "0: off"),
         "opinion_weight": between(0, 100, "0: off"),
         "opinion_tone": between(1, 5, "stars"),
+        "opinion_reach": between(0, 4, "stars; 0: no limit"),
     }
 
     def validate(self) -> None:

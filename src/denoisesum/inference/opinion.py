@@ -18,10 +18,17 @@ by clause, and compares a summary's clauses with what the reviews say of the sam
 - The reviews' side on an aspect is the mean polarity of their clauses on it (beyond
   ±REVIEW_SIDE); overall, the polarity of their mean stars (given, else read).
 
-`self_contradictions` is a summary giving one aspect both polarities; `against_reviews` is a
-clause whose polarity is the opposite of the reviews' on its aspect (their clauses on that
-aspect, or their stars overall). Precision and recall against hand judgements:
-docs/results/faithfulness.md.
+- A verdict on the place (VERDICT_CUES: "be back", "never again", "not disappointed", "worth")
+  decides its clause's polarity whatever else the clause says ("you won't be going back for a
+  quick dinner" is a complaint, though "quick" is praise). A short clause without cues (fewer
+  than MIN_READ_WORDS words: "go to this location") asserts nothing: the rating model reads such
+  fragments of one-star reviews as one star.
+
+`self_contradictions` is a summary giving one aspect both polarities, or a verdict on the place
+against a clause that plainly says the opposite ("this is a great place ... the service is
+terrible"); `against_reviews` is a clause whose polarity is the opposite of the reviews' on its
+aspect (their clauses on that aspect, or their stars overall). Precision and recall against
+hand judgements: docs/results/faithfulness.md.
 """
 
 from __future__ import annotations
@@ -35,6 +42,10 @@ from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.models.rating import RatingModel, polarity
 
 NEGATIVE_CLAUSE, POSITIVE_CLAUSE = 2.25, 3.75
+# a clause plainly against a verdict on the place: its cues say so and the rating model agrees
+# beyond these stars
+PLAINLY_NEGATIVE, PLAINLY_POSITIVE = 1.75, 4.25
+MIN_READ_WORDS = 5  # fewer words without a cue: the rating model's reading is not used
 OVERALL = "overall"
 # words that put a clause on an aspect (lower-cased tokens); everything else is "overall"
 ASPECTS: dict[str, frozenset[str]] = {
@@ -74,6 +85,13 @@ CUES: dict[str, int] = {
         -1,
     ),
 }
+# verdicts on the place: +1 recommending or coming back, -1 the opposite; "again" only counts
+# negated ("never again")
+VERDICT_CUES: dict[str, int] = {
+    **dict.fromkeys("back return returning recommend recommended worth".split(), 1),
+    **dict.fromkeys("disappointed avoid".split(), -1),
+    "again": 0,
+}
 _NEGATORS = frozenset({"not", "n't", "never", "no", "nothing", "hardly", "without", "from"})
 _NEGATION_REACH = 3  # a negator flips a cue up to this many tokens after it
 _HEDGES = frozenset({"the", "as", "that"})
@@ -91,7 +109,8 @@ class Clause:
     sentence: int  # index of its sentence in the text
     aspects: tuple[str, ...]
     stars: float  # the rating model's reading
-    polarity: int  # +1 positive, -1 negative, 0 neither (cues first, then stars)
+    polarity: int  # +1 positive, -1 negative, 0 neither (verdict, cues, then stars)
+    cued: bool = False  # its polarity comes from opinion cues, not the rating model alone
 
 
 @dataclass
@@ -108,26 +127,32 @@ def star_side(stars: float) -> int:
     return 1 if stars > POSITIVE_CLAUSE else -1 if stars < NEGATIVE_CLAUSE else 0
 
 
-def cue_polarity(tokens: Sequence[str]) -> int:
+def cue_polarity(tokens: Sequence[str], cues: dict[str, int] = CUES) -> int:
     """The sign of a clause's cues, each flipped by a negator up to _NEGATION_REACH tokens
     before it; 0 without cues or when they cancel. A negated praise word after "the" / "as" /
-    "that" is a hedge, not a complaint ("not the best", "not as good as the breakfast")."""
+    "that" is a hedge, not a complaint ("not the best", "not as good as the breakfast"). A cue
+    of 0 counts only negated, as a complaint ("never again")."""
     total = 0
     for i, token in enumerate(tokens):
-        cue = CUES.get(token, 0)
-        if cue and _NEGATORS & set(tokens[max(0, i - _NEGATION_REACH) : i]):
-            cue = 0 if cue > 0 and i and tokens[i - 1] in _HEDGES else -cue
+        if token not in cues:
+            continue
+        cue = cues[token]
+        if _NEGATORS & set(tokens[max(0, i - _NEGATION_REACH) : i]):
+            cue = 0 if cue > 0 and i and tokens[i - 1] in _HEDGES else -cue or -1
         total += cue
     return (total > 0) - (total < 0)
 
 
-def clause_polarity(tokens: Sequence[str], stars: float) -> int:
-    """Cues first; else the rating model's reading, unless the clause holds a negation (which
-    a bag of n-grams reads wrong: "there is n't much better" reads 2 stars)."""
-    cues = cue_polarity(tokens)
+def clause_polarity(tokens: Sequence[str], stars: float) -> tuple[int, bool]:
+    """(polarity, cued): a verdict on the place first, then the other cues; else the rating
+    model's reading, unless the clause holds a negation (which a bag of n-grams reads wrong:
+    "there is n't much better" reads 2 stars) or is too short to read."""
+    cues = cue_polarity(tokens, VERDICT_CUES) or cue_polarity(tokens)
     if cues or _NEGATORS & set(tokens):
-        return cues
-    return star_side(stars)
+        return cues, bool(cues)
+    if sum(t.isalpha() for t in tokens) < MIN_READ_WORDS:
+        return 0, False
+    return star_side(stars), False
 
 
 def split_clauses(tokens: Sequence[str]) -> list[tuple[int, list[str]]]:
@@ -161,19 +186,34 @@ def clauses(text: str, model: RatingModel) -> list[Clause]:
     parts = split_clauses(_TOKENIZER.tokenize(text))
     stars = model.stars(" ".join(c) for _, c in parts)
     return [
-        Clause(" ".join(c), s, aspects_of(c), float(r), clause_polarity(c, float(r)))
+        Clause(" ".join(c), s, aspects_of(c), float(r), *clause_polarity(c, float(r)))
         for (s, c), r in zip(parts, stars, strict=True)
     ]
 
 
 def self_contradictions(parts: Sequence[Clause]) -> list[tuple[int, int]]:
-    """Pairs (i, j), i < j, of clauses giving a shared aspect opposite polarities."""
+    """Pairs (i, j), i < j, of clauses giving a shared aspect opposite polarities, or of a
+    verdict on the place and a clause plainly saying the opposite."""
     return [
         (i, j)
         for i, a in enumerate(parts)
         for j in range(i + 1, len(parts))
-        if a.polarity * parts[j].polarity < 0 and set(a.aspects) & set(parts[j].aspects)
+        if a.polarity * parts[j].polarity < 0
+        and (set(a.aspects) & set(parts[j].aspects) or _against_verdict(a, parts[j]))
     ]
+
+
+def _against_verdict(a: Clause, b: Clause) -> bool:
+    """One of two opposite clauses is a verdict on the place and the other plainly says the
+    opposite: cues and a rating beyond PLAINLY_NEGATIVE / PLAINLY_POSITIVE. A reader of "this
+    is a great place" and "the service is terrible" is told two things; of "it's a little
+    pricey" beside it, only a detail."""
+
+    def plain(c: Clause) -> bool:
+        limit = c.stars < PLAINLY_NEGATIVE if c.polarity < 0 else c.stars > PLAINLY_POSITIVE
+        return c.cued and limit
+
+    return (OVERALL in a.aspects and plain(b)) or (OVERALL in b.aspects and plain(a))
 
 
 def review_sides(
@@ -238,3 +278,23 @@ def check_clauses(parts: Sequence[Clause], sides: dict[str, int]) -> OpinionChec
     """check_opinion for a summary's clauses and the reviews' sides, computed once for every
     candidate summary of the same reviews."""
     return OpinionCheck(self_contradictions(parts), against_reviews(parts, sides))
+
+
+def clauses_to_cut(
+    parts: Sequence[Clause], check: OpinionCheck, sides: dict[str, int]
+) -> list[int]:
+    """Clause indices whose removal leaves neither a contradiction nor a clause against the
+    reviews. Of a contradicting pair goes the clause against the reviews' opinion of the place;
+    where they take no side, the verdict on the place (a mixed place keeps its details, not a
+    sweeping "this is the best place" or "worst ever"); else the later clause."""
+    side = sides.get(OVERALL, 0)
+    cut = set(check.against_reviews)
+    for i, j in check.contradictions:
+        a, b = parts[i], parts[j]
+        if side and side in (-a.polarity, -b.polarity):
+            cut.add(i if a.polarity == -side else j)
+        elif OVERALL in a.aspects and OVERALL not in b.aspects:
+            cut.add(i)
+        else:
+            cut.add(j)
+    return sorted(cut)

@@ -60,7 +60,7 @@ from denoisesum.inference.beam import (
     banned_words,
     beam_search,
 )
-from denoisesum.inference.opinion import check_clauses, clauses, scoped_sides
+from denoisesum.inference.opinion import check_clauses, clauses, clauses_to_cut, scoped_sides
 from denoisesum.inference.rerank import choose, review_subsets
 from denoisesum.inference.selection import SELECT_MODES, select_reviews
 from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
@@ -68,7 +68,7 @@ from denoisesum.inference.support import Explanation, SupportConfig
 from denoisesum.inference.support import explain as explain_support
 from denoisesum.models.denoisesum import DenoiseSum
 from denoisesum.models.precision import resolve_device, use_bf16
-from denoisesum.models.rating import POSITIVE, RatingModel, find_rating_model
+from denoisesum.models.rating import POSITIVE, RatingModel, find_rating_model, polarity
 from denoisesum.models.store import CONFIG, load_denoisesum, parse_section
 from denoisesum.text import is_content_word
 
@@ -617,27 +617,40 @@ class Summarizer:
         self, cands: list[list[int]], best: int, reviews: list[list[int]], target: float | None
     ) -> list[str]:
         """The first candidate (best first) with no self-contradiction and no clause against
-        the reviews; if there is none, `best` with the sentences of such clauses cut (never
-        its first sentence), ending at its last sentence end."""
+        the reviews, else the first with the sentences of such clauses cut
+        (opinion.clauses_to_cut; where all would go, only those of contradictions, else all
+        but the first), ending at its last sentence end. With decode.follow_opinion, first
+        among them those whose opinion (the rating model's polarity) is the target's."""
         texts = [" ".join(self.vocab.decode(r)) for r in reviews]
         stars = [target] * len(texts) if target is not None else None
         scope = self.config.decode.against_reviews
         if scope == "below-positive":
             scope = "all" if target is not None and target <= POSITIVE else "overall"
         sides = scoped_sides(texts, self.rating, stars, scope)  # once for every candidate
-        first = None
-        for i in [best] + [i for i in range(len(cands)) if i != best]:
-            tokens = self.vocab.decode(cands[i])
-            parts = clauses(" ".join(tokens), self.rating)
-            offending = _offending(check_clauses(parts, sides))
-            if not offending:
-                return _end_at_sentence(tokens)
-            first = first or (tokens, parts, offending)  # best's
-        tokens, parts, offending = first
-        cut = {parts[i].sentence for i in offending} - {0}
-        return _end_at_sentence(
-            [t for s, sentence in enumerate(_sentences(tokens)) if s not in cut for t in sentence]
-        )
+        order = [best] + [i for i in range(len(cands)) if i != best]
+        kept = [self._cut(self.vocab.decode(cands[i]), sides) for i in order]
+        if self.config.decode.follow_opinion and target is not None:
+            agree = self.rating.stars([" ".join(k) for k, _ in kept])
+            ranked = sorted(
+                range(len(kept)), key=lambda i: (polarity(agree[i]) != polarity(target), kept[i][1])
+            )
+            return kept[ranked[0]][0]
+        return next((k for k, cut in kept if not cut), kept[0][0])
+
+    def _cut(self, tokens: list[str], sides: dict[str, int]) -> tuple[list[str], bool]:
+        """(tokens without the sentences of clauses to cut, whether any were cut), ending at
+        the last sentence end."""
+        parts = clauses(" ".join(tokens), self.rating)
+        check = check_clauses(parts, sides)
+        sentences = _sentences(tokens)
+        cut = {parts[i].sentence for i in clauses_to_cut(parts, check, sides)}
+        if len(cut) >= len(sentences):  # nothing would be left: only the contradictions go
+            check = dataclasses.replace(check, against_reviews=[])
+            cut = {parts[i].sentence for i in clauses_to_cut(parts, check, sides)}
+        if len(cut) >= len(sentences):  # still nothing: the first sentence stays
+            cut -= {0}
+        kept = [t for s, x in enumerate(sentences) if s not in cut for t in x]
+        return _end_at_sentence(kept), bool(cut)
 
     def _bf16(self) -> bool:
         """config.bf16 where this device computes bf16 (else fp32, with one warning)."""
@@ -694,7 +707,8 @@ class Summarizer:
         return out
 
     def _bias(self, targets: list[float | None], model) -> torch.Tensor | None:
-        """[B, V] opinion steering: min(0, target - opinion_tone) x each word's pull, in the
+        """[B, V] opinion steering: min(0, target - opinion_tone) x each word's pull (at most
+        opinion_reach stars down), in the
         search's output space (a ShortlistModel's positions); None when off or nothing to
         steer. Only downward: the model's own voice is already positive (its summaries read
         4.3-4.6 stars whatever the reviews), so reviews that read at least opinion_tone are
@@ -702,8 +716,9 @@ class Summarizer:
         cfg = self.config.decode
         if not cfg.opinion_weight or self.rating is None or all(t is None for t in targets):
             return None
+        reach = cfg.opinion_reach or float("inf")
         shift = torch.tensor(
-            [min(0.0, t - cfg.opinion_tone) if t is not None else 0.0 for t in targets]
+            [max(-reach, min(0.0, t - cfg.opinion_tone)) if t is not None else 0.0 for t in targets]
         )
         pull = self._word_pull()
         if isinstance(model, ShortlistModel):
@@ -861,9 +876,3 @@ def _end_at_sentence(tokens: list[str]) -> list[str]:
     """Tokens up to their last sentence end (all of them when none has one)."""
     ends = [i for i, t in enumerate(tokens) if t in (".", "!", "?")]
     return tokens[: ends[-1] + 1] if ends else tokens
-
-
-def _offending(check) -> list[int]:
-    """Clause indices to cut: the later clause of each contradiction, and clauses against the
-    reviews."""
-    return sorted({j for _, j in check.contradictions} | set(check.against_reviews))
