@@ -59,7 +59,11 @@ def test_a_local_cluster_of_two_workers_writes_the_single_process_output(tiny, s
     single, spread = tmp_path / "single.jsonl", tmp_path / "dask.jsonl"
     # the single-process run (in this process: the command's code path, without its start-up)
     bulk.run(
-        Summarizer.from_pretrained(tiny), str(sets_file), str(single), batch_size=2, explain=True
+        Summarizer.from_pretrained(tiny),
+        str(sets_file),
+        str(single),
+        bulk.OutputOptions(explain=True),
+        batch_size=2,
     )
     assert len(single.read_text().splitlines()) == N_ENTITIES + 1
     # a run cut after 3 entities (its sidecar as the single run wrote it), continued on the

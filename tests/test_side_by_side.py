@@ -83,7 +83,9 @@ def test_two_batches_at_once_write_the_one_at_a_time_output(tiny, tmp_path):
                 assert torch.get_num_threads() == 1
             assert torch.get_num_threads() == threads  # restored
             out = tmp_path / f"out{threads}.jsonl"
-            bulk.run(summarizer, str(sets), str(out), batch_size=2, explain=True)
+            bulk.run(
+                summarizer, str(sets), str(out), bulk.OutputOptions(explain=True), batch_size=2
+            )
             outputs[threads] = out.read_bytes()
     finally:
         torch.set_num_threads(before)

@@ -654,6 +654,17 @@ SeedOption = Annotated[
 ]
 
 
+def _count(low: int, high: int, help: str):
+    """A whole-number option from `low` to `high` (typer checks it), with its help."""
+    return Annotated[int, typer.Option(min=low, max=high, help=help)]
+
+
+# the commands that learn from rated reviews (rating, opinion-set): the corpus options that read
+# them, and the seed of the sample they draw
+_rated_corpus_options = _corpus_options("entity_field", "text_field", "rating_field", "skip_bad")
+SampleSeed = Annotated[int, typer.Option(help="Seed of the random sample.")]
+
+
 def _log(message: str) -> None:
     typer.echo(message, err=True)
 
@@ -800,7 +811,7 @@ def leaderboard_command(
 
 
 @app.command("rating")
-@_corpus_options("entity_field", "text_field", "rating_field", "skip_bad")
+@_rated_corpus_options
 def rating_command(
     corpus: CorpusArg,
     output: Annotated[
@@ -819,17 +830,10 @@ def rating_command(
             "globs, repeatable."
         ),
     ],
-    sample: Annotated[
-        int,
-        typer.Option(min=100, max=5_000_000, help="Rated reviews sampled from CORPUS to train on."),
-    ] = 250_000,
-    heldout_sample: Annotated[
-        int, typer.Option(min=10, max=1_000_000, help="Rated reviews sampled from --heldout.")
-    ] = 20_000,
-    max_features: Annotated[
-        int, typer.Option(min=10, max=5_000_000, help="Most frequent n-grams kept as features.")
-    ] = 200_000,
-    seed: SeedOption = 0,
+    sample: _count(100, 5_000_000, "Rated reviews sampled from CORPUS to train on.") = 250_000,
+    heldout_sample: _count(10, 1_000_000, "Rated reviews sampled from --heldout.") = 20_000,
+    max_features: _count(10, 5_000_000, "Most frequent n-grams kept as features.") = 200_000,
+    seed: SampleSeed = 0,
     corpus_options: CorpusOptions = DEFAULT_CORPUS_OPTIONS,
 ) -> None:
     """Train the rating model (stars a text reads as) on the corpus's own ratings; it measures
@@ -853,17 +857,13 @@ def rating_command(
 
 
 @app.command("opinion-set")
-@_corpus_options("entity_field", "text_field", "rating_field", "skip_bad")
+@_rated_corpus_options
 def opinion_set_command(
     corpus: CorpusArg,
     output: Annotated[Path, typer.Option("-o", "--output", help="Review-set file (JSONL).")],
-    per_stratum: Annotated[
-        int, typer.Option(min=1, max=100_000, help="Businesses at most in each stratum.")
-    ] = 100,
-    size: Annotated[
-        int, typer.Option(min=1, max=1000, help="Rated reviews drawn per business.")
-    ] = 8,
-    seed: SeedOption = 0,
+    per_stratum: _count(1, 100_000, "Businesses at most in each stratum.") = 100,
+    size: _count(1, 1000, "Rated reviews drawn per business.") = 8,
+    seed: SampleSeed = 0,
     corpus_options: CorpusOptions = DEFAULT_CORPUS_OPTIONS,
 ) -> None:
     """Review sets stratified by their reviews' mean stars (mostly negative <= 2, mixed
@@ -1367,21 +1367,19 @@ def summarize_command(
         },
     )
     summarizer.config.bf16 = summarizer.config.bf16 or bf16
+    written_as = bulk.OutputOptions(
+        slice_, raw, explain, as_text, corpus_options.entity_field, corpus_options.text_field
+    )
     try:
         with writing(output), _dask_cluster(dask) as cluster:  # writing: a full disk, /dev/full
             written, before = bulk.run(
                 summarizer,
                 source,
                 output,
+                written_as,
                 batch_size=batch_size,
-                slice_=slice_,
-                raw=raw,
-                explain=explain,
-                as_text=as_text,
                 strict=strict,
                 overwrite=overwrite,
-                entity_field=corpus_options.entity_field,
-                text_field=corpus_options.text_field,
                 by_length=by_length,
                 cluster=cluster,
             )
@@ -1411,7 +1409,7 @@ def serve_command(
     host: Annotated[
         str, typer.Option(help="Address to listen on (0.0.0.0: every interface).")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
+    port: _count(0, 65535, "Port to listen on.") = 8000,
     model: ModelOption = None,
     max_reviews: Annotated[int, typer.Option(min=1, help="Reviews per set, at most.")] = 100,
     max_review_chars: Annotated[

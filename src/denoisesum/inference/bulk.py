@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import IO, Any
 
@@ -46,6 +47,33 @@ PARQUET_ROWS = 10_000  # rows per row group of a .parquet output
 FIELDS = ("entity_id", "summary", "reviews_read", "reviews_total", "warnings", "support")
 # seconds between progress lines when standard error is not a terminal
 PROGRESS_SECONDS = float(os.environ.get("DENOISESUM_PROGRESS_SECONDS", "10"))
+
+
+# ---- what is written --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OutputOptions:
+    """What decides an output's records besides the model and its summarizing settings: the
+    reviews summarized (--slice: all, complaints, praise), the tokenized form (--raw), each
+    sentence's support (--explain), the text format (--text) and the input's fields."""
+
+    slice_: str = "all"
+    raw: bool = False
+    explain: bool = False
+    as_text: bool = False
+    entity_field: str = "entity_id"
+    text_field: str = "text"
+
+    def recorded(self) -> dict[str, Any]:
+        """As the settings sidecar records them: slice_ as slice; not as_text (the output's
+        format stands for it)."""
+        return {
+            f.name.rstrip("_"): getattr(self, f.name) for f in fields(self) if f.name != "as_text"
+        }
+
+
+DEFAULT_OUTPUT = OutputOptions()
 
 
 # ---- output format ---------------------------------------------------------------------------
@@ -244,31 +272,28 @@ def strict_error(flagged: list[tuple[str, list[str]]], count: int) -> DenoiseSum
 def summarize_batch(
     summarizer,
     batch: list[Any],
-    slice_: str,
-    raw: bool,
-    explain: bool,
-    as_text: bool,
+    options: OutputOptions,
     say: Callable[[str], None] | None = None,
 ) -> tuple[list[dict], list[str]]:
     """The records of one batch of ReviewSets (entity_id, then the Summarizer's SummaryResult
     as JSON: summary, reviews_read and reviews_total, warnings, support with --explain), and
-    with `as_text` their text blocks; each warning is said on standard error naming its entity
+    with --text their text blocks; each warning is said on standard error naming its entity
     (or passed to `say`: a Dask worker hands them back to the command)."""
     say = say or (lambda line: print(line, file=sys.stderr))
     results = summarizer.summarize_results(
         [s.reviews for s in batch],
         [s.ratings or None for s in batch],
-        slice_,
+        options.slice_,
         len(batch),
-        explain=explain,
-        raw=raw,
+        explain=options.explain,
+        raw=options.raw,
     )
     records, texts = [], []
     for review_set, result in zip(batch, results, strict=True):
         records.append({"entity_id": review_set.entity_id, **result.to_dict()})
         for w in result.warnings:
             say(f"warning: entity {review_set.entity_id}: {w}")
-        if as_text:
+        if options.as_text:
             texts.append(text_block(review_set.entity_id, result))
     return records, texts
 
@@ -324,15 +349,16 @@ def model_fingerprint(directory: Path) -> dict[str, str]:
     return out
 
 
-def run_settings(summarizer, **options: Any) -> dict[str, Any]:
+def run_settings(summarizer, fmt: str, options: OutputOptions) -> dict[str, Any]:
     """What decides an output's records: the model (its files' hashes), every summarizing
-    setting, and `options` (slice, raw, explain, the input fields, the format)."""
+    setting, the format and `options` (slice, raw, explain, the input fields)."""
     import dataclasses
 
     settings = {
         "model": model_fingerprint(Path(summarizer.path)) if summarizer.path else None,
         "summarize": dataclasses.asdict(summarizer.config),
-        **options,
+        "format": fmt,
+        **options.recorded(),
     }
     return json.loads(json.dumps(settings))  # as the sidecar holds them (tuples: lists)
 
@@ -824,46 +850,29 @@ def run(
     summarizer,
     source: str,
     output: str,
+    options: OutputOptions = DEFAULT_OUTPUT,
     *,
     batch_size: int = 8,
-    slice_: str = "all",
-    raw: bool = False,
-    explain: bool = False,
-    as_text: bool = False,
     strict: bool = False,
     overwrite: bool = False,
-    entity_field: str = "entity_id",
-    text_field: str = "text",
     by_length: bool = False,
     cluster: Any = None,
 ) -> tuple[int, int]:
-    """Summarize every review set of `source` into `output` (see the module's docstring).
-    cluster: a `denoisesum.inference.cluster.Cluster` that decodes the batches on Dask workers
-    (None: in this process); the output is the same. Returns (summaries written by this run,
-    summaries that were there before)."""
+    """Summarize every review set of `source` into `output` (see the module's docstring), the
+    records as `options` decide them. cluster: a `denoisesum.inference.cluster.Cluster` that
+    decodes the batches on Dask workers (None: in this process); the output is the same.
+    Returns (summaries written by this run, summaries that were there before)."""
     from denoisesum import __version__
     from denoisesum.io import atomic_write
 
-    fmt = output_format(output, as_text)
+    fmt = output_format(output, options.as_text)
     path = Path(output)
     resumable = output != "-" and fmt != "text" and (path.is_file() or not path.exists())
-    settings = (
-        run_settings(
-            summarizer,
-            format=fmt,
-            slice=slice_,
-            raw=raw,
-            explain=explain,
-            entity_field=entity_field,
-            text_field=text_field,
-        )
-        if resumable
-        else {}
-    )
+    settings = run_settings(summarizer, fmt, options) if resumable else {}
     info = {"input": source, "version": __version__}  # said, not compared
 
     def sets() -> Iterator[Any]:
-        return review_sets(source, entity_field, text_field)
+        return review_sets(source, options.entity_field, options.text_field)
 
     done: set[str] = set()
     if resumable:
@@ -871,9 +880,9 @@ def run(
         sink: Any = (
             JsonlSink(path)
             if fmt == "jsonl"
-            else CsvSink(path, explain)
+            else CsvSink(path, options.explain)
             if fmt == "csv"
-            else ParquetSink(path, explain)
+            else ParquetSink(path, options.explain)
         )
         if resume:
             done = set(sink.done())
@@ -893,12 +902,12 @@ def run(
         if cluster is None:
             workers = stack.enter_context(side_by_side(summarizer, source))
             decoded: Iterator[tuple[list[dict], list[str]]] = in_threads(
-                lambda batch: summarize_batch(summarizer, batch, slice_, raw, explain, as_text),
+                lambda batch: summarize_batch(summarizer, batch, options),
                 todo,
                 workers,
             )
         else:
-            decoded = cluster.summarize(todo, summarizer, slice_, raw, explain, as_text)
+            decoded = cluster.summarize(todo, summarizer, options)
         for records, texts in decoded:
             if resumable and not started:
                 if overwrite:

@@ -27,9 +27,12 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from denoisesum.errors import DenoiseSumError
+
+if TYPE_CHECKING:
+    from denoisesum.inference.bulk import OutputOptions
 
 WORKER_WAIT_S = 60.0  # how long a scheduler's first worker may take to join
 _ADDRESS = re.compile(r"^(tcp|tls|ucx|inproc)://\S+$|^[\w.\-]+:\d+$")
@@ -119,7 +122,7 @@ def _summarizer(spec: ModelSpec):
 
 
 def summarize_partition(
-    part: list[list[Any]], spec: ModelSpec, slice_: str, raw: bool, explain: bool, as_text: bool
+    part: list[list[Any]], spec: ModelSpec, options: OutputOptions
 ) -> list[tuple[list[dict], list[str], list[str]]]:
     """On a worker: each batch of the partition -> (records, texts, warning lines)."""
     from denoisesum.inference.bulk import summarize_batch
@@ -128,9 +131,7 @@ def summarize_partition(
     out = []
     for batch in part:
         said: list[str] = []
-        records, texts = summarize_batch(
-            summarizer, batch, slice_, raw, explain, as_text, said.append
-        )
+        records, texts = summarize_batch(summarizer, batch, options, said.append)
         out.append((records, texts, said))
     return out
 
@@ -177,13 +178,7 @@ class Cluster:
         return max(1, len(self.client.scheduler_info().get("workers", {})))
 
     def summarize(
-        self,
-        todo: Iterable[list[Any]],
-        summarizer,
-        slice_: str,
-        raw: bool,
-        explain: bool,
-        as_text: bool,
+        self, todo: Iterable[list[Any]], summarizer, options: OutputOptions
     ) -> Iterator[tuple[list[dict], list[str]]]:
         """(records, texts) per batch of `todo`, in its order, decoded on the workers; their
         warning lines are said on standard error here, as a single-process run says them."""
@@ -201,7 +196,7 @@ class Cluster:
             if not chunk:
                 return False
             bag = db.from_sequence(chunk, npartitions=len(chunk)).map_partitions(
-                summarize_partition, spec, slice_, raw, explain, as_text
+                summarize_partition, spec, options
             )
             pending.extend(self.client.compute(bag.to_delayed()))
             return True
