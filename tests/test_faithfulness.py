@@ -163,6 +163,17 @@ def test_what_is_cut_of_a_contradiction_follows_the_reviews(rating):
     assert cut(0) == [0]  # mixed: the sweeping verdict goes, the detail stays
 
 
+def test_a_clause_at_odds_with_itself_is_cut(rating):
+    from denoisesum.inference.opinion import at_odds, check_clauses, clauses_to_cut
+
+    [odd] = clauses("the staff was never rude .", rating)  # a negated complaint
+    assert odd.polarity == 1 and odd.stars < 2.25 and at_odds(odd)
+    parts = clauses("the food was great . the staff was never rude .", rating)
+    assert clauses_to_cut(parts, check_clauses(parts, {}), {}) == [1]
+    [plain] = clauses("the staff was friendly .", rating)
+    assert not at_odds(plain)
+
+
 def test_contradicted_evidence_and_the_out_of_domain_warning(rating):
     reviews = ["the food was terrible . the food was bland and awful .", "the wait was slow ."]
     e = explain(reviews, "The food was amazing and cheap. The wait was slow.", rating=rating)

@@ -283,12 +283,13 @@ def check_clauses(parts: Sequence[Clause], sides: dict[str, int]) -> OpinionChec
 def clauses_to_cut(
     parts: Sequence[Clause], check: OpinionCheck, sides: dict[str, int]
 ) -> list[int]:
-    """Clause indices whose removal leaves neither a contradiction nor a clause against the
-    reviews. Of a contradicting pair goes the clause against the reviews' opinion of the place;
-    where they take no side, the verdict on the place (a mixed place keeps its details, not a
-    sweeping "this is the best place" or "worst ever"); else the later clause."""
+    """Clause indices whose removal leaves neither a contradiction, nor a clause against the
+    reviews, nor one at odds with itself (at_odds). Of a contradicting pair goes the clause
+    against the reviews' opinion of the place; where they take no side, the verdict on the
+    place (a mixed place keeps its details, not a sweeping "this is the best place" or "worst
+    ever"); else the later clause."""
     side = sides.get(OVERALL, 0)
-    cut = set(check.against_reviews)
+    cut = set(check.against_reviews) | {i for i, c in enumerate(parts) if at_odds(c)}
     for i, j in check.contradictions:
         a, b = parts[i], parts[j]
         if side and side in (-a.polarity, -b.polarity):
@@ -298,3 +299,14 @@ def clauses_to_cut(
         else:
             cut.add(j)
     return sorted(cut)
+
+
+def at_odds(c: Clause) -> bool:
+    """A clause whose cues say one thing and whose words read as the opposite, beyond the
+    clause thresholds: "you will never waste your money" (a negated complaint, read 1.0
+    stars), "nothing bad" (1.4): stock phrases that leave a reader unsure what is meant."""
+    return (
+        c.cued
+        and c.polarity * (c.stars - (NEGATIVE_CLAUSE + POSITIVE_CLAUSE) / 2) < 0
+        and (c.stars < NEGATIVE_CLAUSE or c.stars > POSITIVE_CLAUSE)
+    )
