@@ -2,7 +2,7 @@
 
     python -m studies.adaptation prepare [--out runs/adapt]
     denoisesum fit runs/adapt/hotels-train.jsonl --from denoisesum-yelp -o runs/adapt/model ...
-    python -m studies.adaptation decode default --model denoisesum-yelp
+    python -m studies.adaptation decode default --model denoisesum-yelp [--option KEY=JSON ...]
     python -m studies.adaptation decode adapted --model runs/adapt/model
     python -m studies.adaptation page default adapted [--markdown docs/results/adaptation.md]
 
@@ -105,15 +105,19 @@ def decode(args: argparse.Namespace) -> None:
     model = raw_weights(Path(args.model), out) if args.raw else args.model
     summarizer = Summarizer.from_pretrained(model)
     start = time.perf_counter()
+    options = {k: json.loads(v) for k, v in (o.split("=", 1) for o in args.option)}
     summaries = summarizer.summarize_batch(
-        [s["reviews"] for s in sets], warn=False, ratings=[s["ratings"] for s in sets]
+        [s["reviews"] for s in sets], warn=False, ratings=[s["ratings"] for s in sets], **options
     )
     seconds = time.perf_counter() - start
     with open(out / f"{args.name}.jsonl", "w", encoding="utf-8") as handle:
         for s, summary in zip(sets, summaries, strict=True):
             handle.write(json.dumps({"entity_id": s["entity_id"], "summary": summary}) + "\n")
     (out / f"{args.name}.json").write_text(
-        json.dumps({"model": str(args.model), "seconds": seconds, "sets": len(sets)}, indent=1)
+        json.dumps(
+            {"model": str(args.model), "options": options, "seconds": seconds, "sets": len(sets)},
+            indent=1,
+        )
     )
     print(f"{args.name}: {len(sets)} summaries in {seconds:.0f} s")
 
@@ -618,6 +622,13 @@ def main() -> None:
         "--raw",
         action="store_true",
         help="--model is a fit's output: decode its weights before averaging",
+    )
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="a decoding option for this run (Summarizer.summarize's options), e.g. beam=3",
     )
     p.add_argument("--out", default="runs/adapt")
     p.set_defaults(run=decode)

@@ -22,6 +22,7 @@ page writes the results page from two runs' metrics.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import time
@@ -194,9 +195,13 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+@functools.cache
+def _predictions(name: str, set_name: str) -> dict[str, str]:
+    return {p.entity_id: p.summary for p in read_predictions(RUNS / name / f"{set_name}.jsonl")}
+
+
 def _example(name: str, set_name: str, entity: str) -> str:
-    preds = {p.entity_id: p.summary for p in read_predictions(RUNS / name / f"{set_name}.jsonl")}
-    return preds[entity]
+    return _predictions(name, set_name)[entity]
 
 
 def page(args: argparse.Namespace) -> None:
@@ -299,10 +304,15 @@ def page(args: argparse.Namespace) -> None:
                             f"{_pct(o['negative'])} | {_pct(o['agree'])} | "
                             f"{_pct(o['misleading'])} |"
                         )
-    lines += ["", "## Examples (part-15, the first business of each stratum)", ""]
+    lines += [
+        "",
+        "## Examples (part-15: per stratum, the first business the systems differ on)",
+        "",
+    ]
     first = {}
     for s in load_sets("part15"):
-        first.setdefault(s["stratum"], s)
+        if len({_example(name, "part15", s["entity_id"]) for name in systems.values()}) > 1:
+            first.setdefault(s["stratum"], s)
     for stratum, s in first.items():
         stars = ", ".join(f"{r:g}" for r in s["ratings"])
         lines += [

@@ -3,6 +3,7 @@
     python -m studies.judging prepare OUT_DIR --sets dev --systems NAME=PRED.jsonl ...
                               [--count 50] [--seed 0] [--parts 2] [--entities FILE]
     python -m studies.judging collect OUT_DIR
+    python -m studies.judging paired SYSTEM_A SYSTEM_B JUDGED.jsonl ...
 
 prepare picks `count` businesses of a set (runs/faith's names: dev, part15; or the businesses of
 --entities, a JSONL file with entity_id), normalises each system's summary (lower case,
@@ -154,6 +155,39 @@ def collect(args: argparse.Namespace) -> None:
     print(json.dumps(summary, indent=2))
 
 
+def paired(args: argparse.Namespace) -> None:
+    """Two systems judged side by side on the same businesses (judged.jsonl files): per
+    business, self-contradiction and misleading fixed or new (sign test) and the change in the
+    shares of full and none sentences (Wilcoxon signed-rank over the businesses that differ)."""
+    from scipy.stats import binomtest, wilcoxon
+
+    by: dict[str, dict[str, dict]] = {}
+    for path in args.judged:
+        for _, r in iter_jsonl(path):
+            by.setdefault(r["entity_id"], {})[r["system"]] = r
+    pairs = [(d[args.a], d[args.b]) for d in by.values()]
+    for key in ("self_contradiction", "misleading"):
+        fixed = sum(a[key] and not b[key] for a, b in pairs)
+        new = sum(b[key] and not a[key] for a, b in pairs)
+        p = binomtest(fixed, fixed + new).pvalue if fixed + new else 1.0
+        print(
+            f"{key}: {sum(a[key] for a, _ in pairs)} -> {sum(b[key] for _, b in pairs)} of "
+            f"{len(pairs)}; fixed {fixed}, new {new}, sign test p {p:.2f}"
+        )
+    for verdict in ("full", "none"):
+        change = [_share(b, verdict) - _share(a, verdict) for a, b in pairs]
+        differ = [c for c in change if c]
+        p = wilcoxon(differ).pvalue if differ else 1.0
+        print(
+            f"{verdict} share: mean change {sum(change) / len(change):+.3f} over {len(change)} "
+            f"businesses ({len(differ)} differ), Wilcoxon p {p:.2f}"
+        )
+
+
+def _share(row: dict, verdict: str) -> float:
+    return row["verdicts"].count(verdict) / len(row["verdicts"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -169,6 +203,11 @@ def main() -> None:
     p = sub.add_parser("collect")
     p.add_argument("out")
     p.set_defaults(func=collect)
+    p = sub.add_parser("paired")
+    p.add_argument("a", help="the system judged first, e.g. tone35")
+    p.add_argument("b")
+    p.add_argument("judged", nargs="+", metavar="JUDGED.jsonl")
+    p.set_defaults(func=paired)
     args = parser.parse_args()
     args.func(args)
 

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Regenerate docs/results/contradiction.md (issue 31: decoding that does not contradict itself).
+# The runs: see the "Reproduce" section of the page.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+J=docs/results/judged
+.venv/bin/python -m studies.faithfulness page \
+  --title "Decoding without self-contradiction: detector v2, what is cut, steering's reach (issue 31)" \
+  --intro docs/results/contradiction-notes.md \
+  --systems "tone 3.5 (previous)=T35new" "detector v2 + cut=D3" "+ reach 1.0, follow opinion=F10" \
+            "+ at odds (shipped)=G10" \
+  --judged "part-15, round 2 (20 mixed and 10 negative businesses not judged before): previous against shipped=$J/part15-odds.summary.json" \
+           "dev, round 2 (the 51 businesses of the earlier whole-sample study): previous against shipped=$J/dev-odds.summary.json" \
+           "part-15, round 1 (20 mixed, 10 negative, 5 positive businesses not judged before): previous against '+ reach 1.0, follow opinion' (cut)=$J/part15-cut.summary.json" \
+           "dev, round 1 (the 21 businesses whose summary '+ reach 1.0, follow opinion' changes)=$J/dev-cut.summary.json" \
+  --calibration runs/faith/calibration.json \
+  --markdown docs/results/contradiction.md \
+  --commands \
+  "bash scripts/setup.sh test" \
+  "D=../shared/data/yelp/corpus" \
+  ".venv/bin/denoisesum opinion-set \$D/part-14.jsonl.xz -o runs/opinion/set-part14.jsonl   # its first 30 per stratum: runs/opinion/set-tune.jsonl" \
+  ".venv/bin/denoisesum opinion-set \$D/part-15.jsonl.xz -o runs/opinion/set-part15.jsonl" \
+  "export OMP_NUM_THREADS=1 S='--sets part15,tune,dev,test'" \
+  "git checkout 98e66d3 -- src && .venv/bin/python -m studies.faithfulness decode T35new \$S && git checkout HEAD -- src   # the previous default's code and settings" \
+  ".venv/bin/python -m studies.faithfulness decode D3 \$S --set decode.opinion_reach=0 --set decode.follow_opinion=false   # at 58277f7 (before the at-odds cut)" \
+  ".venv/bin/python -m studies.faithfulness decode F10 \$S --set decode.follow_opinion=true --set decode.opinion_reach=1.0   # at 58277f7" \
+  ".venv/bin/python -m studies.faithfulness decode G10 \$S   # the shipped settings" \
+  ".venv/bin/python -m studies.faithfulness score T35new D3 F10 G10 --rating src/denoisesum/pretrained/denoisesum-yelp" \
+  ".venv/bin/python -m studies.judging prepare runs/judge-part15-cut --sets part15 --systems tone35=runs/faith/T35new/part15.jsonl cut=runs/faith/F10/part15.jsonl --entities $J/part15-cut.entities.jsonl --parts 4 --seed 41" \
+  ".venv/bin/python -m studies.judging prepare runs/judge-dev-cut --sets dev --systems tone35=runs/faith/T35new/dev.jsonl cut=runs/faith/F10/dev.jsonl --entities $J/dev-cut.entities.jsonl --parts 2 --seed 42" \
+  ".venv/bin/python -m studies.judging prepare runs/judge-part15-odds --sets part15 --systems tone35=runs/faith/T35new/part15.jsonl odds=runs/faith/G10/part15.jsonl --entities $J/part15-odds.entities.jsonl --parts 3 --seed 51" \
+  ".venv/bin/python -m studies.judging prepare runs/judge-dev-odds --sets dev --systems tone35=runs/faith/T35new/dev.jsonl odds=runs/faith/G10/dev.jsonl --entities $J/dev-odds.entities.jsonl --parts 4 --seed 52" \
+  "# the judges write verdicts-N.json in each folder (judging.py's docstring); then, for each: .venv/bin/python -m studies.judging collect runs/judge-NAME" \
+  ".venv/bin/python -m studies.judging paired tone35 odds $J/part15-odds.jsonl $J/dev-odds.jsonl" \
+  ".venv/bin/python -m studies.judging paired tone35 cut $J/part15-cut.jsonl $J/dev-cut.jsonl" \
+  ".venv/bin/python -m studies.faithfulness calibrate --rating src/denoisesum/pretrained/denoisesum-yelp --judged ../shared/data/yelp/judged/meansum_dev_veridicality.jsonl $J/{dev-study-1,dev-study-2,part15-opinion,dev-tone,part15-tone,dev-shipped,part15-cut,dev-cut,part15-odds,dev-odds}.jsonl --out runs/faith/calibration.json" \
+  "bash studies/contradiction_page.sh"
