@@ -369,7 +369,7 @@ def _page_text(args, sets, runs, tests, facts, terms) -> str:
         "",
         _conclusion(args, runs, tests),
         "",
-        _decoding_note(fits_of(args)),
+        _decoding_note(fits_of(args), Path(args.out)),
         "",
         _timing(facts),
         "",
@@ -427,11 +427,15 @@ def _page_text(args, sets, runs, tests, facts, terms) -> str:
             *_fit_command(fact["script"]),
             f"date -u +%s > runs/adapt/fit{Path(model).name.removeprefix('model')}.end",
         ]
+    out = Path(args.out)
     lines += [
-        f"python -m studies.adaptation decode {args.base} --model denoisesum-yelp",
+        f"python -m studies.adaptation decode {args.base} --model denoisesum-yelp"
+        + _option_flags(out, args.base),
         *[
             f"python -m studies.adaptation decode {a.split(':')[0]} --model "
-            f"{a.split(':')[1]}" + (" --raw" if a.endswith(":raw") else "")
+            f"{a.split(':')[1]}"
+            + (" --raw" if a.endswith(":raw") else "")
+            + _option_flags(out, a.split(":")[0])
             for a in args.adapted
         ],
         f"python -m studies.adaptation page {args.base} " + " ".join(args.adapted),
@@ -498,18 +502,33 @@ def variants(first_fit: Path, fits: dict[str, str], facts: dict) -> list[str]:
     ]
 
 
-def _decoding_note(fits: dict[str, str]) -> str:
+def _run_options(out: Path, name: str) -> dict:
+    """The decoding options a run was decoded with (decode --option; none before they were
+    recorded)."""
+    return json.loads((out / f"{name}.json").read_text()).get("options", {})
+
+
+def _option_flags(out: Path, name: str) -> str:
+    return "".join(f" --option {k}={json.dumps(v)}" for k, v in _run_options(out, name).items())
+
+
+def _decoding_note(fits: dict[str, str], out: Path) -> str:
     """Which runs decode with settings other than the shipped model's (each fit copies the
-    shipped decoding of its day; the shipped one may have changed since)."""
+    shipped decoding of its day, the shipped one may have changed since, and a run may be
+    decoded with options); a setting a model's config.json lacks has its default."""
+    from dataclasses import asdict
+
+    from denoisesum.inference.beam import DecodeConfig
     from denoisesum.inference.summarizer import DEFAULT_MODEL_DIR
 
-    def decoding(model: Path) -> dict:
-        return json.loads((model / "config.json").read_text())["summarize"]["decode"]
+    def decoding(model: Path, name: str | None = None) -> dict:
+        config = json.loads((model / "config.json").read_text())["summarize"]["decode"]
+        return {**asdict(DecodeConfig()), **config, **(_run_options(out, name) if name else {})}
 
     shipped = decoding(DEFAULT_MODEL_DIR)
     notes, keys = [], set()
     for name, model in fits.items():  # a -raw run decodes with its fit's exported config.json
-        own = decoding(Path(model))
+        own = decoding(Path(model), name)
         diff = [k for k in sorted(own) if k in shipped and own[k] != shipped[k]]
         keys.update(diff)
         if diff:
