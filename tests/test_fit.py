@@ -417,6 +417,22 @@ def test_decoding_min_length_on_dev_rouge(fitted):
     assert all(0 <= r["mean"] <= 100 and r["words"] >= r["min_length"] for r in rows)
 
 
+def test_fit_decodes_on_its_training_device(fitted, monkeypatch):
+    """The decode and evaluate stages summarize where fit trains (train.train.device, set by
+    --device), not always on the CPU."""
+    import denoisesum.inference.summarizer as summarizer_module
+
+    asked = []
+    real = summarizer_module.resolve_device
+    monkeypatch.setattr(
+        summarizer_module, "resolve_device", lambda name, *a: asked.append(name) or real("cpu")
+    )
+    reviews = [r["text"] for r in synthetic_reviews(1, 4, seed=1)]
+    sets = [ReviewSet(entity_id="e", reviews=reviews, summaries=[reviews[0]])]
+    search_min_length(fitted["model"] / "work" / "train", sets, [5], lambda _: None, None, "auto")
+    assert asked == ["auto"]
+
+
 def test_presets_give_the_lm_the_summarizers_lstm_sizes():
     for name in PRESETS:
         cfg = preset_config(name)

@@ -563,7 +563,8 @@ class Recipe:
             ), result
         grid = d.min_lengths or sorted({int(np.percentile(lengths, q)) for q in (25, 50, 75)})
         sets = self.dev_sets[: d.dev_entities or None]
-        rows = search_min_length(self.dirs["train"], sets, grid, self.log, d.shortlist)
+        device = self.cfg.train.train.device
+        rows = search_min_length(self.dirs["train"], sets, grid, self.log, d.shortlist, device)
         best = max(rows, key=lambda row: row["mean"])
         line = (
             f"min_length {best['min_length']} of {grid}: dev ROUGE (mean of R1/R2/RL) "
@@ -572,7 +573,13 @@ class Recipe:
         result = {"min_length": best["min_length"], "how": "dev-rouge", "search": rows}
         if d.levers:
             levers = compare_levers(
-                self.dirs["train"], sets, best["min_length"], d.levers, self.log, d.shortlist
+                self.dirs["train"],
+                sets,
+                best["min_length"],
+                d.levers,
+                self.log,
+                d.shortlist,
+                device,
             )
             chosen = choose_variant({n: r["mean"] for n, r in levers.items()}, d.levers)
             result.update(levers=levers, lever=chosen, changes=d.levers.get(chosen, {}))
@@ -648,7 +655,7 @@ class Recipe:
         from denoisesum.inference.summarizer import DEFAULT_MODEL_DIR, Summarizer
         from denoisesum.models.rating import find_rating_model
 
-        summarizer = Summarizer.from_pretrained(self.root)
+        summarizer = Summarizer.from_pretrained(self.root, device=self.cfg.train.train.device)
         if summarizer.rating is None and DEFAULT_MODEL_DIR.is_dir():
             summarizer.rating = find_rating_model(DEFAULT_MODEL_DIR)
         ratings = [s["ratings"] if any(r is not None for r in s["ratings"]) else None for s in sets]
@@ -908,25 +915,32 @@ def candidate_lengths(pairs_dir: Path, limit: int) -> np.ndarray:
     return np.array([len(pair.summary) for pair in pairs], dtype=np.int64)
 
 
-def dev_summarizer(model_dir: Path, shortlist: int | None):
-    """The model with its own settings, but `shortlist` when not None."""
+def dev_summarizer(model_dir: Path, shortlist: int | None, device: str = "cpu"):
+    """The model with its own settings, but `shortlist` when not None, on `device` (fit's
+    train.train.device: auto, cpu or cuda)."""
     from denoisesum.inference.summarizer import Summarizer, load_model
 
-    summarizer = Summarizer(*load_model(model_dir))
+    model, vocab, config = load_model(model_dir)
+    summarizer = Summarizer(model, vocab, config, device)
     if shortlist is not None:
         summarizer.config.shortlist = shortlist
     return summarizer
 
 
 def search_min_length(
-    model_dir: Path, sets: list, grid: list[int], log: Log, shortlist: int | None = None
+    model_dir: Path,
+    sets: list,
+    grid: list[int],
+    log: Log,
+    shortlist: int | None = None,
+    device: str = "cpu",
 ) -> list[dict]:
     """Decode the review sets with each min_length of `grid` (the model's other settings) and
     score the summaries against the references (rouge-score F1): a row per value."""
     from denoisesum.evaluation.decoded import decode_and_score
     from denoisesum.evaluation.rouge import ROUGE_TYPES
 
-    summarizer = dev_summarizer(model_dir, shortlist)
+    summarizer = dev_summarizer(model_dir, shortlist, device)
     base = summarizer.config.decode
     rows = []
     for value in grid:
@@ -954,13 +968,14 @@ def compare_levers(
     levers: dict[str, dict],
     log: Log,
     shortlist: int | None = None,
+    device: str = "cpu",
 ) -> dict[str, dict]:
     """Decode the review sets with the model's decoding at `min_length` ("base") and with each
     lever's changes on top; rouge-score means and, for the levers, paired tests against base."""
     from denoisesum.evaluation.decoded import decode_and_score
     from denoisesum.evaluation.report import compare
 
-    summarizer = dev_summarizer(model_dir, shortlist)
+    summarizer = dev_summarizer(model_dir, shortlist, device)
     base = dataclasses.replace(
         summarizer.config.decode, min_length=min(min_length, summarizer.config.decode.max_length)
     )
