@@ -65,13 +65,23 @@ def reference(tiny, sets_file, tmp_path_factory) -> list[str]:
     return lines
 
 
+# the CLI with every batch taking at least 0.5 s more: time to interrupt a run midway
+SLOW_CLI = (
+    "import time, denoisesum.inference.bulk as bulk\n"
+    "decode = bulk.summarize_batch\n"
+    "bulk.summarize_batch = lambda *args: (time.sleep(0.5), decode(*args))[1]\n"
+    "from denoisesum.cli import main\n"
+    "main()\n"
+)
+
+
 def slow_summarize(tiny, sets_file, out) -> tuple[list[str], dict]:
-    """The command line of a summarize run into `out`, two entities a batch, and its
-    environment: each batch takes at least 0.5 s, time to interrupt it midway."""
+    """The command line of a summarize run into `out`, two entities a batch, each batch slowed
+    (SLOW_CLI), and its environment."""
     args = [
         sys.executable,
-        "-m",
-        "denoisesum.cli",
+        "-c",
+        SLOW_CLI,
         "summarize",
         str(sets_file),
         "--model",
@@ -81,7 +91,7 @@ def slow_summarize(tiny, sets_file, out) -> tuple[list[str], dict]:
         "--batch-size",
         "2",
     ]
-    return args, {**os.environ, "OMP_NUM_THREADS": "1", "DENOISESUM_TEST_BATCH_SLEEP": "0.5"}
+    return args, {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
 def test_a_killed_run_resumes_to_the_uninterrupted_output(tiny, sets_file, reference, tmp_path):

@@ -889,7 +889,6 @@ def run(
     total, skipped = (None, 0) if source == "-" else count_sets(sets(), summarizer, strict, done)
     progress = Progress(total, skipped)
     written = 0
-    delay = float(os.environ.get("DENOISESUM_TEST_BATCH_SLEEP", "0"))  # tests: kill midway
     with contextlib.ExitStack() as stack:
         if not resumable:
             handle = sys.stdout if output == "-" else stack.enter_context(atomic_write(output))
@@ -919,8 +918,6 @@ def run(
             sink.write(records, texts)
             written += len(records)
             progress.update(len(records))
-            if delay:
-                time.sleep(delay)
         if resumable and not started:  # nothing (left) to summarize
             if overwrite:
                 for stale in (path, spool(path)):
