@@ -230,14 +230,22 @@ def review_sides(
     for aspect, sides in per_aspect.items():
         mean = float(np.mean(sides))
         out[aspect] = 1 if mean > REVIEW_SIDE else -1 if mean < -REVIEW_SIDE else 0
+    out[OVERALL] = overall_side(reviews, model, stars)
+    return out
+
+
+def overall_side(
+    reviews: Sequence[str], model: RatingModel, stars: Sequence[float | None] | None = None
+) -> int:
+    """The reviews' side on the place: the polarity of their mean stars, given where every
+    review has them, else read."""
     given = [s for s in (stars or []) if s is not None]
     overall = (
         float(np.mean(given))
         if given and len(given) == len(reviews)
         else float(np.mean(model.stars(reviews)))
     )
-    out[OVERALL] = {"negative": -1, "mixed": 0, "positive": 1}[polarity(overall)]
-    return out
+    return {"negative": -1, "mixed": 0, "positive": 1}[polarity(overall)]
 
 
 def against_reviews(parts: Sequence[Clause], sides: dict[str, int]) -> list[int]:
@@ -270,8 +278,9 @@ def scoped_sides(
     """review_sides restricted to the aspects `scope` counts (check_opinion)."""
     if scope == "off":
         return {}
-    sides = review_sides(reviews, model, stars)
-    return {OVERALL: sides[OVERALL]} if scope == "overall" else sides
+    if scope == "overall":  # no clause of the reviews needed
+        return {OVERALL: overall_side(reviews, model, stars)}
+    return review_sides(reviews, model, stars)
 
 
 def check_clauses(parts: Sequence[Clause], sides: dict[str, int]) -> OpinionCheck:
