@@ -314,8 +314,4 @@ def at_odds(c: Clause) -> bool:
     """A clause whose cues say one thing and whose words read as the opposite, beyond the
     clause thresholds: "you will never waste your money" (a negated complaint, read 1.0
     stars), "nothing bad" (1.4): stock phrases that leave a reader unsure what is meant."""
-    return (
-        c.cued
-        and c.polarity * (c.stars - (NEGATIVE_CLAUSE + POSITIVE_CLAUSE) / 2) < 0
-        and (c.stars < NEGATIVE_CLAUSE or c.stars > POSITIVE_CLAUSE)
-    )
+    return c.cued and star_side(c.stars) == -c.polarity
