@@ -8,7 +8,7 @@ J=docs/results/judged
   --title "Decoding without self-contradiction: detector v2, what is cut, steering's reach (issue 31)" \
   --intro docs/results/contradiction-notes.md \
   --systems "tone 3.5 (previous)=T35new" "detector v2 + cut=D3" "+ reach 1.0, follow opinion=F10" \
-            "+ at odds (shipped)=G10" \
+            "+ at odds (shipped)=G10" "second search (not shipped)=RS" \
   --judged "part-15, round 2 (20 mixed and 10 negative businesses not judged before): previous against shipped=$J/part15-odds.summary.json" \
            "dev, round 2 (the 51 businesses of the earlier whole-sample study): previous against shipped=$J/dev-odds.summary.json" \
            "part-15, round 1 (20 mixed, 10 negative, 5 positive businesses not judged before): previous against '+ reach 1.0, follow opinion' (cut)=$J/part15-cut.summary.json" \
@@ -25,7 +25,8 @@ J=docs/results/judged
   ".venv/bin/python -m studies.faithfulness decode D3 \$S --set decode.opinion_reach=0 --set decode.follow_opinion=false   # at 58277f7 (before the at-odds cut)" \
   ".venv/bin/python -m studies.faithfulness decode F10 \$S --set decode.follow_opinion=true --set decode.opinion_reach=1.0   # at 58277f7" \
   ".venv/bin/python -m studies.faithfulness decode G10 \$S   # the shipped settings" \
-  ".venv/bin/python -m studies.faithfulness score T35new D3 F10 G10 --rating src/denoisesum/pretrained/denoisesum-yelp" \
+  ".venv/bin/python -m studies.opinion_retry RS   # the shipped settings, and a second search where the opinion is not the target's" \
+  ".venv/bin/python -m studies.faithfulness score T35new D3 F10 G10 RS --rating src/denoisesum/pretrained/denoisesum-yelp" \
   ".venv/bin/python -m studies.judging prepare runs/judge-part15-cut --sets part15 --systems tone35=runs/faith/T35new/part15.jsonl cut=runs/faith/F10/part15.jsonl --entities $J/part15-cut.entities.jsonl --parts 4 --seed 41" \
   ".venv/bin/python -m studies.judging prepare runs/judge-dev-cut --sets dev --systems tone35=runs/faith/T35new/dev.jsonl cut=runs/faith/F10/dev.jsonl --entities $J/dev-cut.entities.jsonl --parts 2 --seed 42" \
   ".venv/bin/python -m studies.judging prepare runs/judge-part15-odds --sets part15 --systems tone35=runs/faith/T35new/part15.jsonl odds=runs/faith/G10/part15.jsonl --entities $J/part15-odds.entities.jsonl --parts 3 --seed 51" \
