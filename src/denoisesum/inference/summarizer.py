@@ -72,6 +72,10 @@ from denoisesum.models.rating import POSITIVE, RatingModel, find_rating_model, p
 from denoisesum.models.store import CONFIG, load_denoisesum, parse_section
 from denoisesum.text import is_content_word
 
+# one entity's review stars (a star None where unknown; None: none known), and one per entity
+Ratings = Iterable[float | None] | None
+SetRatings = Iterable[Ratings] | None
+
 # The models installed with the package: package data under denoisesum/pretrained/, one directory
 # per model (pyproject.toml), loaded by name; the default is the Yelp summarizer.
 PRETRAINED = "pretrained"
@@ -435,7 +439,7 @@ class Summarizer:
         self,
         review_sets: Iterable[Iterable[str]],
         batch_size: int = 8,
-        ratings: Iterable[Iterable[float | None] | None] | None = None,
+        ratings: SetRatings = None,
         slice: str = "all",
     ) -> list[list[str]]:
         """Tokenized summaries (lower-cased, PTB clitics: what ROUGE scripts expect), one per
@@ -448,7 +452,7 @@ class Summarizer:
         self,
         review_sets: Iterable[Iterable[str]],
         batch_size: int,
-        ratings: Iterable[Iterable[float | None] | None] | None,
+        ratings: SetRatings,
         slice: str,
         warn: bool = True,
     ) -> tuple[list[list[str]], list[bool]]:
@@ -730,7 +734,7 @@ class Summarizer:
         review_sets: Iterable[Iterable[str]],
         batch_size: int = 8,
         warn: bool = True,
-        ratings: Iterable[Iterable[float | None] | None] | None = None,
+        ratings: SetRatings = None,
         slice: str = "all",
         **options: Any,
     ) -> list[str]:
@@ -747,11 +751,7 @@ class Summarizer:
         return summaries
 
     def summarize(
-        self,
-        reviews: Iterable[str],
-        ratings: Iterable[float | None] | None = None,
-        slice: str = "all",
-        **options: Any,
+        self, reviews: Iterable[str], ratings: Ratings = None, slice: str = "all", **options: Any
     ) -> str:
         """The readable summary of one entity's reviews (any iterable of texts; an
         UnreadableInputWarning when the model cannot read them: `input_warnings`). ratings:
@@ -770,7 +770,7 @@ class Summarizer:
     def summarize_results(
         self,
         review_sets: Iterable[Iterable[str]],
-        ratings: Iterable[Iterable[float | None] | None] | None = None,
+        ratings: SetRatings = None,
         slice: str = "all",
         batch_size: int = 8,
         explain: bool = False,
@@ -796,7 +796,7 @@ class Summarizer:
     def summarize_result(
         self,
         reviews: Iterable[str],
-        ratings: Iterable[float | None] | None = None,
+        ratings: Ratings = None,
         slice: str = "all",
         explain: bool = False,
         **options: Any,
