@@ -30,6 +30,7 @@ import lzma
 import os
 import random
 import re
+import shlex
 import shutil
 import time
 from pathlib import Path
@@ -509,7 +510,8 @@ def _run_options(out: Path, name: str) -> dict:
 
 
 def _option_flags(out: Path, name: str) -> str:
-    return "".join(f" --option {k}={json.dumps(v)}" for k, v in _run_options(out, name).items())
+    options = _run_options(out, name).items()
+    return "".join(f" --option {shlex.quote(f'{k}={json.dumps(v)}')}" for k, v in options)
 
 
 def _decoding_note(fits: dict[str, str], out: Path) -> str:

@@ -152,6 +152,9 @@ def calibrate(args: argparse.Namespace) -> None:
     file's rows as studies.judging collect writes them), per file and pooled; and how often it
     flags a human summary (none of which the judges found self-contradicting)."""
     rating = _rating(args)
+    names = [Path(p).name for p in args.judged]
+    if len(set(names)) < len(names):  # `judging collect` names every study judged.jsonl
+        raise SystemExit("calibrate: two judged files of one name; copy them under their own")
     table = {}
     for path in args.judged:
         counts = dict.fromkeys(("tp", "fp", "fn", "tn", "human", "human_flagged"), 0)

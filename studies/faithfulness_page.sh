@@ -23,5 +23,5 @@ cd "$(dirname "$0")/.."
   "# the conditioned model (docs/results/opinion-model/TRAINING.md) with the shipped decoding settings, rating.npz copied into its directory:" \
   "S=\"--set decode.avoid_contradiction=true --set decode.end_at_sentence=true --set decode.min_length=90 --set decode.max_length=110 --set decode.length_ratio=0.15 --set decode.against_reviews=overall --set decode.opinion_tone=3.25\"" \
   "for w in 0 2.5; do .venv/bin/python -m studies.faithfulness decode C\${w/./} --model runs/opinion-model --sets part15,dev,test \$S --set decode.opinion_weight=\$w; done" \
-  ".venv/bin/python -m studies.faithfulness score base F1 F1b C0 C25 && .venv/bin/python -m studies.faithfulness calibrate" \
+  ".venv/bin/python -m studies.faithfulness score base F1 F1b C0 C25 && .venv/bin/python -m studies.faithfulness calibrate --rating src/denoisesum/pretrained/denoisesum-yelp --judged ../shared/data/yelp/judged/meansum_dev_veridicality.jsonl" \
   "bash studies/faithfulness_page.sh"

@@ -165,7 +165,11 @@ def paired(args: argparse.Namespace) -> None:
     for path in args.judged:
         for _, r in iter_jsonl(path):
             by.setdefault(r["entity_id"], {})[r["system"]] = r
-    pairs = [(d[args.a], d[args.b]) for d in by.values()]
+    pairs = [(d[args.a], d[args.b]) for d in by.values() if args.a in d and args.b in d]
+    if not pairs:
+        raise SystemExit(f"paired: no business judged for both {args.a} and {args.b}")
+    if len(pairs) < len(by):
+        print(f"{len(by) - len(pairs)} businesses not judged for both systems: left out")
     for key in ("self_contradiction", "misleading"):
         fixed = sum(a[key] and not b[key] for a, b in pairs)
         new = sum(b[key] and not a[key] for a, b in pairs)
@@ -185,7 +189,7 @@ def paired(args: argparse.Namespace) -> None:
 
 
 def _share(row: dict, verdict: str) -> float:
-    return row["verdicts"].count(verdict) / len(row["verdicts"])
+    return row["verdicts"].count(verdict) / len(row["verdicts"]) if row["verdicts"] else 0.0
 
 
 def main() -> None:
@@ -204,8 +208,8 @@ def main() -> None:
     p.add_argument("out")
     p.set_defaults(func=collect)
     p = sub.add_parser("paired")
-    p.add_argument("a", help="the system judged first, e.g. tone35")
-    p.add_argument("b")
+    p.add_argument("a", help="the baseline system, e.g. tone35")
+    p.add_argument("b", help="the system compared with it")
     p.add_argument("judged", nargs="+", metavar="JUDGED.jsonl")
     p.set_defaults(func=paired)
     args = parser.parse_args()

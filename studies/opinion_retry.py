@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 
-import numpy as np
-
 from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import atomic_write
 from denoisesum.models.rating import polarity
@@ -28,26 +26,18 @@ from studies.faithfulness import RUNS, load_sets
 KEEPS = 0.6
 
 
-def target(s: dict, summarizer: Summarizer) -> float:
-    """The stars a summary of the set should convey: their mean, else the rating model's."""
-    given = [r for r in s["ratings"] or [] if r is not None]
-    if given and len(given) == len(s["reviews"]):
-        return float(np.mean(given))
-    return float(np.mean(summarizer.rating.stars(s["reviews"])))
-
-
 def retried(sets: list[dict], summarizer: Summarizer) -> tuple[list[str], int]:
     """The summaries, with the second search's where it agrees; and how many were replaced."""
     reviews = [s["reviews"] for s in sets]
     ratings = [s["ratings"] or None for s in sets]
     first = summarizer.summarize_batch(reviews, warn=False, ratings=ratings)
-    targets = [target(s, summarizer) for s in sets]
+    targets = [summarizer.target_stars(s["reviews"], s["ratings"] or []) for s in sets]
     read = summarizer.rating.stars(first)
     d = summarizer.config.decode
     ways = {
         "down": {
             "opinion_tone": min(5.0, d.opinion_tone + 0.5),
-            "opinion_reach": d.opinion_reach and d.opinion_reach + 0.5,  # 0: no limit
+            "opinion_reach": d.opinion_reach and min(4.0, d.opinion_reach + 0.5),  # 0: none
         },
         "up": {"opinion_weight": d.opinion_weight / 2},
     }

@@ -310,6 +310,22 @@ def test_contradiction_free_choice_ends_at_a_sentence(summarizer):
         assert tokens and (tokens[-1] in ".!?" or "." not in tokens)
 
 
+def test_a_cut_candidate_is_never_clean_nor_ends_mid_sentence(summarizer):
+    from denoisesum.inference.opinion import OVERALL
+
+    panned = {OVERALL: -1}
+    kept, offending = summarizer._cut("we will be back .".split(), panned)
+    assert offending and kept == "we will be back .".split()  # nothing else to keep, not clean
+    kept, offending = summarizer._cut("we will be back . the staff was".split(), panned)
+    assert offending and kept == "we will be back .".split()  # never the unfinished tail
+    kept, offending = summarizer._cut("the staff was rude . we will be back .".split(), panned)
+    assert offending and kept == "the staff was rude .".split()
+    assert summarizer._cut("the staff was rude .".split(), panned) == (
+        "the staff was rude .".split(),
+        False,
+    )
+
+
 def test_opinion_commands(tmp_path, rating):
     corpus = write_jsonl(
         tmp_path / "c.jsonl",

@@ -107,7 +107,8 @@ class DecodeConfig:
     # among the finished hypotheses, the best one with no self-contradiction and no clause
     # against the reviews (inference/opinion.py), else the best with its offending sentences cut
     avoid_contradiction: bool = False
-    # there, first the hypotheses whose opinion (the rating model's polarity) is the target's
+    # with avoid_contradiction and a rating model: among the hypotheses, first those whose
+    # opinion (the rating model's polarity) is the target's
     follow_opinion: bool = False
     # which clauses against the reviews count there: "all" (on any aspect: "a little pricey"
     # where reviewers call the prices fair), "overall" (a verdict on the place the reviews

@@ -8,27 +8,25 @@ by clause, and compares a summary's clauses with what the reviews say of the sam
 - A clause is a sentence, split once more at "but" / "however" / ";" (where opinions turn).
 - Its aspects are the groups of ASPECTS whose words it uses; a clause with none speaks of the
   place as a whole ("overall", which also holds recommending and coming back).
-- Its polarity comes first from opinion cues (CUES: "pricey", "reasonable", "be back",
-  "disappointed", ...), each flipped by a negation shortly before it ("not a bad experience",
-  "you will not be disappointed", "will not go back"): a bag of n-grams reads "not bad" as bad,
-  and a review that calls a place "a little pricey" is often a five-star one, so the rating
-  model alone hears neither. A clause without cues, or whose cues cancel, takes the rating
-  model's reading: positive above POSITIVE_CLAUSE, negative below NEGATIVE_CLAUSE, neither in
-  between (a clause that reads mixed asserts nothing a later clause could contradict).
+- Its polarity comes first from a verdict on the place (VERDICT_CUES: "be back", "never
+  again", "not disappointed", "worth"), whatever else the clause says ("you won't be going back
+  for a quick dinner" is a complaint, though "quick" is praise); then from opinion cues (CUES:
+  "pricey", "reasonable", "disappointed", ...). Each cue is flipped by a negation shortly
+  before it ("not a bad experience", "you will not be disappointed", "will not go back"): a bag
+  of n-grams reads "not bad" as bad, and a review that calls a place "a little pricey" is often
+  a five-star one, so the rating model alone hears neither. A clause without cues, or whose
+  cues cancel, takes the rating model's reading: positive above POSITIVE_CLAUSE, negative below
+  NEGATIVE_CLAUSE, neither in between (a clause that reads mixed asserts nothing a later clause
+  could contradict); a short one (fewer than MIN_READ_WORDS words: "go to this location")
+  asserts nothing, as the rating model reads such fragments of one-star reviews as one star.
 - The reviews' side on an aspect is the mean polarity of their clauses on it (beyond
   ±REVIEW_SIDE); overall, the polarity of their mean stars (given, else read).
-
-- A verdict on the place (VERDICT_CUES: "be back", "never again", "not disappointed", "worth")
-  decides its clause's polarity whatever else the clause says ("you won't be going back for a
-  quick dinner" is a complaint, though "quick" is praise). A short clause without cues (fewer
-  than MIN_READ_WORDS words: "go to this location") asserts nothing: the rating model reads such
-  fragments of one-star reviews as one star.
 
 `self_contradictions` is a summary giving one aspect both polarities, or a verdict on the place
 against a clause that plainly says the opposite ("this is a great place ... the service is
 terrible"); `against_reviews` is a clause whose polarity is the opposite of the reviews' on its
 aspect (their clauses on that aspect, or their stars overall). Precision and recall against
-hand judgements: docs/results/faithfulness.md.
+hand judgements: docs/results/contradiction.md.
 """
 
 from __future__ import annotations
@@ -138,7 +136,7 @@ def cue_polarity(tokens: Sequence[str], cues: dict[str, int] = CUES) -> int:
             continue
         cue = cues[token]
         if _NEGATORS & set(tokens[max(0, i - _NEGATION_REACH) : i]):
-            cue = 0 if cue > 0 and i and tokens[i - 1] in _HEDGES else -cue or -1
+            cue = 0 if cue > 0 and i and tokens[i - 1] in _HEDGES else (-cue or -1)
         total += cue
     return (total > 0) - (total < 0)
 
@@ -301,7 +299,7 @@ def clauses_to_cut(
     cut = set(check.against_reviews) | {i for i, c in enumerate(parts) if at_odds(c)}
     for i, j in check.contradictions:
         a, b = parts[i], parts[j]
-        if side and side in (-a.polarity, -b.polarity):
+        if side:  # the pair's polarities are opposite: one of them is against the reviews
             cut.add(i if a.polarity == -side else j)
         elif OVERALL in a.aspects and OVERALL not in b.aspects:
             cut.add(i)

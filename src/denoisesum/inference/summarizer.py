@@ -620,10 +620,10 @@ class Summarizer:
     def _consistent(
         self, cands: list[list[int]], best: int, reviews: list[list[int]], target: float | None
     ) -> list[str]:
-        """The first candidate (best first) with no self-contradiction and no clause against
-        the reviews, else the first with the sentences of such clauses cut
-        (opinion.clauses_to_cut; where all would go, only those of contradictions, else all
-        but the first), ending at its last sentence end. With decode.follow_opinion, first
+        """The first candidate (best first) with no self-contradiction, no clause against the
+        reviews and none at odds with itself, else the first with the sentences of such clauses
+        cut (opinion.clauses_to_cut; where all would go, all but those against the reviews,
+        else all but the first), ending at its last sentence end. With decode.follow_opinion, first
         among them those whose opinion (the rating model's polarity) is the target's."""
         texts = [" ".join(self.vocab.decode(r)) for r in reviews]
         stars = [target] * len(texts) if target is not None else None
@@ -642,19 +642,21 @@ class Summarizer:
         return next((k for k, cut in kept if not cut), kept[0][0])
 
     def _cut(self, tokens: list[str], sides: dict[str, int]) -> tuple[list[str], bool]:
-        """(tokens without the sentences of clauses to cut, whether any were cut), ending at
-        the last sentence end."""
+        """(the tokens without the sentences of clauses to cut, ending at a sentence end;
+        whether the candidate held any such clause, whatever could be cut)."""
+        tokens = _end_at_sentence(tokens)  # a tail cut off by max_length is never shown
         parts = clauses(" ".join(tokens), self.rating)
         check = check_clauses(parts, sides)
+        offending = clauses_to_cut(parts, check, sides)
         sentences = _sentences(tokens)
-        cut = {parts[i].sentence for i in clauses_to_cut(parts, check, sides)}
-        if len(cut) >= len(sentences):  # nothing would be left: only the contradictions go
+        cut = {parts[i].sentence for i in offending}
+        if len(cut) >= len(sentences):  # nothing would be left: not the clauses against reviews
             check = dataclasses.replace(check, against_reviews=[])
             cut = {parts[i].sentence for i in clauses_to_cut(parts, check, sides)}
         if len(cut) >= len(sentences):  # still nothing: the first sentence stays
             cut -= {0}
         kept = [t for s, x in enumerate(sentences) if s not in cut for t in x]
-        return _end_at_sentence(kept), bool(cut)
+        return kept, bool(offending)
 
     def _bf16(self) -> bool:
         """config.bf16 where this device computes bf16 (else fp32, with one warning)."""
