@@ -418,8 +418,8 @@ def test_decoding_min_length_on_dev_rouge(fitted):
 
 
 def test_fit_decodes_on_its_training_device(fitted, monkeypatch):
-    """The decode and evaluate stages summarize where fit trains (train.train.device, set by
-    --device), not always on the CPU."""
+    """The decode stage's search summarizes on the device it is given (the recipe passes
+    train.train.device, set by --device), not always on the CPU."""
     import denoisesum.inference.summarizer as summarizer_module
 
     asked = []
