@@ -133,6 +133,19 @@ def test_a_verdict_decides_its_clause_and_short_fragments_assert_nothing(rating)
     assert bare.polarity == 0
 
 
+def test_back_and_return_are_verdicts_only_after_a_verb_of_coming_back():
+    from denoisesum.inference.opinion import VERDICT_CUES, cue_polarity, verdict_words
+
+    def verdict(text: str) -> int:
+        return cue_polarity(verdict_words(text.split()), VERDICT_CUES)
+
+    assert verdict("we will be back") == 1
+    assert verdict("we will not be back") == -1
+    assert verdict("i will return") == 1
+    assert verdict("the food came back cold") == 0
+    assert verdict("we sat in the back") == 0
+
+
 def test_a_verdict_against_a_plain_opposite_is_a_contradiction(rating):
     against = clauses("we will be back . the staff was rude .", rating)
     assert [p.stars < 1.75 for p in against] == [False, True]

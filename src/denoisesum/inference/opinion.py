@@ -90,11 +90,13 @@ VERDICT_CUES: dict[str, int] = {
     **dict.fromkeys("disappointed avoid".split(), -1),
     "again": 0,
 }
+_MOVES = frozenset({"back", "return"})  # verdicts only after _MOVE_VERBS
+_MOVE_VERBS = frozenset({"be", "come", "coming", "go", "going", "will", "would", "'ll", "to"})
 _NEGATORS = frozenset({"not", "n't", "never", "no", "nothing", "hardly", "without", "from"})
 _NEGATION_REACH = 3  # a negator flips a cue up to this many tokens after it
 _HEDGES = frozenset({"the", "as", "that"})
 # words of a verdict on the whole place: their clause speaks of it overall too
-_VERDICTS = frozenset("worth recommend back return again disappointed avoid".split())
+_VERDICTS = frozenset(VERDICT_CUES)  # the words that decide a clause also put it on the place
 REVIEW_SIDE = 0.25  # the reviews take a side on an aspect when their mean polarity passes it
 _SPLITS = frozenset({"but", "however", ";", "although", "though", ",", "and"})
 _ENDS = frozenset({".", "!", "?"})
@@ -141,11 +143,21 @@ def cue_polarity(tokens: Sequence[str], cues: dict[str, int] = CUES) -> int:
     return (total > 0) - (total < 0)
 
 
+def verdict_words(tokens: Sequence[str]) -> list[str]:
+    """The tokens, with "back" and "return" blanked where no verb of coming back stands just
+    before them: "we will be back" and "will return" are verdicts, "the food came back cold"
+    and "the back room" are not."""
+    return [
+        "" if t in _MOVES and not _MOVE_VERBS & set(tokens[max(0, i - 2) : i]) else t
+        for i, t in enumerate(tokens)
+    ]
+
+
 def clause_polarity(tokens: Sequence[str], stars: float) -> tuple[int, bool]:
     """(polarity, cued): a verdict on the place first, then the other cues; else the rating
     model's reading, unless the clause holds a negation (which a bag of n-grams reads wrong:
     "there is n't much better" reads 2 stars) or is too short to read."""
-    cues = cue_polarity(tokens, VERDICT_CUES) or cue_polarity(tokens)
+    cues = cue_polarity(verdict_words(tokens), VERDICT_CUES) or cue_polarity(tokens)
     if cues or _NEGATORS & set(tokens):
         return cues, bool(cues)
     if sum(t.isalpha() for t in tokens) < MIN_READ_WORDS:
