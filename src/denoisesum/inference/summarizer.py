@@ -632,14 +632,18 @@ class Summarizer:
             scope = "all" if target is not None and target <= POSITIVE else "overall"
         sides = scoped_sides(texts, self.rating, stars, scope)  # once for every candidate
         order = [best] + [i for i in range(len(cands)) if i != best]
-        kept = [self._cut(self.vocab.decode(cands[i]), sides) for i in order]
-        if self.config.decode.follow_opinion and target is not None:
-            agree = self.rating.stars([" ".join(k) for k, _ in kept])
-            ranked = sorted(
-                range(len(kept)), key=lambda i: (polarity(agree[i]) != polarity(target), kept[i][1])
-            )
-            return kept[ranked[0]][0]
-        return next((k for k, cut in kept if not cut), kept[0][0])
+        kept = (self._cut(self.vocab.decode(cands[i]), sides) for i in order)  # lazily
+        if not (self.config.decode.follow_opinion and target is not None):
+            best_kept, best_offends = next(kept)
+            if not best_offends:
+                return best_kept
+            return next((k for k, offends in kept if not offends), best_kept)
+        every = list(kept)
+        agree = self.rating.stars([" ".join(k) for k, _ in every])
+        ranked = sorted(
+            range(len(every)), key=lambda i: (polarity(agree[i]) != polarity(target), every[i][1])
+        )
+        return every[ranked[0]][0]
 
     def _cut(self, tokens: list[str], sides: dict[str, int]) -> tuple[list[str], bool]:
         """(the tokens without the sentences of clauses to cut, ending at a sentence end;
