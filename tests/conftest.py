@@ -146,25 +146,56 @@ def build_wheel(work: Path) -> Path:
     return found
 
 
-def run_cli(*args, cwd: Path | None = None, **kwargs) -> subprocess.CompletedProcess:
+def run_cli(
+    *args, cwd: Path | None = None, timeout: float = 300, **kwargs
+) -> subprocess.CompletedProcess:
     """`python -m denoisesum.cli ARGS` in a subprocess (one torch thread), output captured."""
     return subprocess.run(
         [sys.executable, "-m", "denoisesum.cli", *map(str, args)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         cwd=cwd,
         env={**os.environ, "OMP_NUM_THREADS": "1"},
         **kwargs,
     )
 
 
+class Ran:
+    """A command's outcome as its user sees it: exit code, output, and whether it was refused."""
+
+    def __init__(self, done: subprocess.CompletedProcess) -> None:
+        self.done, self.exit_code = done, done.returncode
+        self.stdout, self.stderr, self.output = done.stdout, done.stderr, done.stdout + done.stderr
+
+    def refused(self, message: str) -> bool:
+        return refused(self.done, message)
+
+
+def ran_cli(*args, cwd: Path | None = None) -> Ran:
+    """run_cli with two minutes to finish, as a Ran."""
+    return Ran(run_cli(*args, cwd=cwd, timeout=120))
+
+
+# input a Yelp model cannot read: another script, another language, no words
+UNREADABLE = {
+    "chinese": ["这家餐厅的拉面非常好吃，服务也很周到。", "价格合理，环境干净，推荐！"],
+    "french": [
+        "Le restaurant était excellent, le service rapide.",
+        "Très bon rapport qualité-prix, je recommande vivement ce bistrot.",
+    ],
+    "punctuation": ["!!! ??? ...", "--- ;;; ,,,"],
+    "emoji": ["😀😀🍜🍜👍", "🔥🔥 😋"],
+    "zero-width": ["\u200b\u200b\u200b", "\u200c\u200d\ufeff"],
+}
+
+
 def refused(done: subprocess.CompletedProcess, message: str) -> bool:
-    """An error of one line holding `message`, no traceback."""
+    """An error of one line holding `message`, no traceback anywhere in the output."""
     lines = done.stderr.strip().splitlines()
     return (
         done.returncode == 2
-        and "Traceback" not in done.stderr
+        and "Traceback" not in (done.stdout or "") + done.stderr
         and bool(lines)
         and lines[-1].startswith("error: ")
         and message in lines[-1]

@@ -4,43 +4,11 @@ the work, a traceback or a misleading message for a bad input. Each through the 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import synthetic_reviews, write_jsonl
-
-
-class Ran:
-    def __init__(self, done: subprocess.CompletedProcess) -> None:
-        self.exit_code, self.stdout, self.stderr = done.returncode, done.stdout, done.stderr
-        self.output = done.stdout + done.stderr
-
-    def refused(self, message: str) -> bool:
-        """An error of one line holding `message`, no traceback."""
-        lines = self.stderr.strip().splitlines()
-        return (
-            self.exit_code == 2
-            and "Traceback" not in self.output
-            and lines[-1].startswith("error: ")
-            and message in lines[-1]
-        )
-
-
-def run_cli(*args, cwd: Path | None = None) -> Ran:
-    return Ran(
-        subprocess.run(
-            [sys.executable, "-m", "denoisesum.cli", *map(str, args)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=cwd,
-            env={**os.environ, "OMP_NUM_THREADS": "1"},
-        )
-    )
+from conftest import ran_cli, synthetic_reviews, write_jsonl
 
 
 @pytest.fixture
@@ -75,14 +43,14 @@ def a_file(tmp_path) -> Path:
 
 def test_vocab_refuses_to_overwrite_a_corpus_file(corpus, tmp_path):
     before = corpus.read_text()
-    result = run_cli("vocab", "*.jsonl", "-o", "corpus.jsonl", cwd=tmp_path)  # a glob names it
+    result = ran_cli("vocab", "*.jsonl", "-o", "corpus.jsonl", cwd=tmp_path)  # a glob names it
     assert result.refused("corpus.jsonl: is also an input"), result.output
     assert corpus.read_text() == before
 
 
 def test_baseline_refuses_to_overwrite_its_corpus(corpus, sets):
     before = corpus.read_text()
-    result = run_cli("baseline", "word2vec", sets, "--corpus", corpus, "-o", corpus)
+    result = ran_cli("baseline", "word2vec", sets, "--corpus", corpus, "-o", corpus)
     assert result.refused("is also an input"), result.output
     assert corpus.read_text() == before and "sampled" not in result.stderr  # before training
 
@@ -107,7 +75,7 @@ def test_leaderboard_refuses_to_overwrite_a_system_or_corpus_file(corpus, sets, 
             tmp_path / "board.md",
         ),
     ):
-        result = run_cli(*base, *args)
+        result = ran_cli(*base, *args)
         assert result.refused("is also an input"), (args, result.output)
         assert "first:" not in result.stderr  # refused before any baseline ran
     assert {p: p.read_text() for p in before} == before
@@ -115,7 +83,7 @@ def test_leaderboard_refuses_to_overwrite_a_system_or_corpus_file(corpus, sets, 
 
 
 def test_leaderboard_refuses_a_save_predictions_file_before_any_baseline(sets, a_file, tmp_path):
-    result = run_cli(
+    result = ran_cli(
         "leaderboard",
         sets,
         "--metrics",
@@ -151,7 +119,7 @@ def test_a_word2vec_folder_that_is_a_file_is_refused_before_training(
             tmp_path / "b.md",
         ),
     ):
-        result = run_cli(*args)
+        result = ran_cli(*args)
         assert result.refused(f"{a_file}: is a file; the output must be a directory"), (
             args,
             result.output,
@@ -170,7 +138,7 @@ def test_leaderboard_notes_that_are_a_directory_missing_or_not_text(sets, tmp_pa
         ("missing.md", "no such file"),
         ("latin1.md", "not UTF-8 text (byte 3)"),
     ):
-        result = run_cli(
+        result = ran_cli(
             "leaderboard",
             sets,
             "--metrics",
@@ -188,7 +156,7 @@ def test_leaderboard_notes_that_are_a_directory_missing_or_not_text(sets, tmp_pa
 def test_leaderboard_predictions_without_a_name_is_one_line_when_the_page_exists(sets, tmp_path):
     page = tmp_path / "board.md"
     page.write_text("# an earlier page\n")
-    result = run_cli(
+    result = ran_cli(
         "leaderboard",
         sets,
         "--baselines",
@@ -231,7 +199,7 @@ def test_a_config_that_is_a_directory_missing_or_not_utf8_is_one_line(corpus, tm
             "latin1.toml, field '--config': not UTF-8 text (byte 5)",
         ),
     ):
-        result = run_cli(*args)
+        result = ran_cli(*args)
         assert result.refused(message), (args, result.output)
 
 
@@ -242,7 +210,7 @@ def test_a_cache_that_is_a_file_is_refused_before_tokenizing(corpus, a_file, tmp
         ("synthesize", corpus, "--lm", tmp_path / "lm", "-o", tmp_path / "pairs"),
         ("train", tmp_path, "-o", tmp_path / "run"),
     ):
-        result = run_cli(*args, "--cache", a_file)
+        result = ran_cli(*args, "--cache", a_file)
         assert result.refused(f"{a_file}: is a file; the output must be a directory"), (
             args,
             result.output,
@@ -257,7 +225,7 @@ def test_synthesize_checks_its_language_model_before_tokenizing(corpus, tmp_path
         ("missing", "no such model directory"),
         ("empty", "not a model directory: model.safetensors is missing"),
     ):
-        result = run_cli(
+        result = ran_cli(
             "synthesize", corpus, "--lm", tmp_path / lm, "-o", tmp_path / "pairs", "--workers", "0"
         )
         assert result.refused(f"{lm}: {message}"), result.output
@@ -270,7 +238,7 @@ def test_synthesize_dev_and_excluded_entities_are_named_not_called_corrupt(corpu
         ("--dev", "dev", "is a directory, not a file"),
         ("--exclude-entities", "ids.txt", "no such file"),
     ):
-        result = run_cli(
+        result = ran_cli(
             "synthesize",
             corpus,
             "--lm",
@@ -294,7 +262,7 @@ def test_train_checks_its_vocab_and_topic_model_before_the_caches(a_file, tmp_pa
         ),
         (("--topics", a_file), f"{a_file}: not a topic model directory (topics.json is missing"),
     ):
-        result = run_cli("train", tmp_path / "pairs", "-o", tmp_path / "run", *args)
+        result = ran_cli("train", tmp_path / "pairs", "-o", tmp_path / "run", *args)
         assert result.refused(message), (args, result.output)
         assert not (tmp_path / "run").exists()  # refused before the run directory is made
 
@@ -302,7 +270,7 @@ def test_train_checks_its_vocab_and_topic_model_before_the_caches(a_file, tmp_pa
 def test_fit_names_a_config_or_dev_that_is_a_directory(corpus, tmp_path):
     (tmp_path / "folder").mkdir()
     for option in ("--config", "--dev"):
-        result = run_cli(
+        result = ran_cli(
             "fit", corpus, "-o", tmp_path / "model", "--preset", "tiny", option, tmp_path / "folder"
         )
         assert result.refused(f"folder, field '{option}': is a directory, not a file"), (

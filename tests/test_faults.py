@@ -8,6 +8,7 @@ import stat
 import pytest
 import torch
 
+from conftest import UNREADABLE, ran_cli
 from denoisesum.errors import InputError
 from denoisesum.io import atomic_write, check_output, write_json
 
@@ -93,27 +94,6 @@ def test_a_damaged_model_file_is_one_error_naming_the_file(tmp_path):
 # ---- through the command line -----------------------------------------------------------
 
 
-class Ran:
-    def __init__(self, done) -> None:
-        self.exit_code, self.output = done.returncode, done.stdout + done.stderr
-
-
-def run_cli(*args) -> Ran:
-    """The real command, in a subprocess: what a user sees, error handling included."""
-    import subprocess
-    import sys
-
-    return Ran(
-        subprocess.run(
-            [sys.executable, "-m", "denoisesum.cli", *map(str, args)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={**os.environ, "OMP_NUM_THREADS": "1"},
-        )
-    )
-
-
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     from conftest import save_tiny_summarizer
@@ -142,27 +122,27 @@ def sets_file(tmp_path):
 
 def test_summarize_refuses_a_directory_output_before_decoding(tiny_model, sets_file, tmp_path):
     (tmp_path / "somedir").mkdir()
-    result = run_cli("summarize", sets_file, "--model", tiny_model, "-o", tmp_path / "somedir")
+    result = ran_cli("summarize", sets_file, "--model", tiny_model, "-o", tmp_path / "somedir")
     assert result.exit_code != 0 and "somedir: is a directory" in result.output
     assert "Traceback" not in result.output and not list((tmp_path / "somedir").iterdir())
 
 
 def test_no_command_overwrites_its_input(tiny_model, sets_file, tmp_path):
     before = sets_file.read_text()
-    result = run_cli("summarize", sets_file, "--model", tiny_model, "-o", sets_file)
+    result = ran_cli("summarize", sets_file, "--model", tiny_model, "-o", sets_file)
     assert result.exit_code != 0 and "is also an input" in result.output
     assert sets_file.read_text() == before
     predictions = tmp_path / "p.jsonl"
     predictions.write_text(json.dumps({"entity_id": "a", "summary": "good food"}) + "\n")
     kept = predictions.read_text()
-    result = run_cli(
+    result = ran_cli(
         "evaluate", predictions, sets_file, "--metrics", "rouge", "--per-entity", predictions
     )
     assert result.exit_code != 0 and "is also an input" in result.output
     assert predictions.read_text() == kept
-    result = run_cli("baseline", "first", sets_file, "-o", sets_file)
+    result = ran_cli("baseline", "first", sets_file, "-o", sets_file)
     assert result.exit_code != 0 and sets_file.read_text() == before
-    result = run_cli(
+    result = ran_cli(
         "leaderboard",
         sets_file,
         "--predictions",
@@ -184,27 +164,15 @@ def test_a_directory_given_as_an_input_file_is_named_as_one(tiny_model, tmp_path
         ("evaluate", tmp_path / "d", tmp_path / "d", "--metrics", "rouge"),
         ("stats", tmp_path / "d"),
     ):
-        result = run_cli(*args)
+        result = ran_cli(*args)
         assert result.exit_code != 0 and "is a directory" in result.output, args
         assert "no such file" not in result.output
 
 
 def test_an_output_directory_that_is_a_file_is_refused(tmp_path):
     (tmp_path / "run").write_text("not a directory")
-    result = run_cli("train", tmp_path, "-o", tmp_path / "run")
+    result = ran_cli("train", tmp_path, "-o", tmp_path / "run")
     assert result.exit_code != 0 and "is a file; the output must be a directory" in result.output
-
-
-UNREADABLE = {
-    "chinese": ["这家餐厅的拉面非常好吃，服务也很周到。", "价格合理，环境干净，推荐！"],
-    "french": [
-        "Le restaurant était excellent, le service rapide.",
-        "Très bon rapport qualité-prix, je recommande vivement ce bistrot.",
-    ],
-    "punctuation": ["!!! ??? ...", "--- ;;; ,,,"],
-    "emoji": ["😀😀🍜🍜👍", "🔥🔥 😋"],
-    "zero-width": ["\u200b\u200b\u200b", "\u200c\u200d\ufeff"],
-}
 
 
 def test_unreadable_input_is_flagged_and_refused_under_strict(tiny_model, tmp_path):
@@ -219,14 +187,14 @@ def test_unreadable_input_is_flagged_and_refused_under_strict(tiny_model, tmp_pa
         )
     )
     out = tmp_path / "out.jsonl"
-    result = run_cli("summarize", sets, "--model", tiny_model, "-o", out)
+    result = ran_cli("summarize", sets, "--model", tiny_model, "-o", out)
     assert result.exit_code == 0, result.output
     records = {r["entity_id"]: r for r in map(json.loads, out.read_text().splitlines())}
     for name in UNREADABLE:
         assert records[name]["warnings"], name
         assert f"warning: entity {name}:" in result.output
     assert "warnings" not in records["en"]
-    strict = run_cli(
+    strict = ran_cli(
         "summarize", sets, "--model", tiny_model, "-o", tmp_path / "s.jsonl", "--strict"
     )
     assert (

@@ -21,7 +21,7 @@ pytest.importorskip(
 import httpx
 from fastapi.testclient import TestClient
 
-from conftest import save_tiny_summarizer
+from conftest import UNREADABLE, save_tiny_summarizer
 from denoisesum.data.vocab import EOS_ID
 from denoisesum.inference.beam import DecodeConfig
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
@@ -81,18 +81,6 @@ def test_summarize_answers_as_the_python_api(client, summarizer):
     assert summary and support["sentences"]
     for sentence in support["sentences"]:  # spans index the summary
         assert summary[sentence["start"] : sentence["end"]] == sentence["text"]
-
-
-UNREADABLE = {
-    "chinese": ["这家餐厅的拉面非常好吃，服务也很周到。", "价格合理，环境干净，推荐！"],
-    "french": [
-        "Le restaurant était excellent, le service rapide.",
-        "Très bon rapport qualité-prix, je recommande vivement ce bistrot.",
-    ],
-    "punctuation": ["!!! ??? ...", "--- ;;; ,,,"],
-    "emoji": ["😀😀🍜🍜👍", "🔥🔥 😋"],
-    "zero-width": ["\u200b\u200b\u200b", "\u200c\u200d\ufeff"],
-}
 
 
 def test_input_the_model_cannot_read_is_flagged(client):
