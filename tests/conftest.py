@@ -147,16 +147,17 @@ def build_wheel(work: Path) -> Path:
 
 
 def run_cli(
-    *args, cwd: Path | None = None, timeout: float = 300, **kwargs
+    *args, cwd: Path | None = None, timeout: float = 300, env: dict | None = None, **kwargs
 ) -> subprocess.CompletedProcess:
-    """`python -m denoisesum.cli ARGS` in a subprocess (one torch thread), output captured."""
+    """`python -m denoisesum.cli ARGS` in a subprocess (one torch thread, `env` added to the
+    environment), output captured."""
     return subprocess.run(
         [sys.executable, "-m", "denoisesum.cli", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=timeout,
         cwd=cwd,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
         **kwargs,
     )
 

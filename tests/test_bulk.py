@@ -4,6 +4,7 @@ after a kill, the settings sidecar, output formats by extension, progress lines.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import os
 import signal
@@ -14,21 +15,14 @@ from pathlib import Path
 
 import pytest
 
+import conftest
 from conftest import save_tiny_summarizer, synthetic_reviews, write_jsonl
 from denoisesum.inference import bulk
 
 N_ENTITIES = 12
 
 
-def run_cli(*args, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "denoisesum.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
-        **kwargs,
-    )
+run_cli = functools.partial(conftest.run_cli, timeout=180)
 
 
 @pytest.fixture(scope="module")

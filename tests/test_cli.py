@@ -1,20 +1,12 @@
 import json
-import subprocess
-import sys
 
 import pytest
 from typer.testing import CliRunner
 
+from conftest import run_cli
 from denoisesum.cli import app
 
 runner = CliRunner()
-
-
-def run_cli(*args):
-    """Run the real console entry point, as a user would."""
-    return subprocess.run(
-        [sys.executable, "-m", "denoisesum.cli", *map(str, args)], capture_output=True, text=True
-    )
 
 
 def test_help_lists_subcommands():

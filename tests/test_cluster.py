@@ -4,14 +4,13 @@ and resume it the same way (the entities already written are skipped)."""
 
 from __future__ import annotations
 
+import functools
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import conftest
 from conftest import refused, save_tiny_summarizer, synthetic_reviews, write_jsonl
 from denoisesum.errors import DenoiseSumError
 from denoisesum.inference import bulk, cluster
@@ -21,14 +20,7 @@ pytest.importorskip("distributed", reason="the dask extra is not installed")
 N_ENTITIES = 10
 
 
-def run_cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "denoisesum.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )
+run_cli = functools.partial(conftest.run_cli, timeout=180)
 
 
 @pytest.fixture(scope="module")
