@@ -93,6 +93,15 @@ def synth_config(**kw):
     return pipeline.SynthesisConfig(**base)
 
 
+def synthesize(workspace, out, config=None, corpus=None, workers=0, **kwargs):
+    """pipeline.synthesize of the workspace's corpus (or `corpus`) with its LM, quietly."""
+    corpus = workspace["corpus"] if corpus is None else corpus
+    config = synth_config() if config is None else config
+    return pipeline.synthesize(
+        corpus, out, workspace["lm"], config, workers=workers, progress=False, **kwargs
+    )
+
+
 def read_pairs(out):
     pairs = []
     for shard in sorted((out / "shards").glob("*.jsonl.gz")):
@@ -314,9 +323,7 @@ def reference_top_n(corpus, idf, candidate, entity, n):
 def test_pairs_and_document_noise(workspace, tmp_path):
     corpus = workspace["corpus"]
     out = tmp_path / "syn"
-    manifest = pipeline.synthesize(
-        corpus, out, workspace["lm"], synth_config(), workers=0, progress=False
-    )
+    manifest = synthesize(workspace, out, corpus=corpus)
     pairs = read_pairs(out)
     assert manifest["pairs"] == len(pairs) == 24
     assert [p["pair_id"] for p in pairs] == list(range(24))
@@ -345,14 +352,7 @@ def test_random_document_noise_draws_other_reviews_of_the_entity(workspace, tmp_
         check(synth_config(document_noise="nearest"))
     similar, rand = tmp_path / "similar", tmp_path / "random"
     for out, kind in ((similar, "similar"), (rand, "random")):
-        pipeline.synthesize(
-            corpus,
-            out,
-            workspace["lm"],
-            synth_config(document_noise=kind),
-            workers=0,
-            progress=False,
-        )
+        synthesize(workspace, out, synth_config(document_noise=kind), corpus=corpus)
     idf = np.load(rand / "idf.npy")
     differs = 0
     for s_pair, r_pair in zip(read_pairs(similar), read_pairs(rand), strict=True):
@@ -391,16 +391,12 @@ def brute_support(corpus, idf, candidate, n):
 def test_central_pairs_keep_the_best_supported_candidates(workspace, tmp_path):
     corpus = workspace["corpus"]
     full = synth_config(pairs=10_000)  # every eligible candidate becomes a pair
-    everyone = pipeline.synthesize(
-        corpus, tmp_path / "all", workspace["lm"], full, workers=0, progress=False
-    )
-    central = pipeline.synthesize(
-        corpus,
+    everyone = synthesize(workspace, tmp_path / "all", full, corpus=corpus)
+    central = synthesize(
+        workspace,
         tmp_path / "central",
-        workspace["lm"],
         synth_config(pairs=10_000, central_fraction=0.3),
-        workers=0,
-        progress=False,
+        corpus=corpus,
     )
     idf = np.load(tmp_path / "all" / "idf.npy")
     eligible = sorted(p["candidate_review"] for p in read_pairs(tmp_path / "all"))
@@ -450,42 +446,20 @@ def test_added_settings_are_checked_and_absent_from_old_fingerprints(workspace, 
 
 def test_exclusions(workspace, tmp_path):
     out = tmp_path / "syn"
-    pipeline.synthesize(
-        workspace["corpus"],
-        out,
-        workspace["lm"],
-        synth_config(pairs=10),
-        excluded=["e0", "e1"],
-        workers=0,
-        progress=False,
-    )
+    synthesize(workspace, out, synth_config(pairs=10), excluded=["e0", "e1"])
     assert not {p["entity_id"] for p in read_pairs(out)} & {"e0", "e1"}
 
 
 def test_same_output_for_0_1_2_workers(workspace, tmp_path):
     hashes = []
     for workers in (0, 1, 2):
-        manifest = pipeline.synthesize(
-            workspace["corpus"],
-            tmp_path / f"w{workers}",
-            workspace["lm"],
-            synth_config(),
-            workers=workers,
-            progress=False,
-        )
+        manifest = synthesize(workspace, tmp_path / f"w{workers}", workers=workers)
         hashes.append([s["sha256"] for s in manifest["shards"]])
     assert hashes[0] == hashes[1] == hashes[2]
 
 
 def test_resume_after_a_killed_run(workspace, tmp_path, monkeypatch):
-    reference = pipeline.synthesize(
-        workspace["corpus"],
-        tmp_path / "ref",
-        workspace["lm"],
-        synth_config(),
-        workers=0,
-        progress=False,
-    )
+    reference = synthesize(workspace, tmp_path / "ref")
     real_run_shard = pipeline.run_shard
 
     def dies_on_shard_3(shard, job):
@@ -495,46 +469,18 @@ def test_resume_after_a_killed_run(workspace, tmp_path, monkeypatch):
 
     monkeypatch.setattr(pipeline, "run_shard", dies_on_shard_3)
     with pytest.raises(KeyboardInterrupt):
-        pipeline.synthesize(
-            workspace["corpus"],
-            tmp_path / "cut",
-            workspace["lm"],
-            synth_config(),
-            workers=0,
-            progress=False,
-        )
+        synthesize(workspace, tmp_path / "cut")
     assert len(list((tmp_path / "cut" / "shards").glob("*.gz"))) == 3
     monkeypatch.setattr(pipeline, "run_shard", real_run_shard)
-    resumed = pipeline.synthesize(
-        workspace["corpus"],
-        tmp_path / "cut",
-        workspace["lm"],
-        synth_config(),
-        workers=0,
-        progress=False,
-    )
+    resumed = synthesize(workspace, tmp_path / "cut")
     assert resumed["this_run"]["shards_computed"] == math.ceil(24 / 5) - 3
     assert [s["sha256"] for s in resumed["shards"]] == [s["sha256"] for s in reference["shards"]]
 
 
 def test_changed_settings_in_the_same_directory_are_refused(workspace, tmp_path):
-    pipeline.synthesize(
-        workspace["corpus"],
-        tmp_path / "s",
-        workspace["lm"],
-        synth_config(pairs=5),
-        workers=0,
-        progress=False,
-    )
+    synthesize(workspace, tmp_path / "s", synth_config(pairs=5))
     with pytest.raises(Exception, match="other inputs or settings"):
-        pipeline.synthesize(
-            workspace["corpus"],
-            tmp_path / "s",
-            workspace["lm"],
-            synth_config(pairs=6),
-            workers=0,
-            progress=False,
-        )
+        synthesize(workspace, tmp_path / "s", synth_config(pairs=6))
 
 
 def test_malformed_corpus_gets_a_clear_error(tmp_path):
