@@ -320,46 +320,28 @@ def test_settings_fit_owns_are_refused(fitted, tmp_path):
             for i in range(2)
         ],
     )
-    cfg = fit_config(
-        FitRequest(
-            [str(fitted["corpus"])],
-            tmp_path / "m",
-            preset="tiny",
-            dev=dev,
-            overrides=["synthesize.n_std=0.25"],
-            budget_hours=1,
+
+    def config(*overrides: str, **request):
+        """fit's settings for the tiny preset into tmp_path / "m" with `overrides`."""
+        return fit_config(
+            FitRequest(
+                [str(fitted["corpus"])],
+                tmp_path / "m",
+                preset="tiny",
+                overrides=list(overrides),
+                **request,
+            )
         )
-    )
+
+    cfg = config("synthesize.n_std=0.25", dev=dev, budget_hours=1)
     assert (cfg.synthesize.n_mean, cfg.synthesize.n_std) == (3.5, 0.25)  # --set wins over --dev
     assert cfg.train.train.select_on == "dev-rouge" and cfg.train.train.max_minutes == 48
     with pytest.raises(ConfigError, match="needs --dev"):
-        fit_config(
-            FitRequest(
-                [str(fitted["corpus"])],
-                tmp_path / "m",
-                preset="tiny",
-                overrides=['train.train.select_on="dev-rouge"'],
-            )
-        )
+        config('train.train.select_on="dev-rouge"')
     with pytest.raises(ConfigError, match="levers are chosen on dev ROUGE: they need --dev"):
-        fit_config(
-            FitRequest(
-                [str(fitted["corpus"])],
-                tmp_path / "m",
-                preset="tiny",
-                overrides=["decode.levers.greedy.beam_size=1"],
-            )
-        )
+        config("decode.levers.greedy.beam_size=1")
     with pytest.raises(ConfigError, match=r"'decode\.levers\.x\.restate_overlap': 2\.0 must be"):
-        fit_config(
-            FitRequest(
-                [str(fitted["corpus"])],
-                tmp_path / "m",
-                preset="tiny",
-                dev=dev,
-                overrides=["decode.levers.x.restate_overlap=2"],
-            )
-        )
+        config("decode.levers.x.restate_overlap=2", dev=dev)
 
 
 def test_a_run_killed_while_training_finishes_with_the_same_model(fitted, tmp_path):
