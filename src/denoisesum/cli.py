@@ -720,6 +720,7 @@ def baseline(
 
 @app.command("leaderboard")
 def leaderboard_command(
+    ctx: typer.Context,
     gold: Annotated[
         Path,
         typer.Argument(
@@ -786,23 +787,8 @@ def leaderboard_command(
     from denoisesum.io import atomic_write
 
     groups, optional = requested_metrics(metrics, LeaderboardOptions.metrics)
-    options = LeaderboardOptions(
-        gold,
-        systems=systems or [],
-        baselines=baselines,
-        predictions=predictions or [],
-        metrics=",".join(groups),
-        limit=limit,
-        words=words,
-        seed=seed,
-        corpus=corpus or [],
-        sample=sample,
-        word2vec_model=word2vec_model,
-        notes=notes,
-        title=title,
-        save_predictions=save_predictions,
-        output=output,
-    )
+    # the options are named as LeaderboardOptions' fields: the command's parameters, as given
+    options = LeaderboardOptions(**{**ctx.params, "metrics": ",".join(groups)})
     entries, page = board.make_page(options, log=_log, optional=optional)
     with atomic_write(output) as handle:
         handle.write(page)

@@ -37,6 +37,10 @@ class LeaderboardOptions:
     save_predictions: Path | None = None
     output: Path = Path("docs/results/leaderboard-yelp.md")
 
+    def __post_init__(self) -> None:
+        for name in ("systems", "predictions", "corpus"):  # the command gives None for none
+            setattr(self, name, list(getattr(self, name) or []))
+
     def baseline_names(self) -> list[str]:
         return [n.strip() for n in self.baselines.split(",") if n.strip()]
 
