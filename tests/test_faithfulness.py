@@ -187,69 +187,6 @@ def test_a_clause_at_odds_with_itself_is_cut(rating):
     assert not at_odds(plain)
 
 
-def test_both_sides_adds_the_side_left_out_without_verdicts_or_contradictions(rating):
-    from denoisesum.inference.opinion import both_sides, lean
-
-    def sentences(*texts: str) -> list[list[str]]:
-        return [t.split() for t in texts]
-
-    summary = sentences(
-        "this is the best place ever .", "the food was great .", "staff was friendly ."
-    )
-    complaints = sentences(
-        "we will never go back .",
-        "the staff was rude .",
-        "the food was cold .",
-        "this place was ok .",
-        "the room was dirty .",
-    )
-    assert lean(summary, rating) > 0 and lean(complaints, rating) < 0
-    # verdicts on the place go, "rude" and "cold" would contradict what is kept, "ok" takes no
-    # side on anything
-    assert both_sides(summary, complaints, -1, rating, 100) == sentences(
-        "the food was great .", "staff was friendly .", "the room was dirty ."
-    )
-    # one sentence of each even past the word budget, then nothing more ("friendly" is not
-    # kept, so "rude" contradicts nothing)
-    assert both_sides(summary, complaints, -1, rating, 4) == sentences(
-        "the food was great .", "the staff was rude ."
-    )
-    assert both_sides(summary, sentences("the room was clean ."), -1, rating, 100) == []
-
-
-def test_a_mixed_set_is_summarized_from_both_sides(summarizer, monkeypatch):
-    from denoisesum.inference import summarizer as module
-    from denoisesum.inference.opinion import lean
-    from denoisesum.inference.summarizer import _sentences
-
-    texts, _ = sets_of(1)
-    stars = [5.0, 5.0, 4.0, 1.0, 2.0, 3.0]  # mixed: three praise, three complaints
-    assert summarizer._sides(texts[0], stars, 3.3) is None  # decode.mixed_sides is off
-    old = summarizer.config.decode
-    try:
-        summarizer.config.decode = replace(old, mixed_sides=True)
-        assert summarizer._sides(texts[0], stars, 3.3) == (([0, 1, 2], 14 / 3), ([3, 4, 5], 2.0))
-        assert summarizer._sides(texts[0], stars, 4.0) is None  # reads positive
-        assert summarizer._sides(texts[0], [5.0] * 6, 3.0) is None  # no complaint
-        halves = []
-
-        def told(summary, other, side, model, words):
-            halves.append(([t for s in summary for t in s], [t for s in other for t in s], side))
-            return [["both", "."]]
-
-        monkeypatch.setattr(module, "both_sides", told)
-        assert summarizer.summarize_tokens(texts[0], stars) == ["both", "."]
-        [(whole, other, side)] = halves
-        monkeypatch.setattr(summarizer.config.decode, "mixed_sides", False)
-        assert whole == summarizer.summarize_tokens(texts[0], stars)
-        # the side the summary leaves out, decoded apart from its own reviews
-        assert side == (-1 if lean(_sentences(whole), summarizer.rating) >= 0 else 1)
-        keep = slice(3, None) if side < 0 else slice(0, 3)
-        assert other == summarizer.summarize_tokens(texts[0][keep], stars[keep])
-    finally:
-        summarizer.config.decode = old
-
-
 def test_contradicted_evidence_and_the_out_of_domain_warning(rating):
     reviews = ["the food was terrible . the food was bland and awful .", "the wait was slow ."]
     e = explain(reviews, "The food was amazing and cheap. The wait was slow.", rating=rating)

@@ -110,10 +110,6 @@ class DecodeConfig:
     # with avoid_contradiction and a rating model: among the hypotheses, first those whose
     # opinion (the rating model's polarity) is the target's
     follow_opinion: bool = False
-    # with a rating model: reviews that read mixed, some praising and some complaining, get a
-    # summary of each side (decoded apart) told together (opinion.both_sides), not one that
-    # takes a side
-    mixed_sides: bool = False
     # which clauses against the reviews count there: "all" (on any aspect: "a little pricey"
     # where reviewers call the prices fair), "overall" (a verdict on the place the reviews
     # contradict: "you will not be disappointed" of a one-star business), "below-positive"

@@ -98,8 +98,6 @@ _HEDGES = frozenset({"the", "as", "that"})
 # words of a verdict on the whole place: their clause speaks of it overall too
 _VERDICTS = frozenset(VERDICT_CUES)  # the words that decide a clause also put it on the place
 REVIEW_SIDE = 0.25  # the reviews take a side on an aspect when their mean polarity passes it
-# words that make a clause a verdict on all of the place or of an aspect
-_SWEEPING = _VERDICTS | frozenset({"best", "worst", "ever", "place", "experience"})
 _SPLITS = frozenset({"but", "however", ";", "although", "though", ",", "and"})
 _ENDS = frozenset({".", "!", "?"})
 _TOKENIZER = Tokenizer()
@@ -327,47 +325,3 @@ def at_odds(c: Clause) -> bool:
     clause thresholds: "you will never waste your money" (a negated complaint, read 1.0
     stars), "nothing bad" (1.4): stock phrases that leave a reader unsure what is meant."""
     return c.cued and star_side(c.stars) == -c.polarity
-
-
-def lean(sentences: Sequence[Sequence[str]], model: RatingModel) -> int:
-    """The side a summary takes: the sum of its clauses' polarities (0: none or balanced)."""
-    return sum(c.polarity for c in clauses(" ".join(t for s in sentences for t in s), model))
-
-
-def sweeping(c: Clause) -> bool:
-    """A verdict on the whole place or on all of an aspect, for or against: "this is a great
-    place for a quick dinner", "worst service ever", "we will be back" (not "they have a great
-    selection")."""
-    return bool(c.polarity and set(c.text.split()) & _SWEEPING)
-
-
-def both_sides(
-    summary: Sequence[Sequence[str]],
-    other: Sequence[Sequence[str]],
-    side: int,
-    model: RatingModel,
-    words: int,
-) -> list[list[str]]:
-    """A mixed place's summary (sentences as tokens): its one summary's sentences up to `words`
-    words, then those of a summary of the side it leaves out (`side`: +1 praise, -1 complaints)
-    up to `words` (one at least). Left out: a sentence with a verdict on the place (a mixed
-    place gets neither a sweeping "best" nor a "worst ever"), one that would contradict a
-    sentence kept, and of `other` one that does not take its side on an aspect ("this place was
-    ok"). Empty when either gives nothing."""
-    kept: list[tuple[int, list[str]]] = []
-    parts: list[Clause] = []
-    for k, sentences in enumerate((summary, other)):
-        for sentence in sentences:
-            new = clauses(" ".join(sentence), model)
-            used = sum(len(s) for _, s in kept)
-            if any(sweeping(c) for c in new):
-                continue
-            if k == 1 and not any(c.polarity == side and OVERALL not in c.aspects for c in new):
-                continue
-            if any(j == k for j, _ in kept) and used + len(sentence) > words:
-                continue
-            if self_contradictions([*parts, *new]):  # the kept parts contradict nothing
-                continue
-            kept.append((k, list(sentence)))
-            parts.extend(new)
-    return [s for _, s in kept] if {k for k, _ in kept} == {0, 1} else []

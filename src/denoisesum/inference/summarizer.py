@@ -44,7 +44,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
-from statistics import mean
 from typing import Any, ClassVar
 
 import regex
@@ -61,14 +60,7 @@ from denoisesum.inference.beam import (
     banned_words,
     beam_search,
 )
-from denoisesum.inference.opinion import (
-    both_sides,
-    check_clauses,
-    clauses,
-    clauses_to_cut,
-    lean,
-    scoped_sides,
-)
+from denoisesum.inference.opinion import check_clauses, clauses, clauses_to_cut, scoped_sides
 from denoisesum.inference.rerank import choose, review_subsets
 from denoisesum.inference.selection import SELECT_MODES, select_reviews
 from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
@@ -83,7 +75,6 @@ from denoisesum.text import is_content_word
 # one entity's review stars (a star None where unknown; None: none known), and one per entity
 Ratings = Iterable[float | None] | None
 SetRatings = Iterable[Ratings] | None
-Side = tuple[list[int], float]  # the reviews of one side of a mixed set (indices), their stars
 
 # The models installed with the package: package data under denoisesum/pretrained/, one directory
 # per model (pyproject.toml), loaded by name; the default is the Yelp summarizer.
@@ -486,18 +477,16 @@ class Summarizer:
             stars.append(kept_stars)
         # a set with no review of the slice is skipped (it warned); an empty set is an error
         todo = [i for i, kept in enumerate(sets) if kept or slice == "all"]
-        encoded, targets, sides = [], [], []
+        encoded, targets = [], []
         for i in todo:
             ids = self._encode_all(sets[i], f"review set {i}: ")  # encode_reviews, keeping
             read = self._select(ids)  # which reviews it reads for their stars
             encoded.append([ids[j] for j in read])
-            texts, read_stars = [sets[i][j] for j in read], [stars[i][j] for j in read]
-            targets.append(self.target_stars(texts, read_stars))
-            sides.append(self._sides(texts, read_stars, targets[-1]))
+            targets.append(
+                self.target_stars([sets[i][j] for j in read], [stars[i][j] for j in read])
+            )
         out: list[list[str]] = [[] for _ in review_sets]
-        for i, tokens in zip(
-            todo, self._decode_sides(encoded, batch_size, targets, sides), strict=True
-        ):
+        for i, tokens in zip(todo, self._decode(encoded, batch_size, targets), strict=True):
             out[i] = tokens
         return out, [not kept and slice != "all" for kept in sets]
 
@@ -538,7 +527,9 @@ class Summarizer:
                 f"slice={slice!r} needs every review's stars, or a model "
                 "with a rating model (rating.npz) to read them"
             )
-        read = self._read_stars(reviews, stars)
+        read = [
+            s if s is not None else self.rating.star(r) for r, s in zip(reviews, stars, strict=True)
+        ]
         keep = [
             i
             for i, s in enumerate(read)
@@ -547,29 +538,6 @@ class Summarizer:
         if not keep and warn:
             warnings.warn(where + empty_slice_message(slice), EmptySliceWarning, stacklevel=3)
         return [reviews[i] for i in keep], [read[i] for i in keep]
-
-    def _read_stars(self, reviews: Sequence[str], stars: Sequence[float | None]) -> list[float]:
-        """Each review's stars: given, else the rating model's reading."""
-        return [
-            s if s is not None else self.rating.star(r) for r, s in zip(reviews, stars, strict=True)
-        ]
-
-    def _sides(
-        self, reviews: Sequence[str], stars: Sequence[float | None], target: float | None
-    ) -> tuple[Side, Side] | None:
-        """With decode.mixed_sides, of reviews that read mixed: the praise and the complaints,
-        where there are both; else None."""
-        if not self.config.decode.mixed_sides or target is None or polarity(target) != "mixed":
-            return None
-        read = self._read_stars(reviews, stars)
-        praise = [i for i, s in enumerate(read) if s >= PRAISE_STARS]
-        complaints = [i for i, s in enumerate(read) if s <= COMPLAINT_STARS]
-        if not praise or not complaints:
-            return None
-        return (praise, mean(read[i] for i in praise)), (
-            complaints,
-            mean(read[i] for i in complaints),
-        )
 
     def target_stars(self, reviews: Sequence[str], stars: Sequence[float | None]) -> float | None:
         """The opinion a summary of these reviews should convey: their mean stars when every
@@ -611,36 +579,6 @@ class Summarizer:
             }
             self._classes = content, ends, ignore
         return self._classes
-
-    def _decode_sides(
-        self,
-        encoded: list[list[list[int]]],
-        batch_size: int,
-        targets: list[float | None],
-        sides: list[tuple[Side, Side] | None],
-    ) -> list[list[str]]:
-        """_decode, and where an entity has two sides (_sides), the side its summary leaves out
-        decoded from that side's reviews (toward their stars) and told with it (both_sides)."""
-        out = self._decode(encoded, batch_size, targets)
-        todo = [
-            (e, -1 if lean(_sentences(out[e]), self.rating) >= 0 else 1)
-            for e, p in enumerate(sides)
-            if p
-        ]
-        if not todo:
-            return out
-        picked = [sides[e][0 if side > 0 else 1] for e, side in todo]
-        other = self._decode(
-            [[encoded[e][i] for i in keep] for (e, _), (keep, _) in zip(todo, picked, strict=True)],
-            batch_size,
-            [stars for _, stars in picked],
-        )
-        for (e, side), tokens in zip(todo, other, strict=True):
-            told = both_sides(
-                _sentences(out[e]), _sentences(tokens), side, self.rating, len(out[e])
-            )
-            out[e] = [t for s in told for t in s] or out[e]
-        return out
 
     def _decode(
         self,
