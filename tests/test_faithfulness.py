@@ -339,26 +339,6 @@ def test_a_cut_candidate_is_never_clean_nor_ends_mid_sentence(summarizer):
     )
 
 
-def test_a_side_no_review_gives_an_aspect_is_cut_with_aspect_support(summarizer, rating):
-    from denoisesum.inference.opinion import aspect_polarities, check_clauses, clauses_to_cut
-
-    said = aspect_polarities(
-        ["the food was great . the staff was rude .", "we will be back ."], rating
-    )
-    assert said == {"quality": {1}, "staff": {-1}}  # verdicts on the place are not aspects
-    parts = clauses("the food was great . the prices were expensive . staff was friendly .", rating)
-    check = check_clauses(parts, {}, said)
-    # nobody speaks of the prices; the staff only gets complaints
-    assert check.unsaid == [1, 2] and clauses_to_cut(parts, check, {}) == [1, 2]
-    assert check_clauses(parts, {}).unsaid == []  # without what the reviews say: nothing
-    kept, offending = summarizer._cut(
-        "the food was great . the prices were expensive .".split(), {}, said
-    )
-    assert offending and kept == "the food was great .".split()
-    kept, offending = summarizer._cut("the prices were expensive .".split(), {}, said)
-    assert offending and kept == "the prices were expensive .".split()  # never nothing at all
-
-
 def test_opinion_commands(tmp_path, rating):
     corpus = write_jsonl(
         tmp_path / "c.jsonl",

@@ -110,9 +110,6 @@ class DecodeConfig:
     # with avoid_contradiction and a rating model: among the hypotheses, first those whose
     # opinion (the rating model's polarity) is the target's
     follow_opinion: bool = False
-    # with avoid_contradiction: a clause giving an aspect (price, speed, ...) a polarity that no
-    # review gives it counts as one to cut ("a little pricey" where nobody says so)
-    aspect_support: bool = False
     # which clauses against the reviews count there: "all" (on any aspect: "a little pricey"
     # where reviewers call the prices fair), "overall" (a verdict on the place the reviews
     # contradict: "you will not be disappointed" of a one-star business), "below-positive"

@@ -101,7 +101,6 @@ REVIEW_SIDE = 0.25  # the reviews take a side on an aspect when their mean polar
 _SPLITS = frozenset({"but", "however", ";", "although", "though", ",", "and"})
 _ENDS = frozenset({".", "!", "?"})
 _TOKENIZER = Tokenizer()
-Said = dict[str, frozenset[int]]  # per aspect, the polarities the reviews give it
 
 
 @dataclass
@@ -118,7 +117,6 @@ class Clause:
 class OpinionCheck:
     contradictions: list[tuple[int, int]] = field(default_factory=list)  # clause index pairs
     against_reviews: list[int] = field(default_factory=list)  # clause indices
-    unsaid: list[int] = field(default_factory=list)  # clause indices (unsaid_clauses)
 
     @property
     def self_contradicting(self) -> bool:
@@ -295,36 +293,10 @@ def scoped_sides(
     return review_sides(reviews, model, stars)
 
 
-def check_clauses(
-    parts: Sequence[Clause], sides: dict[str, int], said: Said | None = None
-) -> OpinionCheck:
-    """check_opinion for a summary's clauses and the reviews' sides (and with `said`, what
-    they say of each aspect: unsaid_clauses), computed once for every candidate summary of the
-    same reviews."""
-    unsaid = unsaid_clauses(parts, said) if said is not None else []
-    return OpinionCheck(self_contradictions(parts), against_reviews(parts, sides), unsaid)
-
-
-def aspect_polarities(reviews: Sequence[str], model: RatingModel) -> Said:
-    """Per aspect (not "overall"), the polarities some clause of the reviews gives it."""
-    said: dict[str, set[int]] = {}
-    for review in reviews:
-        for clause in clauses(review, model):
-            for aspect in clause.aspects:
-                if clause.polarity and aspect != OVERALL:
-                    said.setdefault(aspect, set()).add(clause.polarity)
-    return {aspect: frozenset(p) for aspect, p in said.items()}
-
-
-def unsaid_clauses(parts: Sequence[Clause], said: Said) -> list[int]:
-    """Clauses giving an aspect a polarity that no review gives it: "it's a little pricey"
-    where no reviewer complains of the prices (judged: 15% of such sentences fully supported,
-    against 59% of the others; docs/results/contradiction.md)."""
-    return [
-        i
-        for i, c in enumerate(parts)
-        if c.polarity and any(c.polarity not in said.get(a, ()) for a in c.aspects if a != OVERALL)
-    ]
+def check_clauses(parts: Sequence[Clause], sides: dict[str, int]) -> OpinionCheck:
+    """check_opinion for a summary's clauses and the reviews' sides, computed once for every
+    candidate summary of the same reviews."""
+    return OpinionCheck(self_contradictions(parts), against_reviews(parts, sides))
 
 
 def clauses_to_cut(
@@ -336,8 +308,7 @@ def clauses_to_cut(
     place (a mixed place keeps its details, not a sweeping "this is the best place" or "worst
     ever"); else the later clause."""
     side = sides.get(OVERALL, 0)
-    cut = set(check.against_reviews) | set(check.unsaid)
-    cut |= {i for i, c in enumerate(parts) if at_odds(c)}
+    cut = set(check.against_reviews) | {i for i, c in enumerate(parts) if at_odds(c)}
     for i, j in check.contradictions:
         a, b = parts[i], parts[j]
         if side:  # the pair's polarities are opposite: one of them is against the reviews

@@ -60,14 +60,7 @@ from denoisesum.inference.beam import (
     banned_words,
     beam_search,
 )
-from denoisesum.inference.opinion import (
-    Said,
-    aspect_polarities,
-    check_clauses,
-    clauses,
-    clauses_to_cut,
-    scoped_sides,
-)
+from denoisesum.inference.opinion import check_clauses, clauses, clauses_to_cut, scoped_sides
 from denoisesum.inference.rerank import choose, review_subsets
 from denoisesum.inference.selection import SELECT_MODES, select_reviews
 from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
@@ -638,9 +631,8 @@ class Summarizer:
         if scope == "below-positive":
             scope = "all" if target is not None and target <= POSITIVE else "overall"
         sides = scoped_sides(texts, self.rating, stars, scope)  # once for every candidate
-        said = aspect_polarities(texts, self.rating) if self.config.decode.aspect_support else None
         order = [best] + [i for i in range(len(cands)) if i != best]
-        kept = (self._cut(self.vocab.decode(cands[i]), sides, said) for i in order)  # lazily
+        kept = (self._cut(self.vocab.decode(cands[i]), sides) for i in order)  # lazily
         if not (self.config.decode.follow_opinion and target is not None):
             best_kept, best_offends = next(kept)
             if not best_offends:
@@ -653,19 +645,17 @@ class Summarizer:
         )
         return every[ranked[0]][0]
 
-    def _cut(
-        self, tokens: list[str], sides: dict[str, int], said: Said | None = None
-    ) -> tuple[list[str], bool]:
+    def _cut(self, tokens: list[str], sides: dict[str, int]) -> tuple[list[str], bool]:
         """(the tokens without the sentences of clauses to cut, ending at a sentence end;
         whether the candidate held any such clause, whatever could be cut)."""
         tokens = _end_at_sentence(tokens)  # a tail cut off by max_length is never shown
         parts = clauses(" ".join(tokens), self.rating)
-        check = check_clauses(parts, sides, said)
+        check = check_clauses(parts, sides)
         offending = clauses_to_cut(parts, check, sides)
         sentences = _sentences(tokens)
         cut = {parts[i].sentence for i in offending}
         if len(cut) >= len(sentences):  # nothing would be left: not the clauses against reviews
-            check = dataclasses.replace(check, against_reviews=[], unsaid=[])
+            check = dataclasses.replace(check, against_reviews=[])
             cut = {parts[i].sentence for i in clauses_to_cut(parts, check, sides)}
         if len(cut) >= len(sentences):  # still nothing: the first sentence stays
             cut -= {0}
