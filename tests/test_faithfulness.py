@@ -155,6 +155,16 @@ def test_a_verdict_against_a_plain_opposite_is_a_contradiction(rating):
     assert self_contradictions(detail) == []
 
 
+def test_a_clause_hedging_its_own_strong_opinion_contradicts_itself(rating):
+    parts = clauses(
+        "worst customer service is average . the food was ok , but staff was rude .", rating
+    )
+    assert self_contradictions(parts) == [(0, 0)]  # lukewarm and strong apart: no contradiction
+    from denoisesum.inference.opinion import check_clauses, clauses_to_cut
+
+    assert clauses_to_cut(parts, check_clauses(parts, {}), {}) == [0]
+
+
 def test_self_contradiction_needs_one_aspect_both_ways(rating):
     mixed = clauses("the food was great . the staff was rude .", rating)
     assert self_contradictions(mixed) == []  # two aspects: a mixed opinion, not a contradiction

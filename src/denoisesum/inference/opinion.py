@@ -24,7 +24,8 @@ by clause, and compares a summary's clauses with what the reviews say of the sam
 
 `self_contradictions` is a summary giving one aspect both polarities, or a verdict on the place
 against a clause that plainly says the opposite ("this is a great place ... the service is
-terrible"); `against_reviews` is a clause whose polarity is the opposite of the reviews' on its
+terrible"), or a clause hedging its own strong opinion ("worst customer service is average");
+`against_reviews` is a clause whose polarity is the opposite of the reviews' on its
 aspect (their clauses on that aspect, or their stars overall). Precision and recall against
 hand judgements: docs/results/contradiction.md.
 """
@@ -98,6 +99,9 @@ _HEDGES = frozenset({"the", "as", "that"})
 # words of a verdict on the whole place: their clause speaks of it overall too
 _VERDICTS = frozenset(VERDICT_CUES)  # the words that decide a clause also put it on the place
 REVIEW_SIDE = 0.25  # the reviews take a side on an aspect when their mean polarity passes it
+# a strong opinion and a lukewarm one: together in one clause they contradict (hedged)
+_STRONG = frozenset("worst best terrible horrible awful amazing excellent great rude poor".split())
+_LUKEWARM = frozenset("ok okay average mediocre decent".split())
 _SPLITS = frozenset({"but", "however", ";", "although", "though", ",", "and"})
 _ENDS = frozenset({".", "!", "?"})
 _TOKENIZER = Tokenizer()
@@ -203,14 +207,25 @@ def clauses(text: str, model: RatingModel) -> list[Clause]:
 
 def self_contradictions(parts: Sequence[Clause]) -> list[tuple[int, int]]:
     """Pairs (i, j), i < j, of clauses giving a shared aspect opposite polarities, or of a
-    verdict on the place and a clause plainly saying the opposite."""
-    return [
+    verdict on the place and a clause plainly saying the opposite; and (i, i) for a clause
+    that hedges its own strong opinion (hedged)."""
+    pairs = [
         (i, j)
         for i, a in enumerate(parts)
         for j in range(i + 1, len(parts))
         if a.polarity * parts[j].polarity < 0
         and (set(a.aspects) & set(parts[j].aspects) or _against_verdict(a, parts[j]))
     ]
+    return sorted(pairs + [(i, i) for i, c in enumerate(parts) if hedged(c)])
+
+
+def hedged(c: Clause) -> bool:
+    """A strong opinion and a lukewarm one in one clause: "worst customer service is average",
+    "the best pizza was ok" (judged self-contradicting; the rule took the detector's recall
+    over every judged file from 0.51 to 0.57 at precision 0.73 -> 0.75, flagging no more human
+    summaries: docs/results/contradiction.md)."""
+    words = set(c.text.split())
+    return bool(words & _STRONG and words & _LUKEWARM)
 
 
 def _against_verdict(a: Clause, b: Clause) -> bool:
