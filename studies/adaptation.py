@@ -324,12 +324,18 @@ def _setting(script: str, key: str, default: str) -> str:
 def _machine(fact: dict) -> str:
     """Where the fit ran: the shared, loaded CPU of the first runs (no load sampled), or the
     idle one (its highest 1-minute load average, sampled every 30 s)."""
+    script = fact["script"]
+    if fact["load"] is None and _setting(script, "OMP_NUM_THREADS", "1") != "1":
+        return (
+            f"on the 2-core CPU with {_setting(script, 'OMP_NUM_THREADS', '1')} torch threads "
+            f"and `workers={_setting(script, 'workers', '0')}` synthesis processes (the load "
+            "was not sampled; only short jobs, a few seconds each, ran beside it)"
+        )
     if fact["load"] is None:
         return (
             "on the shared 2-core CPU (one torch thread; other sessions' jobs ran beside it, so "
             "each step took several times what it takes on an idle machine)"
         )
-    script = fact["script"]
     return (
         f"on the 2-core CPU with nothing else running (the 1-minute load average, sampled "
         f"every 30 s, at most {fact['load']:.1f}), with {_setting(script, 'OMP_NUM_THREADS', '1')} "
@@ -549,9 +555,15 @@ def _later_run(name: str, fact: dict) -> str:
     """A later fit, described from its report and script."""
     stages = {s["stage"]: s for s in fact["report"]["stages"]}
     fresh = all(s["status"] != "skipped" for s in stages.values())
+    balanced = "synthesize.balance_ratings=true" in fact["script"]
     return (
-        f"- **{name}**: `fit --from` as it is now, "
-        f"{'every stage made from scratch' if fresh else 'reusing earlier stages'}, "
+        f"- **{name}**: `fit --from` as it is now"
+        + (
+            " with rating-balanced pairs (`--set synthesize.balance_ratings=true`)"
+            if balanced
+            else ""
+        )
+        + f", {'every stage made from scratch' if fresh else 'reusing earlier stages'}, "
         f"{_machine(fact)}; `--budget {fact['report'].get('budget_hours')}`: "
         f"{stages['synthesize']['summary'].split(';')[0]}, then "
         f"{stages['train']['summary'].split(', kept')[0]} in "
@@ -571,7 +583,8 @@ def _timing(facts: dict) -> str:
     )
     parts = []
     for model, fact in facts.items():
-        where = "loaded" if fact["load"] is None else "idle"
+        threads = _setting(fact["script"], "OMP_NUM_THREADS", "1")
+        where = "idle" if fact["load"] is not None else "loaded" if threads == "1" else "quiet"
         reused = sum(s["seconds"] for s in fact["report"]["stages"] if s["status"] == "skipped")
         text = f"{model} took {fact['wall'] / 60:.1f} min on the {where} 2-core CPU"
         if any(s["status"] == "skipped" for s in fact["report"]["stages"]):
