@@ -8,8 +8,10 @@ J=docs/results/judged
   --title "Decoding without self-contradiction: detector v2, what is cut, steering's reach (issue 31)" \
   --intro docs/results/contradiction-notes.md \
   --systems "tone 3.5 (previous)=T35new" "detector v2 + cut=D3" "+ reach 1.0, follow opinion=F10" \
-            "+ at odds (shipped)=G10" "second search (not shipped)=RS" \
-  --judged "part-15, round 2 (20 mixed and 10 negative businesses not judged before): previous against shipped=$J/part15-odds.summary.json" \
+            "+ at odds=G10" "+ hedged (shipped)=H" "second search (not shipped)=RS" \
+            "both sides (not shipped)=MS5" \
+  --judged "part-15, round 3 (the 29 mixed businesses whose summary 'both sides' changes): '+ at odds' against 'both sides'=$J/part15-sides.summary.json" \
+           "part-15, round 2 (20 mixed and 10 negative businesses not judged before): previous against shipped=$J/part15-odds.summary.json" \
            "dev, round 2 (the 51 businesses of the earlier whole-sample study): previous against shipped=$J/dev-odds.summary.json" \
            "part-15, round 1 (20 mixed, 10 negative, 5 positive businesses not judged before): previous against '+ reach 1.0, follow opinion' (cut)=$J/part15-cut.summary.json" \
            "dev, round 1 (the 21 businesses whose summary '+ reach 1.0, follow opinion' changes)=$J/dev-cut.summary.json" \
@@ -24,15 +26,19 @@ J=docs/results/judged
   "git checkout 98e66d3 -- src && .venv/bin/python -m studies.faithfulness decode T35new \$S && git checkout HEAD -- src   # the previous default's code and settings" \
   ".venv/bin/python -m studies.faithfulness decode D3 \$S --set decode.opinion_reach=0 --set decode.follow_opinion=false   # at 58277f7 (before the at-odds cut)" \
   ".venv/bin/python -m studies.faithfulness decode F10 \$S --set decode.follow_opinion=true --set decode.opinion_reach=1.0   # at 58277f7" \
-  ".venv/bin/python -m studies.faithfulness decode G10 \$S   # the shipped settings" \
-  ".venv/bin/python -m studies.opinion_retry RS   # the shipped settings, and a second search where the opinion is not the target's" \
-  ".venv/bin/python -m studies.faithfulness score T35new D3 F10 G10 RS --rating src/denoisesum/pretrained/denoisesum-yelp" \
+  ".venv/bin/python -m studies.faithfulness decode G10 \$S   # at 8ffd787 (before the hedged clause)" \
+  ".venv/bin/python -m studies.faithfulness decode H \$S   # the shipped settings and code" \
+  ".venv/bin/python -m studies.opinion_retry RS   # at 8ffd787: those settings, and a second search where the opinion is not the target's" \
+  "git checkout e3e3647 -- src && .venv/bin/python -m studies.faithfulness decode MS5 \$S --set decode.mixed_sides=true && git checkout HEAD -- src" \
+  ".venv/bin/python -m studies.faithfulness score T35new D3 F10 G10 H RS MS5 --rating src/denoisesum/pretrained/denoisesum-yelp" \
   ".venv/bin/python -m studies.judging prepare runs/judge-part15-cut --sets part15 --systems tone35=runs/faith/T35new/part15.jsonl cut=runs/faith/F10/part15.jsonl --entities $J/part15-cut.entities.jsonl --parts 4 --seed 41" \
   ".venv/bin/python -m studies.judging prepare runs/judge-dev-cut --sets dev --systems tone35=runs/faith/T35new/dev.jsonl cut=runs/faith/F10/dev.jsonl --entities $J/dev-cut.entities.jsonl --parts 2 --seed 42" \
   ".venv/bin/python -m studies.judging prepare runs/judge-part15-odds --sets part15 --systems tone35=runs/faith/T35new/part15.jsonl odds=runs/faith/G10/part15.jsonl --entities $J/part15-odds.entities.jsonl --parts 3 --seed 51" \
   ".venv/bin/python -m studies.judging prepare runs/judge-dev-odds --sets dev --systems tone35=runs/faith/T35new/dev.jsonl odds=runs/faith/G10/dev.jsonl --entities $J/dev-odds.entities.jsonl --parts 4 --seed 52" \
   "# the judges write verdicts-N.json in each folder (judging.py's docstring); then, for each: .venv/bin/python -m studies.judging collect runs/judge-NAME" \
+  ".venv/bin/python -m studies.judging prepare runs/judge-part15-sides --sets part15 --systems shipped=runs/faith/G10/part15.jsonl sides=runs/faith/MS5/part15.jsonl --entities $J/part15-sides.entities.jsonl --parts 3 --seed 7" \
+  ".venv/bin/python -m studies.judging paired shipped sides $J/part15-sides.judged.jsonl" \
   ".venv/bin/python -m studies.judging paired tone35 odds $J/part15-odds.jsonl $J/dev-odds.jsonl" \
   ".venv/bin/python -m studies.judging paired tone35 cut $J/part15-cut.jsonl $J/dev-cut.jsonl" \
-  ".venv/bin/python -m studies.faithfulness calibrate --rating src/denoisesum/pretrained/denoisesum-yelp --judged ../shared/data/yelp/judged/meansum_dev_veridicality.jsonl $J/{dev-study-1,dev-study-2,part15-opinion,dev-tone,part15-tone,dev-shipped,part15-cut,dev-cut,part15-odds,dev-odds}.jsonl --out runs/faith/calibration.json" \
+  ".venv/bin/python -m studies.faithfulness calibrate --rating src/denoisesum/pretrained/denoisesum-yelp --judged ../shared/data/yelp/judged/meansum_dev_veridicality.jsonl $J/{dev-study-1,dev-study-2,part15-opinion,dev-tone,part15-tone,dev-shipped,part15-cut,dev-cut,part15-odds,dev-odds,part15-sides.judged}.jsonl --out runs/faith/calibration.json" \
   "bash studies/contradiction_page.sh"
