@@ -10,7 +10,8 @@ J=docs/results/judged
   --systems "tone 3.5 (previous)=T35new" "detector v2 + cut=D3" "+ reach 1.0, follow opinion=F10" \
             "+ at odds=G10" "+ hedged (shipped)=H" "second search (not shipped)=RS" \
             "both sides (not shipped)=MS5" \
-  --judged "part-15, round 3 (the 29 mixed businesses whose summary 'both sides' changes): '+ at odds' against 'both sides'=$J/part15-sides.summary.json" \
+  --judged "dev, round 4 (the 49 businesses outside the whole-sample study): shipped against the human summary=$J/dev-rest.summary.json" \
+           "part-15, round 3 (the 29 mixed businesses whose summary 'both sides' changes): '+ at odds' against 'both sides'=$J/part15-sides.summary.json" \
            "part-15, round 2 (20 mixed and 10 negative businesses not judged before): previous against shipped=$J/part15-odds.summary.json" \
            "dev, round 2 (the 51 businesses of the earlier whole-sample study): previous against shipped=$J/dev-odds.summary.json" \
            "part-15, round 1 (20 mixed, 10 negative, 5 positive businesses not judged before): previous against '+ reach 1.0, follow opinion' (cut)=$J/part15-cut.summary.json" \
@@ -38,7 +39,10 @@ J=docs/results/judged
   "# the judges write verdicts-N.json in each folder (judging.py's docstring); then, for each: .venv/bin/python -m studies.judging collect runs/judge-NAME" \
   ".venv/bin/python -m studies.judging prepare runs/judge-part15-sides --sets part15 --systems shipped=runs/faith/G10/part15.jsonl sides=runs/faith/MS5/part15.jsonl --entities $J/part15-sides.entities.jsonl --parts 3 --seed 7" \
   ".venv/bin/python -m studies.judging paired shipped sides $J/part15-sides.judged.jsonl" \
+  ".venv/bin/python -c \"import json; [print(json.dumps({'entity_id': r['entity_id'], 'summary': r['summaries'][0]})) for r in map(json.loads, open('../shared/data/yelp/meansum_dev.jsonl'))]\" > runs/judge/human.dev.jsonl   # each dev business's first reference" \
+  ".venv/bin/python -m studies.judging prepare runs/judge-dev-rest --sets dev --systems shipped=runs/faith/H/dev.jsonl human=runs/judge/human.dev.jsonl --entities $J/dev-rest.entities.jsonl --parts 3 --seed 61" \
+  ".venv/bin/python -m studies.judging paired human shipped $J/dev-rest.judged.jsonl" \
   ".venv/bin/python -m studies.judging paired tone35 odds $J/part15-odds.jsonl $J/dev-odds.jsonl" \
   ".venv/bin/python -m studies.judging paired tone35 cut $J/part15-cut.jsonl $J/dev-cut.jsonl" \
-  ".venv/bin/python -m studies.faithfulness calibrate --rating src/denoisesum/pretrained/denoisesum-yelp --judged ../shared/data/yelp/judged/meansum_dev_veridicality.jsonl $J/{dev-study-1,dev-study-2,part15-opinion,dev-tone,part15-tone,dev-shipped,part15-cut,dev-cut,part15-odds,dev-odds,part15-sides.judged}.jsonl --out runs/faith/calibration.json" \
+  ".venv/bin/python -m studies.faithfulness calibrate --rating src/denoisesum/pretrained/denoisesum-yelp --judged ../shared/data/yelp/judged/meansum_dev_veridicality.jsonl $J/{dev-study-1,dev-study-2,part15-opinion,dev-tone,part15-tone,dev-shipped,part15-cut,dev-cut,part15-odds,dev-odds,part15-sides.judged,dev-rest.judged}.jsonl --out runs/faith/calibration.json" \
   "bash studies/contradiction_page.sh"
