@@ -325,11 +325,12 @@ def _machine(fact: dict) -> str:
     """Where the fit ran: the shared, loaded CPU of the first runs (no load sampled), or the
     idle one (its highest 1-minute load average, sampled every 30 s)."""
     script = fact["script"]
-    if fact["load"] is None and _setting(script, "OMP_NUM_THREADS", "1") != "1":
+    threads = _setting(script, "OMP_NUM_THREADS", "1")
+    if fact["load"] is None and threads != "1":
         return (
-            f"on the 2-core CPU with {_setting(script, 'OMP_NUM_THREADS', '1')} torch threads "
-            f"and `workers={_setting(script, 'workers', '0')}` synthesis processes (the load "
-            "was not sampled; only short jobs, a few seconds each, ran beside it)"
+            f"on the 2-core CPU with {threads} torch threads and "
+            f"`workers={_setting(script, 'workers', '0')}` synthesis processes (its load was "
+            "not sampled)"
         )
     if fact["load"] is None:
         return (
@@ -338,7 +339,7 @@ def _machine(fact: dict) -> str:
         )
     return (
         f"on the 2-core CPU with nothing else running (the 1-minute load average, sampled "
-        f"every 30 s, at most {fact['load']:.1f}), with {_setting(script, 'OMP_NUM_THREADS', '1')} "
+        f"every 30 s, at most {fact['load']:.1f}), with {threads} "
         f"torch threads (`train.train.threads={_setting(script, 'train.train.threads', '1')}`) "
         f"and `workers={_setting(script, 'workers', '0')}` synthesis processes"
     )
@@ -586,9 +587,15 @@ def _timing(facts: dict) -> str:
     parts = []
     for model, fact in facts.items():
         threads = _setting(fact["script"], "OMP_NUM_THREADS", "1")
-        where = "idle" if fact["load"] is not None else "loaded" if threads == "1" else "quiet"
+        where = (
+            "the idle 2-core CPU"
+            if fact["load"] is not None
+            else "the loaded 2-core CPU"
+            if threads == "1"
+            else "the 2-core CPU (its load not sampled)"
+        )
         reused = sum(s["seconds"] for s in fact["report"]["stages"] if s["status"] == "skipped")
-        text = f"{model} took {fact['wall'] / 60:.1f} min on the {where} 2-core CPU"
+        text = f"{model} took {fact['wall'] / 60:.1f} min on {where}"
         if any(s["status"] == "skipped" for s in fact["report"]["stages"]):
             text += (
                 f", reusing the first one's tokenize, synthesize and topics stages, which had "
