@@ -123,20 +123,20 @@ def count_flops(review_sets: str, entities: int, batch_size: int, model: str) ->
         r, t = args[0].shape
         counts["encoder LSTMs"] += 2 * 2 * r * t * 4 * (h // 2) * (e + h // 2)
 
-    def keys(model, args, result):  # W_a h_k over the branch's tokens [A, M, H]
-        a, m, _ = result.memory.shape
-        counts["attention keys"] += 2 * a * m * h * d
+    def keys(model, args, result):  # W_a h_k and the values over the branch's tokens [A, M, H]
+        a, _, m = result.keys.shape
+        counts["attention keys"] += 2 * a * m * h * (d + result.values.shape[-1])
 
     def decoder(module, args, result):
         emb, st = args[0], args[1]
         rows, s, _ = emb.shape
-        m = st.keys.shape[1]
+        m, values = st.keys.shape[2], st.values.shape[-1]
         v = result[0].logits.shape[-1]  # the shortlist's words (or the vocabulary)
         n = rows * s
         counts["decoder LSTMs"] += 2 * n * 4 * d * (e + d)
-        counts["attention"] += 2 * n * m * (d + h)
-        counts["combine + gates"] += 2 * n * (d + h) * d
-        counts["combine + gates"] += 2 * n * (d + h + e) if module.copy_gate is not None else 0
+        counts["attention"] += 2 * n * m * (d + values)  # scores, then the values' mix
+        counts["combine + gates"] += 2 * n * d * values  # s_t's columns of combine and copy_gate
+        counts["combine + gates"] += 2 * n * e if module.copy_gate is not None else 0
         counts["output layers"] += 2 * n * d * v
         if module is summarizer.model.doc.decoder:  # the mixing gate, once per row
             counts["combine + gates"] += 2 * n * (e + 2 * d)

@@ -294,7 +294,7 @@ def test_beams_share_their_pairs_source(coverage):
     state = model.encode(random_batch())
     rows = torch.arange(3).repeat_interleave(2)  # 2 beams per pair
     shared, copied = state.select_beams(rows, None, 2), state.index_select(rows)
-    assert shared.doc.memory.shape[0] == 3 and copied.doc.memory.shape[0] == 6
+    assert shared.doc.values.shape[0] == 3 and copied.doc.values.shape[0] == 6
     prev = torch.tensor([BOS_ID] * 6)
     # beams swap; pair 1 leaves; the second pair's first beam is taken twice
     moves = [([1, 0, 3, 2, 5, 4], None), ([1, 0, 4, 4], [0, 2]), ([1, 1, 2, 3], None)]
@@ -305,7 +305,7 @@ def test_beams_share_their_pairs_source(coverage):
         keep = torch.tensor(keep)
         shared = shared.select_beams(keep, None if pairs is None else torch.tensor(pairs), 2)
         copied, prev = copied.index_select(keep), got.argmax(1)[keep]
-    assert shared.doc.memory.shape[0] == 2
+    assert shared.doc.values.shape[0] == 2
     got, _ = model.decode_step(shared, prev)
     assert torch.allclose(got, model.decode_step(copied, prev)[0], atol=1e-6)
 

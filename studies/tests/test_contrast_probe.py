@@ -102,7 +102,7 @@ def test_over_a_shortlist_the_null_is_read_whole_and_copies_off_it_are_unknown(p
     assert null, "the test needs null words off the shortlist"
     state = probe.ContrastModel(short, sets[2] + [null], 1.0, 0.0).encode(batch)
     whole = summarizer.model.encode(inference_batch([sets[2] + [null]]))
-    assert torch.equal(state.null.doc.memory, whole.doc.memory)  # the encoder read every word
+    assert torch.equal(state.null.doc.values, whole.doc.values)  # the encoder read every word
     off = short.position[whole.doc.ids] < 0
     assert off.any() and (state.null.doc.ids[off] == UNK_ID).all()
     assert torch.equal(state.null.doc.ids[~off], short.position[whole.doc.ids][~off])

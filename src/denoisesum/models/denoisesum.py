@@ -184,15 +184,15 @@ def _rows(x: torch.Tensor | None, index: torch.Tensor) -> torch.Tensor | None:
 class BranchState:
     """One decoder's state plus the source it attends to; every tensor is batch-first.
 
-    The source (memory, keys, mask, ids) is held once per pair, not once per row: row r reads
+    The source (keys, values, mask, ids) is held once per pair, not once per row: row r reads
     pair r // beams. Beam search keeps `beams` rows per pair, and copying a pair's source into
     each of them would make every step read it `beams` times over (reading those [B*, M, H]
     tensors was most of a step's time)."""
 
     h: torch.Tensor  # [B*, D] decoder hidden s_t (starts at the fused s_0)
     c: torch.Tensor  # [B*, D] decoder cell (starts at 0)
-    memory: torch.Tensor  # [A, M, H] token states h_k of this kind's reviews of the pair
-    keys: torch.Tensor  # [A, M, D] W_a h_k, computed once per input
+    keys: torch.Tensor  # [A, D, M] W_a h_k of this kind's reviews' tokens (transposed)
+    values: torch.Tensor  # [A, M, D(+1)] h_k through the context columns of combine (and copy_gate)
     mask: torch.Tensor  # [A, M] True on real tokens
     ids: torch.Tensor  # [A, M] word ids of those tokens (the copy source)
     present: torch.Tensor  # [B*] bool: the pair has at least one review of this kind
@@ -205,8 +205,8 @@ class BranchState:
         return BranchState(
             _rows(self.h, index),
             _rows(self.c, index),
-            _rows(self.memory, pair),
             _rows(self.keys, pair),
+            _rows(self.values, pair),
             _rows(self.mask, pair),
             _rows(self.ids, pair),
             _rows(self.present, index),
@@ -226,8 +226,8 @@ class BranchState:
         return BranchState(
             _rows(self.h, rows),
             _rows(self.c, rows),
-            source(self.memory),
             source(self.keys),
+            source(self.values),
             source(self.mask),
             source(self.ids),
             _rows(self.present, rows),
@@ -325,27 +325,50 @@ class Decoder(nn.Module):
         """emb [B, S, E] embeddings of w_{t-1} -> per-step outputs and the state after S steps.
         out_rows: rows of the output layer to score instead of the whole vocabulary (V' words)."""
         states, h, c = self._lstm(emb, st)  # [B, S, D], [B, D], [B, D]
-        b, s, _ = states.shape
-        a, m, _ = st.keys.shape  # A pairs, B = A x beams rows
+        b, s, d = states.shape
+        a, _, m = st.keys.shape  # A pairs, B = A x beams rows
         # a pair's rows (its beams) attend to its source in one matrix product: [A, beams*S, M]
-        scores = torch.bmm(states.reshape(a, -1, states.shape[2]), st.keys.transpose(1, 2))
+        scores = torch.bmm(states.reshape(a, -1, d), st.keys)
         coverage, coverage_loss = st.coverage, None
         if self.coverage is None:
             attn = masked_softmax(scores, st.mask.unsqueeze(1), dim=-1)  # [A, beams*S, M]
         else:
             attn, coverage_loss, coverage = self._attend_with_coverage(scores.view(b, s, m), st)
             attn = attn.view(a, -1, m)
-        ctx = torch.bmm(attn, st.memory).view(b, s, -1)  # [B, S, H]
+        # combine and copy_gate read [s_t; ctx_t] through linear maps, and ctx_t = sum_k a_k h_k,
+        # so the context's part is the attention over the tokens' values (h_k already mapped):
+        # [A, beams*S, M] x [A, M, D(+1)] reads half of what the [.., H] token states would
+        mixed = torch.bmm(attn, st.values).view(b, s, -1)  # [B, S, D(+1)]
         attn = attn.view(b, s, m)
-        both = torch.cat([states, ctx], dim=-1)  # [B, S, D+H]
-        hidden = self.drop(torch.tanh(self.combine(both)))  # [B, S, D]
+        w_s, bias = self._state_weights()
+        mixed = mixed + F.linear(states, w_s, bias)  # [B, S, D(+1)]
+        hidden = self.drop(torch.tanh(mixed[..., :d]))  # [B, S, D]
         # [B, S, V], or [B, S, V'] over the given rows
         logits = self.out(hidden) if out_rows is None else F.linear(hidden, *out_rows)
         p_gen = None
         if self.copy_gate is not None:
-            p_gen = torch.sigmoid(self.copy_gate(torch.cat([both, emb], -1))).squeeze(-1)
+            e = emb.shape[-1]
+            p_gen = torch.sigmoid(mixed[..., d] + F.linear(emb, self.copy_gate.weight[0, -e:]))
         new = replace(st, h=h, c=c, coverage=coverage)
         return DecoderOut(states, logits, attn, p_gen, coverage_loss), new
+
+    def source(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The token states memory [A, M, H] as attention keys [A, D, M] and values
+        [A, M, D(+1)] (the columns of combine, and of copy_gate, that read the context)."""
+        d = self.combine.out_features
+        w = self.combine.weight[:, d:]  # [D, H]
+        if self.copy_gate is not None:
+            w = torch.cat([w, self.copy_gate.weight[:, d : d + memory.shape[-1]]])  # [D+1, H]
+        return self.attn(memory).transpose(1, 2).contiguous(), F.linear(memory, w)
+
+    def _state_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The columns of combine (and copy_gate) that read s_t, and their biases: [D(+1), D]."""
+        d = self.combine.out_features
+        w, bias = self.combine.weight[:, :d], self.combine.bias
+        if self.copy_gate is not None:
+            w = torch.cat([w, self.copy_gate.weight[:, :d]])
+            bias = torch.cat([bias, self.copy_gate.bias])
+        return w, bias
 
     def _lstm(
         self, emb: torch.Tensor, st: BranchState
@@ -494,8 +517,7 @@ class DenoiseSum(nn.Module):
         return BranchState(
             s0,
             torch.zeros_like(s0),
-            memory,
-            branch.decoder.attn(memory),
+            *branch.decoder.source(memory),
             mask,
             ids,
             mask.any(1),

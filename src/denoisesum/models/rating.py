@@ -36,6 +36,10 @@ NEGATIVE, POSITIVE = 2.5, 3.5
 POLARITIES = ("negative", "mixed", "positive")
 
 _TOKENIZER = Tokenizer()
+# texts whose class scores are kept: decoding rates the same clauses again and again (a
+# business's candidate summaries share most of their sentences; 1,697 texts rated, 597 distinct,
+# over 24 dev businesses)
+CACHED_TEXTS = 20_000
 
 
 def ngrams(tokens: Sequence[str], max_n: int = MAX_N) -> list[str]:
@@ -66,6 +70,7 @@ class RatingModel:
 
     def __post_init__(self) -> None:
         self.column = {f: i for i, f in enumerate(self.features)}
+        self._scores: dict[str, np.ndarray] = {}  # text -> its class scores [K] (CACHED_TEXTS)
 
     # ---- applying ----------------------------------------------------------------------------
 
@@ -80,16 +85,23 @@ class RatingModel:
 
     def probs(self, texts: Iterable[str]) -> np.ndarray:
         """p(rating class | text) [N, K]."""
-        rows = []
-        for text in texts:
-            cols, values = self.vector(text)
-            rows.append(self.coef[:, cols] @ values + self.intercept)  # [K]
+        rows = [self._class_scores(text) for text in texts]  # [K] each
         if not rows:
             return np.zeros((0, len(self.classes)), np.float32)
         scores = np.stack(rows)  # [N, K]
         scores -= scores.max(1, keepdims=True)
         p = np.exp(scores)
         return p / p.sum(1, keepdims=True)
+
+    def _class_scores(self, text: str) -> np.ndarray:
+        row = self._scores.get(text)
+        if row is None:
+            cols, values = self.vector(text)
+            row = self.coef[:, cols] @ values + self.intercept  # [K]
+            if len(self._scores) >= CACHED_TEXTS:
+                self._scores.clear()
+            self._scores[text] = row
+        return row
 
     def stars(self, texts: Iterable[str]) -> np.ndarray:
         """Expected rating of each text [N]."""

@@ -12,7 +12,7 @@ Between steps the worker checks each request's deadline: a request past its time
 search ended there (its request has had its 504), and the others go on.
 
 One model call for searches that differ:
-- their sources differ in length: each branch's memory, keys, mask and copy ids (one per pair,
+- their sources differ in length: each branch's keys, values, mask and copy ids (one per pair,
   models/denoisesum.py) are padded to the longest with masked positions, which attention gives
   weight 0, so a pair's step is what it would be alone;
 - their shortlists differ (inference/shortlist.py: the common words plus each request's own):
@@ -206,7 +206,7 @@ class _MergedSource:
 
     def merge(self, states: list[DecodeState], cols: list[torch.Tensor | None]) -> DecodeState:
         key = tuple(
-            t for s in states for b in (s.seg, s.doc) if b is not None for t in (b.memory, b.ids)
+            t for s in states for b in (s.seg, s.doc) if b is not None for t in (b.values, b.ids)
         )
         if len(key) != len(self._key) or any(
             a is not b for a, b in zip(key, self._key, strict=False)
@@ -226,7 +226,7 @@ class _MergedSource:
     def _branch(self, name: str, parts: list[BranchState | None]) -> BranchState | None:
         if parts[0] is None:
             return None
-        memory, keys, mask, ids = self._sources[name]
+        keys, values, mask, ids = self._sources[name]
         coverage = None
         if parts[0].coverage is not None:
             width = mask.shape[1]
@@ -236,8 +236,8 @@ class _MergedSource:
         return BranchState(
             torch.cat([p.h for p in parts]),
             torch.cat([p.c for p in parts]),
-            memory,
             keys,
+            values,
             mask,
             ids,
             torch.cat([p.present for p in parts]),
@@ -247,26 +247,23 @@ class _MergedSource:
 
     @staticmethod
     def _pad(parts: list[BranchState], cols: list[torch.Tensor | None] | None) -> tuple:
-        """(memory, keys, mask, ids) of every pair of every search, padded to the longest
+        """(keys, values, mask, ids) of every pair of every search, padded to the longest
         source; with `cols`, the ids (decoder d's copy source, in each search's positions)
         mapped to the call's output columns."""
         width = max(p.mask.shape[1] for p in parts)
 
-        def cat(tensors: list[torch.Tensor]) -> torch.Tensor:
-            return torch.cat(
-                [
-                    F.pad(t, (0, 0, 0, width - t.shape[1]))
-                    if t.dim() == 3
-                    else F.pad(t, (0, width - t.shape[1]))
-                    for t in tensors
-                ]
-            )
+        def cat(tensors: list[torch.Tensor], dim: int = 1) -> torch.Tensor:
+            # F.pad's pairs run from the last dimension back: `dim` padded at its end
+            def pad(t: torch.Tensor) -> torch.Tensor:
+                return F.pad(t, [0, 0] * (t.dim() - 1 - dim) + [0, width - t.shape[dim]])
+
+            return torch.cat([pad(t) for t in tensors])
 
         cols = cols or [None] * len(parts)
         ids = [p.ids if c is None else c[p.ids] for p, c in zip(parts, cols, strict=True)]
         return (
-            cat([p.memory for p in parts]),
-            cat([p.keys for p in parts]),
+            cat([p.keys for p in parts], dim=2),
+            cat([p.values for p in parts]),
             cat([p.mask for p in parts]),
             cat(ids),
         )
