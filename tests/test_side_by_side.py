@@ -1,6 +1,8 @@
-"""Two batches decoded at once in one process (bulk.side_by_side, bulk.in_threads; issue 34
-item 3): the output is the one-at-a-time run's, byte for byte."""
+"""Two batches decoded at once (issue 34 item 3), on two threads of one process
+(bulk.side_by_side, bulk.in_threads) or in two worker processes (bulk.worker_processes,
+cluster.ProcessPool, forked or spawned): the output is the one-at-a-time run's, byte for byte."""
 
+import contextlib
 import threading
 import time
 from pathlib import Path
@@ -63,31 +65,78 @@ def tiny(tmp_path_factory) -> Path:
     return save_tiny_summarizer(tmp_path_factory.mktemp("m") / "tiny", settings)
 
 
-def test_two_batches_at_once_write_the_one_at_a_time_output(tiny, tmp_path):
-    from denoisesum.inference.summarizer import Summarizer
-
+@pytest.fixture()
+def sets_file(tmp_path) -> Path:
     grouped: dict[str, list[str]] = {}
     for r in synthetic_reviews(n_entities=9, per_entity=4, seed=3):
         grouped.setdefault(r["entity_id"], []).append(r["text"])
-    sets = write_jsonl(
+    return write_jsonl(
         tmp_path / "sets.jsonl", [{"entity_id": e, "reviews": t} for e, t in grouped.items()]
     )
+
+
+def _run(tiny, sets_file, out: Path, threads: int) -> bytes:
+    from denoisesum.inference.summarizer import Summarizer
+
     summarizer = Summarizer.from_pretrained(tiny, device="cpu")
     before = torch.get_num_threads()
-    outputs = {}
+    torch.set_num_threads(threads)
+    try:
+        bulk.run(
+            summarizer, str(sets_file), str(out), bulk.OutputOptions(explain=True), batch_size=2
+        )
+        assert torch.get_num_threads() == threads  # restored
+    finally:
+        torch.set_num_threads(before)
+    return out.read_bytes()
+
+
+def test_two_batches_at_once_write_the_one_at_a_time_output(tiny, sets_file, tmp_path, monkeypatch):
+    from denoisesum.inference.summarizer import Summarizer
+
+    summarizer = Summarizer.from_pretrained(tiny, device="cpu")
+    before = torch.get_num_threads()
     try:
         for threads in (1, 2):  # 1: one batch at a time; 2: two at once, a thread each
             torch.set_num_threads(threads)
-            with bulk.side_by_side(summarizer, str(sets)) as workers:
+            with bulk.side_by_side(summarizer, str(sets_file)) as workers:
                 assert workers == threads
                 assert torch.get_num_threads() == 1
             assert torch.get_num_threads() == threads  # restored
-            out = tmp_path / f"out{threads}.jsonl"
-            bulk.run(
-                summarizer, str(sets), str(out), bulk.OutputOptions(explain=True), batch_size=2
-            )
-            outputs[threads] = out.read_bytes()
     finally:
         torch.set_num_threads(before)
-    assert len(outputs[1].splitlines()) == 9
-    assert outputs[2] == outputs[1]
+    one = _run(tiny, sets_file, tmp_path / "one.jsonl", 1)
+    assert len(one.splitlines()) == 9
+    monkeypatch.setattr(bulk, "POOL_BATCHES", {"fork": 99, "spawn": 99})  # 5 batches: threads
+    monkeypatch.setattr(bulk, "worker_processes", _never_processes(bulk.worker_processes))
+    assert _run(tiny, sets_file, tmp_path / "threads.jsonl", 2) == one
+
+
+def _never_processes(inner):
+    def checked(*args, **kwargs):
+        manager = inner(*args, **kwargs)
+        pool = manager.__enter__()
+        assert pool is None, "worker processes where two threads were expected"
+        manager.__exit__(None, None, None)
+        return contextlib.nullcontext(None)
+
+    return checked
+
+
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_worker_processes_write_the_one_at_a_time_output(
+    tiny, sets_file, tmp_path, monkeypatch, start
+):
+    import multiprocessing
+
+    from denoisesum.inference import cluster
+
+    if start not in multiprocessing.get_all_start_methods():
+        pytest.skip(f"this system cannot {start} processes")
+    one = _run(tiny, sets_file, tmp_path / "one.jsonl", 1)
+    monkeypatch.setattr(cluster, "pool_start", lambda: start)
+    monkeypatch.setattr(bulk, "POOL_BATCHES", {start: 2})  # spawned for 5 batches too
+    made = []
+    monkeypatch.setattr(cluster.ProcessPool, "__enter__", lambda pool: made.append(pool) or pool)
+    assert _run(tiny, sets_file, tmp_path / "processes.jsonl", 2) == one
+    assert len(made) == 1 and made[0].workers == 2  # 5 batches of 2: two workers decoded them

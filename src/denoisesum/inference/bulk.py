@@ -802,6 +802,23 @@ def count_sets(sets: Iterable[Any], summarizer, strict: bool, done: set[str]) ->
     return count, already
 
 
+def _shareable_threads(summarizer, source: str) -> int:
+    """torch's threads where two batches can be decoded at once, each with half of them: on a
+    CPU, with at least 2 threads, from a file (standard input is never read ahead); else 0."""
+    import torch
+
+    threads = torch.get_num_threads()
+    device = getattr(summarizer, "device", None)
+    if device is None or device.type != "cpu" or source == "-" or threads < 2:
+        return 0
+    return threads
+
+
+# batches left at least for worker processes (worker_processes), by how they start: a forked
+# worker at once, a spawned one after about 2 s of imports and loading; fewer: this process
+POOL_BATCHES = {"fork": 2, "spawn": 12}
+
+
 @contextlib.contextmanager
 def side_by_side(summarizer, source: str) -> Iterator[int]:
     """How many batches this process decodes at once: 2 on a CPU where torch has at least 2
@@ -811,9 +828,8 @@ def side_by_side(summarizer, source: str) -> Iterator[int]:
     other core does (measured: docs/results/decoding-speed.md)."""
     import torch
 
-    threads = torch.get_num_threads()
-    device = getattr(summarizer, "device", None)
-    if device is None or device.type != "cpu" or source == "-" or threads < 2:
+    threads = _shareable_threads(summarizer, source)
+    if not threads:
         yield 1
         return
     torch.set_num_threads(threads // 2)
@@ -821,6 +837,22 @@ def side_by_side(summarizer, source: str) -> Iterator[int]:
         yield 2
     finally:
         torch.set_num_threads(threads)
+
+
+@contextlib.contextmanager
+def worker_processes(summarizer, source: str, batches_left: int) -> Iterator[Any]:
+    """Two worker processes (cluster.ProcessPool) each with half of torch's threads, where
+    side_by_side would decode two batches at once and at least POOL_BATCHES batches are left
+    (a worker's start must pay for itself); else None."""
+    from denoisesum.inference.cluster import ProcessPool, pool_start
+
+    threads = _shareable_threads(summarizer, source)
+    if not threads or batches_left < POOL_BATCHES[pool_start()]:
+        yield None
+        return
+
+    with ProcessPool(summarizer, 2, threads // 2) as pool:
+        yield pool
 
 
 def in_threads(decode: Callable[[Any], Any], todo: Iterable[Any], workers: int) -> Iterator[Any]:
@@ -898,6 +930,9 @@ def run(
         todo = batches(sets(), batch_size, done, cost(summarizer) if by_length else None)
         if strict and source == "-":  # no reading ahead on standard input
             todo = _readable(summarizer, todo)
+        if cluster is None and total is not None:
+            left = -(-(total - skipped) // batch_size)
+            cluster = stack.enter_context(worker_processes(summarizer, source, left))
         if cluster is None:
             workers = stack.enter_context(side_by_side(summarizer, source))
             decoded: Iterator[tuple[list[dict], list[str]]] = in_threads(
