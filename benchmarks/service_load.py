@@ -53,6 +53,17 @@ def free_port() -> int:
 
 
 def rss_mib(pid: int) -> float | None:
+    """VmRSS of the process and its children (`serve --workers`: each worker's, the pages they
+    share with the parent counted in each)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
+    found = [own_rss_mib(p) for p in [pid, *map(int, children)]]
+    return sum(v for v in found if v is not None) if found[0] is not None else None
+
+
+def own_rss_mib(pid: int) -> float | None:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
@@ -103,6 +114,8 @@ def start_server(args, port: int, log: IO[str]) -> subprocess.Popen:
         command += ["--model", str(args.model)]
     if args.threads is not None:
         command += ["--threads", str(args.threads)]
+    if args.workers > 1:
+        command += ["--workers", str(args.workers)]
     if args.batch > 16:
         command += ["--max-sets", str(args.batch)]
     # its messages go to a file: a pipe nobody reads during the run could fill and block it
@@ -209,7 +222,8 @@ def measure(args, sets: list[list[str]], base: str, server: subprocess.Popen, lo
     statuses = Counter(status for status, _ in results)
     ok = [seconds for status, seconds in results if status == "200"]
     per_request = max(args.batch, 1)
-    batches = after["batches"] - before["batches"]
+    # /healthz counts one worker's batches: with several, which one answers is the kernel's
+    batches = after["batches"] - before["batches"] if args.workers == 1 else None
     rss = [value for _, value in sampler.samples]
 
     def ms(seconds: float) -> float:
@@ -223,6 +237,7 @@ def measure(args, sets: list[list[str]], base: str, server: subprocess.Popen, lo
             "sets_per_request": per_request,
             "max_batch": args.max_batch,
             "server_threads": args.threads,
+            "server_workers": args.workers,
             "timeout_s": args.timeout,
             "review_sets": shown_path(args.sets),
             "distinct_sets": len(sets),
@@ -334,7 +349,8 @@ def markdown(result: dict, command: str) -> str:
         (
             "server",
             f"max batch {s['max_batch']} sets, torch threads "
-            f"{s['server_threads'] or 'default'}, timeout {s['timeout_s']:g} s",
+            f"{s['server_threads'] or 'default'}, {s.get('server_workers', 1)} worker "
+            f"process(es), timeout {s['timeout_s']:g} s",
         ),
         ("requests answered 200", f"{result['ok']:,} of {result['requests']:,}"),
         (
@@ -355,7 +371,9 @@ def markdown(result: dict, command: str) -> str:
         (
             "batching",
             f"{result['server_batches']} summarize_batch calls, "
-            f"{result['sets_per_batch']} review sets each on average",
+            f"{result['sets_per_batch']} review sets each on average"
+            if result["server_batches"] is not None
+            else "not counted (each worker process counts its own)",
         ),
         (
             "server memory (VmRSS)",
@@ -401,6 +419,9 @@ def main() -> None:
         "--max-batch", type=int, default=8, help="the server's --max-batch (sets decoded together)"
     )
     parser.add_argument("--threads", type=int, default=None, help="the server's torch threads")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="the server's --workers (worker processes)"
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="the server's --timeout")
     parser.add_argument(
         "--startup-timeout",

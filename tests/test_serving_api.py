@@ -5,6 +5,7 @@ share batches, and the page ships no external resource."""
 import asyncio
 import json
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -545,7 +546,10 @@ def test_serve_without_a_model_names_the_directory(tmp_path):
     ) in result.stderr
 
 
-def test_serve_command_serves(summarizer):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_serve_command_serves(summarizer, workers):
+    """`denoisesum serve` answers; with --workers 2, from two processes (forked with the model,
+    sharing the port), which SIGTERM to the command stops with it."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -565,12 +569,15 @@ def test_serve_command_serves(summarizer):
             "1",
             "--log-level",
             "warning",
+            "--workers",
+            str(workers),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
     base = f"http://127.0.0.1:{port}"
+    children: list[str] = []
     try:
         for _ in range(600):
             assert server.poll() is None, server.stdout.read()
@@ -586,9 +593,22 @@ def test_serve_command_serves(summarizer):
         assert too_many.status_code == 422 and too_many.json()["error"]["field"] == "reviews"
         page = httpx.get(base + "/", timeout=10)
         assert page.status_code == 200 and "/static/app.js" in page.text
+        if workers > 1:  # each fresh connection goes to one worker, the kernel's choice
+            seen = {httpx.get(base + "/healthz", timeout=10).json()["worker"] for _ in range(200)}
+            children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+            assert seen == set(map(int, children)) and len(seen) == 2
     finally:
         server.terminate()
         server.wait(30)
+    assert server.returncode in (0, -signal.SIGTERM), server.stdout.read()  # uvicorn re-raises
+    assert not [c for c in children if Path(f"/proc/{c}").exists()]  # no worker left behind
+
+
+def test_workers_below_one_are_refused(summarizer):
+    from conftest import run_cli
+
+    done = run_cli("serve", "--model", summarizer.path, "--workers", "0")
+    assert done.returncode == 2 and "--workers" in done.stderr and "Traceback" not in done.stderr
 
 
 # ---- opinion: ratings and slices (issue 31) ---------------------------------------------------

@@ -1425,8 +1425,19 @@ def serve_command(
         ),
     ] = 64,
     threads: Annotated[
-        int | None, typer.Option(min=1, help="torch threads (default: torch's, one per core).")
+        int | None,
+        typer.Option(
+            min=1, help="torch threads per worker (default: the cores shared among the workers)."
+        ),
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=64,
+            help="Worker processes sharing the port and the loaded model (CPU; needs fork).",
+        ),
+    ] = 1,
     device: DeviceOption = "auto",
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
@@ -1457,17 +1468,26 @@ def serve_command(
             f"no default model is installed (looked for {DEFAULT_MODEL_DIR}); "
             "pass a model directory: denoisesum serve --model DIR"
         )
-    if threads is not None:
+    if workers > 1 and not hasattr(os, "fork"):
+        raise DenoiseSumError("--workers above 1 needs a system that forks processes")
+    if threads is not None and workers == 1:
         import torch
 
         torch.set_num_threads(threads)
     summarizer = Summarizer.from_pretrained(model, device=_device(device))
+    if workers > 1 and summarizer.device.type != "cpu":
+        raise DenoiseSumError(
+            f"--workers {workers}: worker processes run on the CPU; on {summarizer.device.type} "
+            "serve with one (--workers 1) or pass --device cpu"
+        )
     service = create_app(summarizer, limits)
+    many = f" in {workers} worker processes" if workers > 1 else ""
     typer.echo(
-        f"model {summarizer.path}; serving on http://{host}:{port}/ (API: /docs); Ctrl-C stops",
+        f"model {summarizer.path}; serving on http://{host}:{port}/{many} (API: /docs); "
+        "Ctrl-C stops",
         err=True,
     )
-    serve(service, host=host, port=port, log_level=log_level)
+    serve(service, host=host, port=port, log_level=log_level, workers=workers, threads=threads)
 
 
 def _warning_line(message, category, filename, lineno, line=None) -> str:

@@ -1,5 +1,10 @@
 """Running the service: `serve(app, host, port, log_level)` (what `denoisesum serve` does) runs
-the app under uvicorn, with read timeouts that uvicorn lacks.
+the app under uvicorn, with read timeouts that uvicorn lacks; with `workers` > 1 (`serve
+--workers N`), in N processes forked after the model loaded, sharing its memory and one
+listening socket (the kernel gives each new connection to one of them). Each worker has its own
+request queue and decoding thread: on 2 cores two workers of one torch thread each answered
+1.6x the requests of one process of two threads (docs/results/service.md), whose decoding thread
+and request threads share one interpreter lock.
 
 uvicorn (h11) times only the gap between two requests on a connection (`timeout_keep_alive`,
 5 s, kept): a client that opens a connection and sends nothing, half a request head, or the
@@ -17,9 +22,13 @@ and h11 at most 16 KiB of a head (then 400), so neither needs a byte budget of i
 """
 
 import asyncio
+import contextlib
 import copy
 import json
 import logging
+import os
+import signal
+import socket
 
 import h11
 import uvicorn
@@ -152,6 +161,69 @@ def server_config(
     )
 
 
-def serve(app: FastAPI, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
-    """Serve until interrupted (Ctrl-C)."""
-    uvicorn.Server(server_config(app, host, port, log_level)).run()
+def serve(
+    app: FastAPI,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    log_level: str = "info",
+    workers: int = 1,
+    threads: int | None = None,
+) -> None:
+    """Serve until interrupted (Ctrl-C), in `workers` processes of `threads` torch threads
+    each (None: the cores shared out among them)."""
+    config = server_config(app, host, port, log_level)
+    if workers == 1:
+        uvicorn.Server(config).run()
+        return
+    sock = socket.create_server((host, port), backlog=config.backlog)
+    sock.set_inheritable(True)
+    threads = threads or max(1, (os.cpu_count() or 1) // workers)
+    children = [_fork_worker(config, sock, threads) for _ in range(workers)]
+    sock.close()
+    _wait_for(children)
+
+
+def _fork_worker(config: uvicorn.Config, sock: socket.socket, threads: int) -> int:
+    """A worker process serving the app on the shared socket; its pid."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:
+        import torch
+
+        torch.set_num_threads(threads)
+        for name in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(name, signal.SIG_DFL)  # uvicorn installs its own when it starts
+        uvicorn.Server(config).run(sockets=[sock])
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _wait_for(children: list[int]) -> None:
+    """The parent: until every worker has exited. SIGINT or SIGTERM stops them all (SIGTERM:
+    uvicorn's graceful stop); one worker that exits stops the others, since a service of fewer
+    workers than asked for is not the one started."""
+    alive = set(children)
+
+    def stop(*_):
+        for pid in alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+    for name in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(name, stop)
+    failed = False
+    while alive:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
+        alive.discard(pid)
+        # uvicorn ends a server stopped by a signal by raising that signal again
+        code = os.waitstatus_to_exitcode(status)
+        failed = failed or code not in (0, -signal.SIGTERM, -signal.SIGINT)
+        stop()
+    if failed:
+        raise SystemExit(1)
