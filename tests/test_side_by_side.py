@@ -3,6 +3,7 @@
 cluster.ProcessPool, forked or spawned): the output is the one-at-a-time run's, byte for byte."""
 
 import contextlib
+import os
 import threading
 import time
 from pathlib import Path
@@ -140,3 +141,22 @@ def test_worker_processes_write_the_one_at_a_time_output(
     monkeypatch.setattr(cluster.ProcessPool, "__enter__", lambda pool: made.append(pool) or pool)
     assert _run(tiny, sets_file, tmp_path / "processes.jsonl", 2) == one
     assert len(made) == 1 and made[0].workers == 2  # 5 batches of 2: two workers decoded them
+
+
+def _die(*args, **kwargs):
+    os._exit(3)  # a worker killed mid-batch
+
+
+def test_a_worker_that_dies_stops_the_run_with_one_line(tiny, sets_file, tmp_path, monkeypatch):
+    import multiprocessing
+
+    from denoisesum.errors import DenoiseSumError
+    from denoisesum.inference import cluster
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("the dying worker is made by forking this test's process")
+    monkeypatch.setattr(cluster, "pool_start", lambda: "fork")
+    monkeypatch.setattr(bulk, "POOL_BATCHES", {"fork": 2})
+    monkeypatch.setattr(cluster, "summarize_partition", _die)  # what the forked workers run
+    with pytest.raises(DenoiseSumError, match="a worker process decoding the batches stopped"):
+        _run(tiny, sets_file, tmp_path / "out.jsonl", 2)

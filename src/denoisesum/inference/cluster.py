@@ -281,13 +281,21 @@ class ProcessPool:
     ) -> Iterator[tuple[list[dict], list[str]]]:
         """(records, texts) per batch of `todo`, in its order; at most two batches per worker
         in flight (memory bounded by them)."""
+        from concurrent.futures.process import BrokenProcessPool
+
         pending: collections.deque = collections.deque()
-        for batch in todo:
-            pending.append(self.pool.submit(summarize_partition, [batch], self.spec, options))
-            if len(pending) >= 2 * self.workers:
+        try:
+            for batch in todo:
+                pending.append(self.pool.submit(summarize_partition, [batch], self.spec, options))
+                if len(pending) >= 2 * self.workers:
+                    yield from _said(pending.popleft().result())
+            while pending:
                 yield from _said(pending.popleft().result())
-        while pending:
-            yield from _said(pending.popleft().result())
+        except BrokenProcessPool:
+            raise DenoiseSumError(
+                "a worker process decoding the batches stopped unexpectedly (killed, or out "
+                "of memory); the summaries before its batch were written"
+            ) from None
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
