@@ -69,9 +69,10 @@ SLOW_CLI = (
 )
 
 
-def slow_summarize(tiny, sets_file, out) -> tuple[list[str], dict]:
+def slow_summarize(tiny, sets_file, out, threads: int = 1) -> tuple[list[str], dict]:
     """The command line of a summarize run into `out`, two entities a batch, each batch slowed
-    (SLOW_CLI), and its environment."""
+    (SLOW_CLI), and its environment (`threads` torch threads: with 2, the batches are decoded
+    by two worker processes, forked with the slowed code)."""
     args = [
         sys.executable,
         "-c",
@@ -85,12 +86,23 @@ def slow_summarize(tiny, sets_file, out) -> tuple[list[str], dict]:
         "--batch-size",
         "2",
     ]
-    return args, {**os.environ, "OMP_NUM_THREADS": "1"}
+    return args, {**os.environ, "OMP_NUM_THREADS": str(threads)}
 
 
-def test_a_killed_run_resumes_to_the_uninterrupted_output(tiny, sets_file, reference, tmp_path):
+def running(pid: str) -> bool:
+    """Whether the process exists and has not exited (a zombie waits for its parent's reaper)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_killed_run_resumes_to_the_uninterrupted_output(
+    tiny, sets_file, reference, tmp_path, threads
+):
     out = tmp_path / "out.jsonl"
-    args, env = slow_summarize(tiny, sets_file, out)
+    args, env = slow_summarize(tiny, sets_file, out, threads)
     process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
@@ -98,10 +110,17 @@ def test_a_killed_run_resumes_to_the_uninterrupted_output(tiny, sets_file, refer
             if out.exists() and len(out.read_bytes().splitlines()) >= 4:
                 break
             time.sleep(0.05)
+        workers = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
         process.send_signal(signal.SIGKILL)
     finally:
         process.wait(timeout=30)
     assert process.returncode == -signal.SIGKILL
+    assert len(workers) == (2 if threads == 2 else 0)
+    # the command's worker processes end with it (their batch done, nothing left to read)
+    deadline = time.monotonic() + 30
+    while any(running(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(running(w) for w in workers)
     partial = out.read_text().splitlines()
     assert 4 <= len(partial) < N_ENTITIES and partial == reference[: len(partial)]
     done = run_cli(*args[3:])

@@ -10,7 +10,8 @@ from pathlib import Path
 import denoisesum
 
 PACKAGE = Path(denoisesum.__file__).parent
-# lowest first; errors/extras/io/config/text/progress are the shared base every stage may use
+# lowest first; errors/extras/io/config/text/progress/processes are the shared base every stage
+# may use
 LAYERS = [
     "errors",
     "extras",
@@ -18,6 +19,7 @@ LAYERS = [
     "config",
     "text",
     "progress",
+    "processes",
     "data",
     "models",
     "noising",
@@ -32,7 +34,7 @@ LAYERS = [
     "__init__",
     "__main__",
 ]
-BASE = {"config", "io", "errors", "extras", "text", "progress"}
+BASE = {"config", "io", "errors", "extras", "text", "progress", "processes"}
 ALLOWED_UP = {
     ("training", "denoisesum.inference.summarizer"),
     ("training", "denoisesum.evaluation.decoded"),

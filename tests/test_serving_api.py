@@ -604,6 +604,43 @@ def test_serve_command_serves(summarizer, workers):
     assert not [c for c in children if Path(f"/proc/{c}").exists()]  # no worker left behind
 
 
+def test_the_workers_of_a_killed_serve_stop(summarizer):
+    """SIGKILL leaves the command no time to stop its workers: each notices it is orphaned."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    command = [sys.executable, "-m", "denoisesum.cli", "serve", "--model", str(summarizer.path)]
+    server = subprocess.Popen(
+        [*command, "--port", str(port), "--workers", "2", "--log-level", "warning"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(600):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+        assert len(children) == 2
+        server.kill()
+    finally:
+        server.wait(30)
+    deadline = time.monotonic() + 30
+    while any(_running(c) for c in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_running(c) for c in children)
+
+
+def _running(pid: str) -> bool:
+    """Whether the process exists and has not exited (a zombie waits for its reaper)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def test_workers_below_one_are_refused(summarizer):
     from conftest import run_cli
 

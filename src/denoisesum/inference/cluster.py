@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from denoisesum.errors import DenoiseSumError
+from denoisesum.processes import end_with
 
 if TYPE_CHECKING:
     from denoisesum.inference.bulk import OutputOptions
@@ -128,19 +129,26 @@ def pool_start() -> str:
     return "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
 
 
-def _adopt(summarizer, spec: ModelSpec) -> None:
+def _adopt(summarizer, spec: ModelSpec, command: int) -> None:
     """A forked worker's start: the command's summarizer, inherited, is its model; Ctrl-C is
     the command's to handle (it stops the workers), not theirs."""
     import signal
 
     import torch
 
+    end_with(command)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if spec.threads:
         torch.set_num_threads(spec.threads)
     _LOADED.clear()
     _LOADED[(spec.model, spec.fingerprint)] = summarizer
+
+
+def _spawned(spec: ModelSpec, command: int) -> None:
+    """A spawned worker's start: the model loaded from its files."""
+    end_with(command)
+    _summarizer(spec)
 
 
 def summarize_partition(
@@ -268,12 +276,14 @@ class ProcessPool:
 
         self.workers = workers
         self.spec = model_spec(summarizer, threads)
+        command = os.getpid()
         if pool_start() == "fork":
             # a forked worker starts at once with the command's model in its memory (shared
             # until written), where a spawned one spends about 2 s importing and loading
-            context, start = multiprocessing.get_context("fork"), (_adopt, (summarizer, self.spec))
+            context = multiprocessing.get_context("fork")
+            start = (_adopt, (summarizer, self.spec, command))
         else:
-            context, start = multiprocessing.get_context("spawn"), (_summarizer, (self.spec,))
+            context, start = multiprocessing.get_context("spawn"), (_spawned, (self.spec, command))
         self.pool = ProcessPoolExecutor(workers, context, initializer=start[0], initargs=start[1])
 
     def summarize(

@@ -36,6 +36,8 @@ from fastapi import FastAPI
 from uvicorn.config import LOG_LEVELS, LOGGING_CONFIG
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from denoisesum.processes import end_with
+
 log = logging.getLogger("uvicorn.error")
 
 
@@ -185,6 +187,7 @@ def serve(
 
 def _fork_worker(config: uvicorn.Config, sock: socket.socket, threads: int) -> int:
     """A worker process serving the app on the shared socket; its pid."""
+    parent = os.getpid()
     pid = os.fork()
     if pid:
         return pid
@@ -195,6 +198,8 @@ def _fork_worker(config: uvicorn.Config, sock: socket.socket, threads: int) -> i
         torch.set_num_threads(threads)
         for name in (signal.SIGINT, signal.SIGTERM):
             signal.signal(name, signal.SIG_DFL)  # uvicorn installs its own when it starts
+        # a killed command cannot stop its workers: each stops itself, gracefully
+        end_with(parent, lambda: os.kill(os.getpid(), signal.SIGTERM))
         uvicorn.Server(config).run(sockets=[sock])
         code = 0
     finally:
