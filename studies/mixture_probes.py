@@ -55,15 +55,18 @@ class MixtureMeans:
 
     def __init__(self, model: DenoiseSum) -> None:
         self.sums: dict[str, tuple[float, int]] = {}
-        if model.gate is not None:
-            model.gate.register_forward_hook(self._hook("lambda"))
+        if model.gate is not None:  # the gate's logits
+            model.gate.register_forward_hook(self._hook("lambda", torch.sigmoid))
         if model.doc is not None and model.doc.decoder.copy_gate is not None:
-            model.doc.decoder.copy_gate.register_forward_hook(self._hook("p_gen"))
+            # the decoder's output (DecoderOut, state): its p_gen, already a probability (the
+            # decoder reads copy_gate's weights, it does not call the module)
+            model.doc.decoder.register_forward_hook(self._hook("p_gen", lambda out: out[0].p_gen))
 
-    def _hook(self, name: str):
-        def keep(module, inputs, output: torch.Tensor) -> None:
+    def _hook(self, name: str, value):
+        def keep(module, inputs, output) -> None:
+            got = value(output)
             total, count = self.sums.get(name, (0.0, 0))
-            self.sums[name] = (total + float(torch.sigmoid(output).sum()), count + output.numel())
+            self.sums[name] = (total + float(got.sum()), count + got.numel())
 
         return keep
 

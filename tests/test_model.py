@@ -11,6 +11,7 @@ from denoisesum.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from denoisesum.errors import ConfigError
 from denoisesum.models.bilm import length_mask
 from denoisesum.models.denoisesum import (
+    BranchState,
     DenoiseSum,
     DenoiseSumConfig,
     copy_distribution,
@@ -502,3 +503,42 @@ def test_coverage_starts_from_the_model_without_it():
     out = covered.train()(batch)
     out["loss"].backward()
     assert covered.doc.decoder.coverage.grad.abs().item() > 0
+
+
+@pytest.mark.parametrize("copy", [True, False])
+def test_the_decoder_is_the_papers_formula_over_its_precomputed_values(copy):
+    """Decoder.forward mixes values mapped once per input (Decoder.source) instead of the token
+    states: the same as the formula it stands for, scores s_t W_a h_k, ctx_t = Σ a_k h_k,
+    tanh(combine([s_t; ctx_t])), p_gen = σ(copy_gate([s_t; ctx_t; e_t]))."""
+    torch.set_default_dtype(torch.float64)
+    try:
+        decoder = tiny(copy=copy).doc.decoder
+        a, beams, m, steps = 2, 3, 5, 4
+        memory = torch.randn(a, m, decoder.attn.in_features)  # [A, M, H]
+        mask = torch.ones(a, m, dtype=torch.bool)
+        mask[1, 3:] = False
+        h = torch.randn(a * beams, decoder.lstm.hidden_size)
+        keys, values = decoder.source(memory)
+        state = BranchState(
+            h, torch.zeros_like(h), keys, values, mask, torch.zeros(a, m, dtype=torch.long),
+            torch.ones(a * beams, dtype=torch.bool), beams=beams,
+        )  # fmt: skip
+        emb = torch.randn(a * beams, steps, decoder.lstm.input_size)
+        out, _ = decoder(emb, state)
+        states = out.states  # [B, S, D]
+        rows = memory.repeat_interleave(beams, 0)  # [B, M, H]: each row its pair's tokens
+        scores = states @ decoder.attn(rows).transpose(1, 2)  # [B, S, M]
+        attn = torch.softmax(
+            scores.masked_fill(~mask.repeat_interleave(beams, 0)[:, None], -1e30), -1
+        )
+        ctx = attn @ rows  # [B, S, H]
+        hidden = torch.tanh(decoder.combine(torch.cat([states, ctx], -1)))
+        assert torch.allclose(out.attn, attn, atol=1e-12)
+        assert torch.allclose(out.logits, decoder.out(hidden), atol=1e-12)
+        if copy:
+            gate = decoder.copy_gate(torch.cat([states, ctx, emb], -1)).squeeze(-1)
+            assert torch.allclose(out.p_gen, torch.sigmoid(gate), atol=1e-12)
+        else:
+            assert out.p_gen is None
+    finally:
+        torch.set_default_dtype(torch.float32)

@@ -641,6 +641,17 @@ def _running(pid: str) -> bool:
         return False
 
 
+def test_workers_on_a_port_in_use_is_one_line(summarizer):
+    from conftest import refused, run_cli
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run_cli("serve", "--model", summarizer.path, "--workers", "2", "--port", port)
+    assert refused(done, f"cannot listen on 127.0.0.1:{port}: Address already in use"), done
+
+
 def test_workers_below_one_are_refused(summarizer):
     from conftest import run_cli
 

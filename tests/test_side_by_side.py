@@ -160,3 +160,22 @@ def test_a_worker_that_dies_stops_the_run_with_one_line(tiny, sets_file, tmp_pat
     monkeypatch.setattr(cluster, "summarize_partition", _die)  # what the forked workers run
     with pytest.raises(DenoiseSumError, match="a worker process decoding the batches stopped"):
         _run(tiny, sets_file, tmp_path / "out.jsonl", 2)
+
+
+def test_more_threads_mean_more_workers_of_one_thread_each(tmp_path):
+    """With 4 torch threads, 4 forked workers of one thread each (never parallel work on a
+    forked worker's main thread, which can hang in OpenMP once the parent has used it): the
+    packaged model writes the one-process output."""
+    from conftest import run_cli
+
+    sets = Path(__file__).resolve().parents[1] / "examples" / "review_sets.jsonl"
+    outputs = {}
+    for threads in ("1", "4"):
+        out = tmp_path / f"out{threads}.jsonl"
+        done = run_cli(
+            "summarize", sets, "--batch-size", "1", "-o", out,
+            env={"OMP_NUM_THREADS": threads}, timeout=180,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        outputs[threads] = out.read_bytes()
+    assert len(outputs["1"].splitlines()) == 5 and outputs["4"] == outputs["1"]

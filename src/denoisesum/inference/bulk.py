@@ -841,17 +841,17 @@ def side_by_side(summarizer, source: str) -> Iterator[int]:
 
 @contextlib.contextmanager
 def worker_processes(summarizer, source: str, batches_left: int) -> Iterator[Any]:
-    """Two worker processes (cluster.ProcessPool) each with half of torch's threads, where
+    """A worker process per torch thread, one thread each (cluster.ProcessPool), where
     side_by_side would decode two batches at once and at least POOL_BATCHES batches are left
-    (a worker's start must pay for itself); else None."""
+    (a worker's start must pay for itself); else None. One thread each: a forked worker whose
+    torch runs parallel work on its main thread hangs in OpenMP once the parent has used it."""
     from denoisesum.inference.cluster import ProcessPool, pool_start
 
     threads = _shareable_threads(summarizer, source)
     if not threads or batches_left < POOL_BATCHES[pool_start()]:
         yield None
         return
-
-    with ProcessPool(summarizer, 2, threads // 2) as pool:
+    with ProcessPool(summarizer, threads, 1) as pool:
         yield pool
 
 

@@ -24,6 +24,7 @@ import collections
 import contextlib
 import os
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,10 +124,9 @@ def _summarizer(spec: ModelSpec):
 
 
 def pool_start() -> str:
-    """How ProcessPool starts its workers: "fork" where the system has it, else "spawn"."""
-    import multiprocessing
-
-    return "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    """How ProcessPool starts its workers: "fork" on Linux, else "spawn" (macOS's system
+    libraries are not safe to fork once they have started threads; Windows cannot fork)."""
+    return "fork" if sys.platform.startswith("linux") else "spawn"
 
 
 def _adopt(summarizer, spec: ModelSpec, command: int) -> None:
@@ -146,8 +146,11 @@ def _adopt(summarizer, spec: ModelSpec, command: int) -> None:
 
 
 def _spawned(spec: ModelSpec, command: int) -> None:
-    """A spawned worker's start: the model loaded from its files."""
+    """A spawned worker's start: the model loaded from its files; Ctrl-C is the command's."""
+    import signal
+
     end_with(command)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _summarizer(spec)
 
 
@@ -265,7 +268,7 @@ class ProcessPool:
 
     Two batches at once on two threads of one process contend for its interpreter lock between
     torch's kernels (the beam search's bookkeeping is Python); in two processes they do not:
-    on 200 dev+test businesses with 2 cores, two processes of one thread each decoded 1.25x as
+    on 200 dev+test businesses with 2 cores, two processes of one thread each decoded 1.12x as
     fast as two threads (docs/results/decoding-speed.md). Each worker loads the model once, at
     its start (`_summarizer`, checked against the command's), and decodes one batch per task,
     as the command would: the same records, in input order."""

@@ -38,8 +38,9 @@ POLARITIES = ("negative", "mixed", "positive")
 _TOKENIZER = Tokenizer()
 # texts whose class scores are kept: decoding rates the same clauses again and again (a
 # business's candidate summaries share most of their sentences; 1,697 texts rated, 597 distinct,
-# over 24 dev businesses)
-CACHED_TEXTS = 20_000
+# over 24 dev businesses). Only short ones, clauses and sentences: whole reviews are rated once,
+# and a service must not hold its clients' reviews (20,000 of 5,000 characters: 100 MB)
+CACHED_TEXTS, CACHED_CHARS = 20_000, 300
 
 
 def ngrams(tokens: Sequence[str], max_n: int = MAX_N) -> list[str]:
@@ -98,9 +99,10 @@ class RatingModel:
         if row is None:
             cols, values = self.vector(text)
             row = self.coef[:, cols] @ values + self.intercept  # [K]
-            if len(self._scores) >= CACHED_TEXTS:
-                self._scores.clear()
-            self._scores[text] = row
+            if len(text) <= CACHED_CHARS:
+                if len(self._scores) >= CACHED_TEXTS:
+                    self._scores.clear()
+                self._scores[text] = row
         return row
 
     def stars(self, texts: Iterable[str]) -> np.ndarray:

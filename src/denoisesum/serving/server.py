@@ -29,6 +29,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 
 import h11
 import uvicorn
@@ -36,6 +37,7 @@ from fastapi import FastAPI
 from uvicorn.config import LOG_LEVELS, LOGGING_CONFIG
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from denoisesum.errors import DenoiseSumError
 from denoisesum.processes import end_with
 
 log = logging.getLogger("uvicorn.error")
@@ -177,12 +179,29 @@ def serve(
     if workers == 1:
         uvicorn.Server(config).run()
         return
-    sock = socket.create_server((host, port), backlog=config.backlog)
-    sock.set_inheritable(True)
-    threads = threads or max(1, (os.cpu_count() or 1) // workers)
+    sock = _listen(host, port, config.backlog)
+    if port == 0:
+        print(f"listening on port {sock.getsockname()[1]}", file=sys.stderr, flush=True)
+    threads = threads or max(1, _cores() // workers)
     children = [_fork_worker(config, sock, threads) for _ in range(workers)]
     sock.close()
     _wait_for(children)
+
+
+def _listen(host: str, port: int, backlog: int) -> socket.socket:
+    """The socket the workers share (IPv4 or IPv6, as the host is); a port in use is one line."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family, backlog=backlog)
+    except OSError as exc:
+        raise DenoiseSumError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def _cores() -> int:
+    """The cores this process may run on (a container's CPU set, not the host's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _fork_worker(config: uvicorn.Config, sock: socket.socket, threads: int) -> int:
@@ -200,8 +219,9 @@ def _fork_worker(config: uvicorn.Config, sock: socket.socket, threads: int) -> i
             signal.signal(name, signal.SIG_DFL)  # uvicorn installs its own when it starts
         # a killed command cannot stop its workers: each stops itself, gracefully
         end_with(parent, lambda: os.kill(os.getpid(), signal.SIGTERM))
-        uvicorn.Server(config).run(sockets=[sock])
-        code = 0
+        server = uvicorn.Server(config)
+        server.run(sockets=[sock])
+        code = 0 if server.started else 3  # uvicorn's own code for a failed start
     finally:
         os._exit(code)
 
