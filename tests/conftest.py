@@ -162,6 +162,14 @@ def run_cli(
     )
 
 
+def running(pid: int | str) -> bool:
+    """Whether the process exists and has not exited (a zombie waits for its parent's reaper)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 class Ran:
     """A command's outcome as its user sees it: exit code, output, and whether it was refused."""
 

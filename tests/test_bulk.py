@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import conftest
-from conftest import save_tiny_summarizer, synthetic_reviews, write_jsonl
+from conftest import running, save_tiny_summarizer, synthetic_reviews, write_jsonl
 from denoisesum.inference import bulk
 
 N_ENTITIES = 12
@@ -87,14 +87,6 @@ def slow_summarize(tiny, sets_file, out, threads: int = 1) -> tuple[list[str], d
         "2",
     ]
     return args, {**os.environ, "OMP_NUM_THREADS": str(threads)}
-
-
-def running(pid: str) -> bool:
-    """Whether the process exists and has not exited (a zombie waits for its parent's reaper)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.mark.parametrize("threads", [1, 2])

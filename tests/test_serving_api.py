@@ -22,7 +22,7 @@ pytest.importorskip(
 import httpx
 from fastapi.testclient import TestClient
 
-from conftest import UNREADABLE, save_tiny_summarizer
+from conftest import UNREADABLE, running, save_tiny_summarizer
 from denoisesum.data.vocab import EOS_ID
 from denoisesum.inference.beam import DecodeConfig
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
@@ -628,17 +628,9 @@ def test_the_workers_of_a_killed_serve_stop(summarizer):
     finally:
         server.wait(30)
     deadline = time.monotonic() + 30
-    while any(_running(c) for c in children) and time.monotonic() < deadline:
+    while any(running(c) for c in children) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not any(_running(c) for c in children)
-
-
-def _running(pid: str) -> bool:
-    """Whether the process exists and has not exited (a zombie waits for its reaper)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    assert not any(running(c) for c in children)
 
 
 def test_workers_on_a_port_in_use_is_one_line(summarizer):
