@@ -7,7 +7,10 @@ review-set JSONL file (or standard input), or grouped from a review corpus with 
 state that grows with the input is a set of entity ids (duplicates are refused; resume skips the
 ids already written). A file input is read once first (its size, for the ETA; bad records and,
 with --strict, unreadable sets refused before any decoding); standard input is not. With
---by-length, windows of 16 batches are decoded shortest first (`batches`).
+--by-length, windows of 16 batches are decoded shortest first (`batches`). On a CPU with 2 or
+more torch threads, a file of 2 batches or more is decoded by a worker process per thread
+(`worker_processes`, cluster.ProcessPool), written here in input order; fewer batches, two at
+once on two threads (`side_by_side`).
 
 Resume. With `-o FILE`, each batch's records are appended as whole lines, flushed and fsynced, so
 a killed run loses at most the batch in flight. `FILE.settings.json` (the sidecar) records what
@@ -844,7 +847,7 @@ def worker_processes(summarizer, source: str, batches_left: int) -> Iterator[Any
     """A worker process per torch thread, one thread each (cluster.ProcessPool), where
     side_by_side would decode two batches at once and at least POOL_BATCHES batches are left
     (a worker's start must pay for itself); else None. One thread each: a forked worker whose
-    torch runs parallel work on its main thread hangs in OpenMP once the parent has used it."""
+    torch runs parallel work on its main thread can hang in OpenMP once the parent has used it."""
     from denoisesum.inference.cluster import ProcessPool, pool_start
 
     threads = _shareable_threads(summarizer, source)
