@@ -396,8 +396,7 @@ def evidence(args: argparse.Namespace) -> None:
         shares = " | ".join(f"{cell[v] / n:.0%}" for v in VERDICTS)
         lines.append(f"| {author} | {check} | {n} | {shares} |")
     lines += ["", *_evidence_reading(counts), "", "Judged files: " + ", ".join(files) + "."]
-    lines += ["", "```bash", *args.commands]
-    lines += ["```", ""]
+    lines += ["", "```bash", *args.commands, "```", ""]
     with atomic_write(args.markdown) as handle:
         handle.write("\n".join(lines))
     print(f"-> {args.markdown}")

@@ -546,46 +546,42 @@ def test_serve_without_a_model_names_the_directory(tmp_path):
     ) in result.stderr
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_serve_command_serves(summarizer, workers):
-    """`denoisesum serve` answers; with --workers 2, from two processes (forked with the model,
-    sharing the port), which SIGTERM to the command stops with it."""
+def start_serve(summarizer, *args: str, **popen) -> tuple[subprocess.Popen, str]:
+    """`denoisesum serve` of the model on a free port with `args`, once /healthz answers; the
+    process and its base URL."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+    command = [sys.executable, "-m", "denoisesum.cli", "serve", "--model", str(summarizer.path)]
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "denoisesum.cli",
-            "serve",
-            "--model",
-            str(summarizer.path),
-            "--port",
-            str(port),
-            "--max-reviews",
-            "2",
-            "--threads",
-            "1",
-            "--log-level",
-            "warning",
-            "--workers",
-            str(workers),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+        [*command, "--port", str(port), "--log-level", "warning", *args], **popen
     )
     base = f"http://127.0.0.1:{port}"
-    children: list[str] = []
     try:
         for _ in range(600):
-            assert server.poll() is None, server.stdout.read()
+            assert server.poll() is None, server.stdout and server.stdout.read()
             try:
                 if httpx.get(base + "/healthz", timeout=1).status_code == 200:
                     break
             except httpx.HTTPError:
                 time.sleep(0.1)
+    except BaseException:
+        server.kill()
+        server.wait(30)
+        raise
+    return server, base
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_serve_command_serves(summarizer, workers):
+    """`denoisesum serve` answers; with --workers 2, from two processes (forked with the model,
+    sharing the port), which SIGTERM to the command stops with it."""
+    server, base = start_serve(
+        summarizer, "--max-reviews", "2", "--threads", "1", "--workers", str(workers),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    children: list[str] = []
+    try:
         response = httpx.post(base + "/v1/summarize", json={"reviews": REVIEWS[:2]}, timeout=30)
         assert response.status_code == 200, response.text
         assert response.json()["summary"] == summarizer.summarize(REVIEWS[:2])
@@ -601,27 +597,15 @@ def test_serve_command_serves(summarizer, workers):
         server.terminate()
         server.wait(30)
     assert server.returncode in (0, -signal.SIGTERM), server.stdout.read()  # uvicorn re-raises
-    assert not [c for c in children if Path(f"/proc/{c}").exists()]  # no worker left behind
+    assert not any(running(c) for c in children)  # no worker left behind
 
 
 def test_the_workers_of_a_killed_serve_stop(summarizer):
     """SIGKILL leaves the command no time to stop its workers: each notices it is orphaned."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    command = [sys.executable, "-m", "denoisesum.cli", "serve", "--model", str(summarizer.path)]
-    server = subprocess.Popen(
-        [*command, "--port", str(port), "--workers", "2", "--log-level", "warning"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    server, _ = start_serve(
+        summarizer, "--workers", "2", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
         children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
         assert len(children) == 2
         server.kill()

@@ -2,7 +2,6 @@
 (bulk.side_by_side, bulk.in_threads) or in two worker processes (bulk.worker_processes,
 cluster.ProcessPool, forked or spawned): the output is the one-at-a-time run's, byte for byte."""
 
-import contextlib
 import os
 import threading
 import time
@@ -109,24 +108,23 @@ def test_two_batches_at_once_write_the_one_at_a_time_output(tiny, sets_file, tmp
     one = _run(tiny, sets_file, tmp_path / "one.jsonl", 1)
     assert len(one.splitlines()) == 9
     monkeypatch.setattr(bulk, "POOL_BATCHES", {"fork": 99, "spawn": 99})  # 5 batches: threads
-    monkeypatch.setattr(bulk, "worker_processes", _never_processes(bulk.worker_processes))
+    pools = pools_made(monkeypatch)
     assert _run(tiny, sets_file, tmp_path / "threads.jsonl", 2) == one
+    assert pools == [], "worker processes where two threads were expected"
 
 
-def _never_processes(inner):
-    def checked(*args, **kwargs):
-        manager = inner(*args, **kwargs)
-        pool = manager.__enter__()
-        assert pool is None, "worker processes where two threads were expected"
-        manager.__exit__(None, None, None)
-        return contextlib.nullcontext(None)
+def pools_made(monkeypatch) -> list:
+    """The ProcessPools that bulk runs enter from now on, as they are entered."""
+    from denoisesum.inference import cluster
 
-    return checked
+    made: list = []
+    monkeypatch.setattr(cluster.ProcessPool, "__enter__", lambda pool: made.append(pool) or pool)
+    return made
 
 
-@pytest.mark.parametrize("start", ["fork", "spawn"])
+@pytest.mark.parametrize(("start", "threads"), [("fork", 2), ("fork", 4), ("spawn", 2)])
 def test_worker_processes_write_the_one_at_a_time_output(
-    tiny, sets_file, tmp_path, monkeypatch, start
+    tiny, sets_file, tmp_path, monkeypatch, start, threads
 ):
     import multiprocessing
 
@@ -137,10 +135,10 @@ def test_worker_processes_write_the_one_at_a_time_output(
     one = _run(tiny, sets_file, tmp_path / "one.jsonl", 1)
     monkeypatch.setattr(cluster, "pool_start", lambda: start)
     monkeypatch.setattr(bulk, "POOL_BATCHES", {start: 2})  # spawned for 5 batches too
-    made = []
-    monkeypatch.setattr(cluster.ProcessPool, "__enter__", lambda pool: made.append(pool) or pool)
-    assert _run(tiny, sets_file, tmp_path / "processes.jsonl", 2) == one
-    assert len(made) == 1 and made[0].workers == 2  # 5 batches of 2: two workers decoded them
+    made = pools_made(monkeypatch)
+    assert _run(tiny, sets_file, tmp_path / "processes.jsonl", threads) == one
+    # a worker per torch thread, one thread each (5 batches of 2: every worker had one)
+    assert len(made) == 1 and made[0].workers == threads and made[0].spec.threads == 1
 
 
 def _die(*args, **kwargs):
@@ -163,9 +161,9 @@ def test_a_worker_that_dies_stops_the_run_with_one_line(tiny, sets_file, tmp_pat
 
 
 def test_more_threads_mean_more_workers_of_one_thread_each(tmp_path):
-    """With 4 torch threads, 4 forked workers of one thread each (never parallel work on a
-    forked worker's main thread, which can hang in OpenMP once the parent has used it): the
-    packaged model writes the one-process output."""
+    """The command with 4 torch threads (worker processes of one thread each: never parallel
+    work on a forked worker's main thread, which can hang in OpenMP once the parent has used
+    it) and the packaged model writes the one-process output."""
     from conftest import run_cli
 
     sets = Path(__file__).resolve().parents[1] / "examples" / "review_sets.jsonl"

@@ -1427,7 +1427,7 @@ def serve_command(
     threads: Annotated[
         int | None,
         typer.Option(
-            min=1, help="torch threads per worker (default: the cores shared among the workers)."
+            min=1, help="torch threads per worker (default: torch's, shared among the workers)."
         ),
     ] = None,
     workers: Annotated[

@@ -130,15 +130,10 @@ def pool_start() -> str:
 
 
 def _adopt(summarizer, spec: ModelSpec, command: int) -> None:
-    """A forked worker's start: the command's summarizer, inherited, is its model; Ctrl-C is
-    the command's to handle (it stops the workers), not theirs."""
-    import signal
-
+    """A forked worker's start: the command's summarizer, inherited, is its model."""
     import torch
 
-    end_with(command)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _worker_of(command)
     if spec.threads:
         torch.set_num_threads(spec.threads)
     _LOADED.clear()
@@ -146,12 +141,19 @@ def _adopt(summarizer, spec: ModelSpec, command: int) -> None:
 
 
 def _spawned(spec: ModelSpec, command: int) -> None:
-    """A spawned worker's start: the model loaded from its files; Ctrl-C is the command's."""
+    """A spawned worker's start: the model loaded from its files."""
+    _worker_of(command)
+    _summarizer(spec)
+
+
+def _worker_of(command: int) -> None:
+    """A pool worker ends with its command, and Ctrl-C is the command's to handle (it stops the
+    workers), not theirs; SIGTERM ends it (a forked one inherits the command's handlers)."""
     import signal
 
     end_with(command)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _summarizer(spec)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def summarize_partition(
@@ -255,8 +257,6 @@ class Cluster:
 def _said(decoded: list[tuple[list[dict], list[str], list[str]]]):
     """(records, texts) of each batch a worker decoded; its warning lines said here, on
     standard error, as a single-process run says them."""
-    import sys
-
     for records, texts, said in decoded:
         for line in said:
             print(line, file=sys.stderr)

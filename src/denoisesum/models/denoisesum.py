@@ -356,19 +356,23 @@ class Decoder(nn.Module):
         """The token states memory [A, M, H] as attention keys [A, D, M] and values
         [A, M, D(+1)] (the columns of combine, and of copy_gate, that read the context)."""
         d = self.combine.out_features
-        w = self.combine.weight[:, d:]  # [D, H]
-        if self.copy_gate is not None:
-            w = torch.cat([w, self.copy_gate.weight[:, d : d + memory.shape[-1]]])  # [D+1, H]
-        return self.attn(memory).transpose(1, 2).contiguous(), F.linear(memory, w)
+        values = F.linear(memory, self._reading(slice(d, d + memory.shape[-1])))
+        return self.attn(memory).transpose(1, 2).contiguous(), values
 
     def _state_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The columns of combine (and copy_gate) that read s_t, and their biases: [D(+1), D]."""
-        d = self.combine.out_features
-        w, bias = self.combine.weight[:, :d], self.combine.bias
+        bias = self.combine.bias
         if self.copy_gate is not None:
-            w = torch.cat([w, self.copy_gate.weight[:, :d]])
             bias = torch.cat([bias, self.copy_gate.bias])
-        return w, bias
+        return self._reading(slice(0, self.combine.out_features)), bias
+
+    def _reading(self, columns: slice) -> torch.Tensor:
+        """combine's weights over some of its inputs [s_t; ctx_t], and below them copy_gate's
+        over the same ones (its input begins the same): [D(+1), len(columns)]."""
+        w = self.combine.weight[:, columns]
+        if self.copy_gate is None:
+            return w
+        return torch.cat([w, self.copy_gate.weight[:, columns]])
 
     def _lstm(
         self, emb: torch.Tensor, st: BranchState

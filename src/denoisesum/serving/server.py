@@ -182,7 +182,10 @@ def serve(
     sock = _listen(host, port, config.backlog)
     if port == 0:
         print(f"listening on port {sock.getsockname()[1]}", file=sys.stderr, flush=True)
-    threads = threads or max(1, _cores() // workers)
+    if threads is None:  # torch's own count (OMP_NUM_THREADS, the CPU set), shared out
+        import torch
+
+        threads = max(1, torch.get_num_threads() // workers)
     children = [_fork_worker(config, sock, threads) for _ in range(workers)]
     sock.close()
     _wait_for(children)
@@ -195,13 +198,6 @@ def _listen(host: str, port: int, backlog: int) -> socket.socket:
         return socket.create_server((host, port), family=family, backlog=backlog)
     except OSError as exc:
         raise DenoiseSumError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-
-
-def _cores() -> int:
-    """The cores this process may run on (a container's CPU set, not the host's count)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def _fork_worker(config: uvicorn.Config, sock: socket.socket, threads: int) -> int:
