@@ -495,7 +495,9 @@ def test_a_request_past_its_limit_is_cut_between_steps_and_the_others_go_on(summ
     """Issue 33: a request of 3 sets that would decode 1,000 steps (0.03 s each here) gets its
     504 at its 1 s limit and its search ends at the next step; a request sent 0.3 s after it
     joins the running steps and is answered within its own limit (before step-wise decoding the
-    first one held the model for its whole 30 s batch and the second got 503)."""
+    first one held the model for its whole 30 s batch and the second got 503). Both ask for a
+    length cap (which also ends summaries at a sentence: the same settings but for lengths), so
+    the second joins the hog's search itself."""
     slow = ModelGate(summarizer, per_row=0.003, no_end=True)
     limits = ServiceLimits(max_reviews=5, max_review_chars=300, max_sets=3, timeout_s=1.0)
     app = create_app(slow.summarizer, limits)
@@ -504,7 +506,8 @@ def test_a_request_past_its_limit_is_cut_between_steps_and_the_others_go_on(summ
         hog = pool.submit(post, port, "/v1/summarize/batch", hog_body)
         assert until(lambda: bool(slow.rows))
         time.sleep(0.3)
-        normal = post(port, "/v1/summarize", {"reviews": REVIEWS})
+        cap = SETTINGS.decode.max_length
+        normal = post(port, "/v1/summarize", {"reviews": REVIEWS, "max_words": cap})
         assert normal.status_code == 200, normal.text
         assert hog.result().status_code == 504
         assert until(lambda: not app.state.queue.stepper.busy(), 2.0)  # the hog's search ended

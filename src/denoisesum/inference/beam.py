@@ -59,7 +59,7 @@ from typing import ClassVar, Protocol
 import torch
 
 from denoisesum.config import Range, at_least, between, check
-from denoisesum.data.vocab import BOS_ID, EOS_ID, SPECIALS
+from denoisesum.data.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS
 from denoisesum.errors import ConfigError
 
 AGAINST_SCOPES = ("all", "overall", "below-positive", "off")
@@ -201,6 +201,10 @@ class WordMasks:
         return cls(always, mask(words.content), mask(words.sentence_ends))
 
 
+def _mask_fields(masks: WordMasks) -> tuple[torch.Tensor, ...]:
+    return masks.always, masks.content, masks.ends
+
+
 class DecodeStateLike(Protocol):
     def index_select(self, index: torch.Tensor) -> DecodeStateLike: ...
 
@@ -253,7 +257,8 @@ def restating(history: torch.Tensor, masks: WordMasks, share: float) -> torch.Te
     if n_sentences == 1:  # no earlier sentence anywhere
         return torch.zeros(n, dtype=torch.bool, device=history.device)
     sentence = ends.cumsum(1) - ends  # [N, t] sentence index; an end belongs to its sentence
-    current = sentence == ends.sum(1, keepdim=True)  # [N, t] the unfinished sentence
+    # [N, t] the unfinished sentence (not the <pad>s before a row that joined late)
+    current = (sentence == ends.sum(1, keepdim=True)) & (history != PAD_ID)
     content = masks.content[history]
     # the current sentence lies within the last w positions: only they are compared (as i)
     # with every position (as j), [N, w, t] rather than [N, t, t]
@@ -290,9 +295,13 @@ def constraint_mask(
     masks: WordMasks,
     config: DecodeConfig,
     bounds: tuple[torch.Tensor, torch.Tensor] | None = None,
+    lengths: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """True where a next word is banned. history [N, t] words so far -> [N, V] bool.
-    bounds: per-row (min_length [N], max_length [N]) instead of the config's."""
+    bounds: per-row (min_length [N], max_length [N]) instead of the config's.
+    lengths: per-row words so far [N] (with bounds), where a row's history is its words after
+    t - length leading <pad>s (a search that others joined later: _Search.join); <pad> is
+    always banned, so no n-gram or repeat of it can ban a word."""
     n, t = history.shape
     ban = masks.always.expand(n, -1).clone()  # [N, V]
     low, high = (config.min_length, config.max_length) if bounds is None else bounds
@@ -300,12 +309,14 @@ def constraint_mask(
         ban.fill_(True)
         ban[:, EOS_ID] = False
         return ban
+    length = t if lengths is None else lengths
     if isinstance(low, torch.Tensor):  # per row
-        ban[:, EOS_ID] |= t < low
+        ban[:, EOS_ID] |= length < low
     elif t < low:
         ban[:, EOS_ID] = True
     if config.end_at_sentence and t > 0:
-        ban[:, EOS_ID] |= ~masks.ends[history[:, -1]]
+        ends = masks.ends[history[:, -1]]
+        ban[:, EOS_ID] |= ~ends if lengths is None else ~ends & (lengths > 0)
     if config.no_immediate_repeat and t > 0:
         ban.scatter_(1, history[:, -1:], True)
     size = config.no_repeat_ngram
@@ -321,7 +332,7 @@ def constraint_mask(
         ban |= rows & masks.ends
         ban[:, EOS_ID : EOS_ID + 1] |= rows
     if bounds is not None:  # rows at their max_length: only </s> is left
-        full = (t >= high).unsqueeze(1)  # [N, 1] (no boolean indexing: no device sync)
+        full = (length >= high).unsqueeze(1)  # [N, 1] (no boolean indexing: no device sync)
         ban |= full
         ban[:, EOS_ID : EOS_ID + 1] &= ~full
     return ban
@@ -482,6 +493,10 @@ class _Search:
         self.bias: torch.Tensor | None = None  # [n, V] per-entity word bias (opinion)
         self.bounds = length_bounds(batch, config)  # per entity (min, max) lengths, or None
         self.cancelled: torch.Tensor | None = None  # [n] bool: stop decoding these entities
+        # entities joined from other searches (join): [n] the step each began at (its words are
+        # the last t - born of tokens, after <pad>s), and [n, V] the words each may produce
+        self.born: torch.Tensor | None = None
+        self.allowed: torch.Tensor | None = None
 
     def run(self) -> list[list[Hypothesis]]:
         while len(self.entity):
@@ -492,13 +507,112 @@ class _Search:
         """Per entity of the batch, up to beam_size hypotheses, best first."""
         return [sorted(hyps, key=lambda h: -h.score)[: self.k] for hyps in self.finished]
 
+    def in_columns(self, cols: torch.Tensor, width: int) -> None:
+        """Move a search to another output space (serving/continuous.py: the union of the
+        shortlists of searches that decode together): its word position p becomes position
+        cols[p] of `width`, or leaves where cols[p] is -1 (a word no live entity may produce,
+        nor has); the new positions are words it may not produce."""
+        n, v = len(self.finished), len(cols)
+        masks, share = self._word_masks(v), self._share(v) if self._reads_share() else None
+        kept = torch.nonzero(cols >= 0).flatten()
+        to = cols[kept]
+
+        def move(x: torch.Tensor, fill) -> torch.Tensor:  # [.., V] -> [.., width]
+            out = x.new_full((*x.shape[:-1], width), fill)
+            out[..., to] = x[..., kept]
+            return out
+
+        self.masks = WordMasks(*(move(m, False) for m in _mask_fields(masks)))
+        self.share, self.unsaid = None if share is None else move(share, 0.0), None
+        self.bias = None if self.bias is None else move(self.bias, 0.0)
+        allowed = torch.ones(n, v, dtype=torch.bool, device=self.device)
+        self.allowed = move(allowed if self.allowed is None else self.allowed, False)
+        self.tokens, self.prev = cols[self.tokens], cols[self.prev]
+        self.state = self.state.with_copy_ids(cols)
+        for hyps in self.finished:
+            for h in hyps:
+                h.tokens = cols[h.tokens].tolist() if h.tokens else []
+        # what join reads and concatenates, made explicit
+        fields = self._per_entity()
+        self.born, self.cancelled = fields["born"], fields["cancelled"]
+        self.bounds = fields["low"], fields["high"]
+
+    def join(self, other: _Search) -> None:
+        """Take in the entities of `other`, a search not yet stepped, over the same model,
+        settings and output space (in_columns): from the next step on they decode beside
+        this search's own, each from its first word and ending on its own."""
+        n, t = len(self.finished), self.tokens.shape[2]
+        mine, theirs = self._per_entity(), other._per_entity()
+        theirs["born"] = theirs["born"] + t  # their words follow t <pad>s
+        joined = {
+            name: torch.cat(
+                [
+                    x if x is not None else s._blank(name)
+                    for s, x in ((self, mine[name]), (other, theirs[name]))
+                ]
+            )
+            for name in mine
+            if mine[name] is not None or theirs[name] is not None
+        }
+        self.bounds = (joined.pop("low"), joined.pop("high"))
+        for name, value in joined.items():
+            setattr(self, name, value)
+        self.unsaid = None  # from the joined share
+        self.masks = WordMasks(
+            *(
+                a | b
+                for a, b in zip(_mask_fields(self.masks), _mask_fields(other.masks), strict=True)
+            )
+        )
+        pad = torch.zeros(len(other.entity), self.k, t, dtype=torch.long, device=self.device)
+        self.tokens = torch.cat([self.tokens, pad])
+        self.entity = torch.cat([self.entity, other.entity + n])
+        self.scores = torch.cat([self.scores, other.scores])
+        self.prev = torch.cat([self.prev, other.prev])
+        self.finished += other.finished
+        self.n_finished = torch.cat([self.n_finished, other.n_finished])
+        self.state = self.state.joined(other.state)
+
+    def _per_entity(self) -> dict[str, torch.Tensor | None]:
+        """The tensors with one row per entity ([n] or [n, V]) that join concatenates, None
+        where never set (_blank: what that means)."""
+        low, high = self.bounds or (self._blank("low"), self._blank("high"))
+        return {
+            "born": self.born if self.born is not None else self._blank("born"),
+            "cancelled": self.cancelled if self.cancelled is not None else self._blank("cancelled"),
+            "low": low,
+            "high": high,
+            "allowed": self.allowed,
+            "bias": self.bias,
+            "share": self._share(len(self.masks.always)) if self._reads_share() else None,
+        }
+
+    def _blank(self, name: str) -> torch.Tensor:
+        """A per-entity tensor where this search never set it: born at step 0, nothing
+        cancelled, the config's lengths, every word allowed, no bias, no share."""
+        n, v, c = len(self.finished), len(self.masks.always), self.config
+        fills = {"born": 0, "cancelled": False, "low": c.min_length, "high": c.max_length}
+        if name in fills:
+            return torch.full((n,), fills[name], device=self.device)  # long, or bool
+        if name == "allowed":
+            return torch.ones(n, v, dtype=torch.bool, device=self.device)
+        return torch.zeros(n, v, device=self.device)
+
+    def _reads_share(self) -> bool:
+        c = self.config
+        return bool(c.input_bonus or c.input_words_only or c.unsaid_penalty)
+
     def _word_masks(self, vocab_size: int) -> WordMasks:
         if self.masks is None:
             self.masks = WordMasks.build(self.words, vocab_size, self.device)
         return self.masks
 
     def step(self) -> None:
-        self.take(*self.model.decode_step(self.state, self.prev))  # [A*K, V], next state
+        if self.allowed is None:
+            self.take(*self.model.decode_step(self.state, self.prev))  # [A*K, V], next state
+        else:  # each entity's distribution over its own words (a ShortlistModel's union)
+            words = self.allowed[self.entity].repeat_interleave(self.k, 0)
+            self.take(*self.model.decode_step(self.state, self.prev, words))
 
     def take(self, log_probs: torch.Tensor, state) -> None:
         """One step, given decode_step's log p [A*K, V] and next state for this search's
@@ -523,7 +637,12 @@ class _Search:
             if self.bounds is None
             else tuple(b[self.entity].repeat_interleave(k) for b in self.bounds)
         )  # [A*K] each
-        ban = constraint_mask(history, self._word_masks(v), self.config, bounds)
+        # words so far: t, or per entity [A] where entities joined at other steps
+        length = t if self.born is None else t - self.born[self.entity]
+        rows_length = None if self.born is None else length.repeat_interleave(k)
+        ban = constraint_mask(history, self._word_masks(v), self.config, bounds, rows_length)
+        if self.allowed is not None:
+            ban |= ~self.allowed[self.entity].repeat_interleave(k, 0)
         log_probs, ban = self._input_terms(log_probs, ban, history)
         if self.bias is not None:
             weight = self.config.opinion_weight
@@ -534,7 +653,7 @@ class _Search:
         beam, word = idx // v, idx % v  # [A, 2K]
         is_eos = word == EOS_ID
         ended = is_eos[:, :k] & top[:, :k].isfinite()  # [A, K]
-        self._collect(top[:, :k], beam[:, :k], ended, t)
+        self._collect(top[:, :k], beam[:, :k], ended, length)
         self.n_finished.index_add_(0, self.entity, ended.sum(1))
         # the best K continuations that do not end: non-</s> first, each group in score order
         order = is_eos.long() * 2 * k + torch.arange(top.shape[1], device=self.device)
@@ -547,15 +666,19 @@ class _Search:
         enough = self.n_finished[self.entity] >= k  # [A]
         stuck = ~scores.isfinite().any(1)  # every word banned: no hypothesis can go on
         high = self.config.max_length if self.bounds is None else self.bounds[1][self.entity]
-        done = enough | stuck | (t >= high)  # [A]
+        done = enough | stuck | (length >= high)  # [A]
         if self.cancelled is not None:  # entities whose caller gave up (a request's deadline)
             done |= self.cancelled[self.entity]
         for i in torch.nonzero(stuck & ~enough).flatten().tolist():
-            self._fallback(i, old_tokens[i], old_scores[i])
+            words = old_tokens[i] if self.born is None else old_tokens[i, :, t - int(length[i]) :]
+            self._fallback(i, words, old_scores[i])
         live = torch.nonzero(~done).flatten()  # [A']
         rows = (live.unsqueeze(1) * k + beam[live]).flatten()  # [A'*K] rows of the next state
         self.entity, self.tokens, self.scores = self.entity[live], tokens[live], scores[live]
         self.prev = word[live].flatten()
+        if self.born is not None and len(live):  # <pad> columns no live entity needs go
+            first = int(self.born[self.entity].min())
+            self.tokens, self.born = self.tokens[:, :, first:], self.born - first
         return rows, live, a
 
     def _share(self, v: int) -> torch.Tensor:
@@ -594,13 +717,15 @@ class _Search:
         return log_probs, ban
 
     def _collect(
-        self, scores: torch.Tensor, beam: torch.Tensor, ended: torch.Tensor, t: int
+        self, scores: torch.Tensor, beam: torch.Tensor, ended: torch.Tensor, length
     ) -> None:
-        """Move the hypotheses that just produced </s> (ended [A, K]) to the finished lists."""
-        alpha = self.config.length_penalty
+        """Move the hypotheses that just produced </s> (ended [A, K]) to the finished lists.
+        length: the words of each (t, or per entity [A])."""
+        alpha, width = self.config.length_penalty, self.tokens.shape[2]
         for i, j in torch.nonzero(ended).tolist():
             log_prob = float(scores[i, j])
-            words = self.tokens[i, int(beam[i, j])].tolist()
+            t = length if isinstance(length, int) else int(length[i])
+            words = self.tokens[i, int(beam[i, j]), width - t :].tolist()
             self.finished[int(self.entity[i])].append(
                 Hypothesis(words, log_prob / (t + 1) ** alpha, log_prob)
             )

@@ -70,11 +70,12 @@ class ShortlistModel:
         return state
 
     def decode_step(
-        self, state: DecodeState, prev_positions: torch.Tensor
+        self, state: DecodeState, prev_positions: torch.Tensor, words: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, DecodeState]:
-        """prev_positions [B*] -> log p [B*, V'] over the shortlist, and the next state."""
+        """prev_positions [B*] -> log p [B*, V'] over the shortlist, and the next state.
+        words [B*, V'] bool: each row's own shortlist within this one (DenoiseSum.decode_step)."""
         return self.model.decode_step(
-            state, self.rows[prev_positions], self.seg_rows, self.doc_rows
+            state, self.rows[prev_positions], self.seg_rows, self.doc_rows, words
         )
 
     def positions(self, ids: Sequence[int]) -> list[int]:

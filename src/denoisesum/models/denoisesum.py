@@ -176,6 +176,12 @@ def _rows(x: torch.Tensor | None, index: torch.Tensor) -> torch.Tensor | None:
     return None if x is None else x.index_select(0, index)
 
 
+def _pad_to(x: torch.Tensor, width: int, dim: int) -> torch.Tensor:
+    """x with zeros (False) after its end along `dim`, to `width`."""
+    # F.pad's pairs run from the last dimension back: `dim` padded at its end
+    return F.pad(x, [0, 0] * (x.dim() - 1 - dim) + [0, width - x.shape[dim]])
+
+
 # ---------------------------------------------------------------------------------------------
 # decoding state
 
@@ -239,6 +245,29 @@ class BranchState:
         """[B*, M] the copy source's word ids of every row."""
         return self.ids if self.beams == 1 else self.ids.repeat_interleave(self.beams, 0)
 
+    def joined(self, other: BranchState) -> BranchState:
+        """This state's pairs and then other's (the same beams), their sources padded to the
+        longer with masked positions, which attention gives weight 0: each pair's step is
+        what it was alone (up to the order of float sums)."""
+        m = max(self.mask.shape[1], other.mask.shape[1])
+
+        def cat(a: torch.Tensor | None, b: torch.Tensor | None, dim: int = 1):
+            if a is None:
+                return None
+            return torch.cat([_pad_to(a, m, dim), _pad_to(b, m, dim)])
+
+        return BranchState(
+            torch.cat([self.h, other.h]),
+            torch.cat([self.c, other.c]),
+            cat(self.keys, other.keys, dim=2),
+            cat(self.values, other.values),
+            cat(self.mask, other.mask),
+            cat(self.ids, other.ids),
+            torch.cat([self.present, other.present]),
+            cat(self.coverage, other.coverage),
+            self.beams,
+        )
+
 
 @dataclass
 class DecodeState:
@@ -268,6 +297,24 @@ class DecodeState:
             ),
             _rows(self.opinion, rows),
         )
+
+    def joined(self, other: DecodeState) -> DecodeState:
+        """This state's rows and then other's (BranchState.joined): searches that decode
+        together (beam._Search.join)."""
+        return DecodeState(
+            *(
+                None if a is None else a.joined(b)
+                for a, b in ((self.seg, other.seg), (self.doc, other.doc))
+            ),
+            None if self.opinion is None else torch.cat([self.opinion, other.opinion]),
+        )
+
+    def with_copy_ids(self, positions: torch.Tensor) -> DecodeState:
+        """The copy source's word ids w as positions[w] (a search moved to another output
+        space: beam._Search.in_columns); <pad> must stay 0."""
+        if self.doc is None:
+            return self
+        return replace(self, doc=replace(self.doc, ids=positions[self.doc.ids]))
 
 
 @dataclass
@@ -615,19 +662,28 @@ class DenoiseSum(nn.Module):
         prev_tokens: torch.Tensor,
         seg_rows: OutRows | None = None,
         doc_rows: OutRows | None = None,
+        words: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, DecodeState]:
         """prev_tokens [B*] (BOS_ID first) -> log p(w_t) [B*, V] and the next state, with
         p = λ p_c + (1-λ) p_d.
         With seg_rows and doc_rows (the same V' rows of each decoder's output layer), V is V': the
         distribution over those words only, and state.doc.ids must hold positions among them (a
-        shortlist does this).
+        shortlist does this). words [B*, V] bool: each row's own words among them (rows with
+        shortlists of their own decoded together); the others get p 0.
         """
         parts, new = self._decode(state, prev_tokens.unsqueeze(1), (seg_rows, doc_rows))
+
+        def generated(o: DecoderOut) -> torch.Tensor:  # [B*, V]
+            logits = o.logits[:, 0]
+            if words is not None:
+                logits = logits.masked_fill(~words, -torch.inf)
+            return torch.softmax(logits, -1)
+
         lam = None if parts.lam is None else parts.lam[:, 0:1]  # [B*, 1]
-        p_c = None if parts.seg is None else torch.softmax(parts.seg.logits[:, 0], -1)  # [B*, V]
+        p_c = None if parts.seg is None else generated(parts.seg)  # [B*, V]
         p_d = None
         if parts.doc is not None:
-            p_vocab = torch.softmax(parts.doc.logits[:, 0], -1)  # [B*, V]
+            p_vocab = generated(parts.doc)  # [B*, V]
             p_copy = p_gen = None
             if parts.doc.p_gen is not None:
                 v = parts.doc.logits.shape[-1]  # V, or V' with doc_rows

@@ -1,28 +1,37 @@
-"""Continuous batching: every running request's beam search advances one step per model call.
+"""Continuous batching: the searches of every running request decode as one beam search.
 
 The service's worker (worker.py) decodes each request in a thread of its own, through the
 summarizer's usual code (summarize_results); that thread's beam searches are handed to a
-`Stepper` (beam.stepped_by) instead of running alone. The worker thread then steps every search
-that is running, whichever request it belongs to, in one model call per step (`merged_step`),
-and a request that arrives while others decode joins them at the next step instead of waiting
-for their batch to end. Each search keeps its own bookkeeping (beams, constraints, finished
-hypotheses: beam._Search.take), so joining changes nothing but the shared matrix products.
+`Stepper` (beam.stepped_by) instead of running alone. The worker thread takes each new search
+into a `Merged` search (beam._Search.join) and steps it: one model call and one round of beam
+bookkeeping per step for every request decoding, however many. A request that arrives while
+others decode joins them at the next step instead of waiting for their batch to end, and its
+entities leave as soon as they end: each keeps its own beams, constraints and finished
+hypotheses, and counts its words from its own first step (the others' earlier steps are
+<pad>s it never reads).
 
 Between steps the worker checks each request's deadline: a request past its time limit has its
-search ended there (its request has had its 504), and the others go on.
+entities ended there (its request has had its 504), and the others go on.
 
-One model call for searches that differ:
-- their sources differ in length: each branch's keys, values, mask and copy ids (one per pair,
-  models/denoisesum.py) are padded to the longest with masked positions, which attention gives
-  weight 0, so a pair's step is what it would be alone;
+One search for searches that differ:
+- their sources differ in length: each pair's keys, values, mask and copy ids are padded to the
+  longest with masked positions, which attention gives weight 0 (DecodeState.joined);
 - their shortlists differ (inference/shortlist.py: the common words plus each request's own):
-  the call scores the union of their rows, and each search reads its own words' columns, in its
-  own positions. As in a batch decoded together, the softmax is normalised over that union.
-- their beam sizes (a per-request option) or models differ: such searches go in separate calls.
+  the merged search decodes over the union of them (positions only added while it lives, so a
+  hypothesis's words keep their positions), and each entity may produce only its own
+  shortlist's words. As in a batch decoded together, the softmax is normalised over that union.
+- their lengths differ (per-request max_words, min_words): each entity has its own bounds;
+- their beam sizes, other settings (per-request options), precision or models differ: such
+  searches decode in separate merged searches.
+
+A merged search takes newcomers until it has taken MAX_ENTITIES entities or its union has grown
+by MAX_GROWTH of its first shortlist (the output layer's cost grows with it); newcomers then
+start a fresh one, and the full one decodes until its entities end.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import threading
 from collections.abc import Callable
@@ -30,10 +39,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
+from denoisesum.inference.beam import Hypothesis
 from denoisesum.inference.shortlist import ShortlistModel
-from denoisesum.models.denoisesum import BranchState, DecodeState, DenoiseSum
+from denoisesum.models.denoisesum import DenoiseSum
+
+MAX_ENTITIES = 256
+# settings a merged search applies to each entity apart (its own length bounds: beam.py), so
+# searches that differ only in them decode as one
+PER_ENTITY = ("min_length", "max_length", "length_ratio")
+MAX_GROWTH = 0.25
 
 
 @dataclass
@@ -45,6 +60,8 @@ class Entry:
     autocast: tuple[bool, torch.dtype]  # the precision its thread asked for (Summarizer)
     done: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
+    merged: Merged | None = None  # the merged search it decodes in (None: alone, or not yet)
+    first: int = 0  # its entities' numbers in the merged search: first, first + 1, ...
 
 
 class Stepper:
@@ -53,7 +70,8 @@ class Stepper:
     def __init__(self, cond: threading.Condition) -> None:
         self._cond = cond  # the queue's: a new search wakes the worker
         self._entries: list[Entry] = []
-        self._merged = _MergedSource()
+        self._open: dict[tuple, Merged] = {}  # per group key, the merged search taking newcomers
+        self._merged: list[Merged] = []  # every merged search with entities decoding
         self.steps = 0  # model calls made (merged steps)
         self.rows = 0  # beam rows stepped, summed over those calls
 
@@ -79,203 +97,179 @@ class Stepper:
         """End every search (the service is shutting down)."""
         with self._cond:
             entries, self._entries = self._entries, []
+        self._open, self._merged = {}, []
         for entry in entries:
             entry.done.set()
 
     def round(self) -> None:
-        """One step of every running search (in the worker thread): searches of late requests
-        end first, the others go in as few model calls as their models and beam sizes allow."""
+        """One step of every running search (in the worker thread): new searches join a merged
+        one first, those of late requests end, then each merged search takes one step."""
         with self._cond:
             entries = list(self._entries)
-        live = []
         for entry in entries:
+            if entry.merged is None and entry.error is None:
+                self._place(entry)
             if entry.late():  # its request has had its 504: stop spending steps on it
                 entry.search.entity = entry.search.entity[:0]
-            elif len(entry.search.entity):
-                live.append(entry)
-        groups: dict[tuple, list[Entry]] = {}
-        for entry in live:
-            groups.setdefault(_group_key(entry), []).append(entry)
-        for key, group in groups.items():
-            self._step(group, key)
-        ended = [e for e in entries if e.error is not None or not len(e.search.entity)]
+                if entry.merged is not None:
+                    entry.merged.cancel(entry)
+        for entry in entries:  # searches no merged search can take: each alone
+            if entry.merged is None and entry.error is None and len(entry.search.entity):
+                self._step(entry.search, [entry], entry.autocast)
+        for merged in self._merged:
+            if len(merged.search.entity):
+                self._step(merged.search, merged.entries, merged.autocast)
+        self._merged = [m for m in self._merged if len(m.search.entity)]
+        self._open = {k: m for k, m in self._open.items() if m in self._merged}
+        ended = [e for e in entries if e.error is not None or self._ended(e)]
         if ended:
             with self._cond:
                 self._entries = [e for e in self._entries if e not in ended]
             for entry in ended:
                 entry.done.set()
 
-    def _step(self, group: list[Entry], key: tuple) -> None:
-        base, _, (enabled, dtype) = key
-        device = group[0].search.device.type
+    def _place(self, entry: Entry) -> None:
+        """Into the open merged search of its key, or a new one (the old one, full, decodes
+        on until its entities end)."""
+        key = _group_key(entry)
+        if key is None or not len(entry.search.entity):
+            return
+        merged = self._open.get(key)
         try:
-            with torch.no_grad(), torch.autocast(device, dtype, enabled=enabled):
-                if base is None:  # a model merged_step does not know: each alone
-                    for entry in group:
-                        entry.search.step()
-                else:
-                    merged_step(base, [e.search for e in group], self._merged)
-                    self.steps += 1
-                    self.rows += sum(len(e.search.prev) for e in group)
-        except Exception as exc:  # one bad search must not fail the others: each alone
-            if len(group) == 1 or base is None:
-                for entry in group:
-                    entry.error = exc
-                return
-            for entry in group:
-                self._step([entry], (None, *key[1:]))
+            if merged is None or not merged.admit(entry):
+                merged = Merged(entry)
+                self._open[key] = merged
+                self._merged.append(merged)
+        except Exception as exc:  # a search that cannot join fails alone
+            entry.error = exc
+
+    def _ended(self, entry: Entry) -> bool:
+        if entry.merged is None:
+            return not len(entry.search.entity)
+        if not entry.merged.running(entry):
+            entry.search.finished = entry.merged.results(entry)
+            return True
+        return False
+
+    def _step(self, search, entries: list[Entry], autocast: tuple[bool, torch.dtype]) -> None:
+        enabled, dtype = autocast
+        try:
+            with torch.no_grad(), torch.autocast(search.device.type, dtype, enabled=enabled):
+                rows = len(search.prev)
+                search.step()
+            self.steps += 1
+            self.rows += rows
+        except Exception as exc:  # its requests fail; the other searches go on
+            search.entity = search.entity[:0]
+            for entry in entries:
+                entry.error = exc
 
 
-def _group_key(entry: Entry) -> tuple:
-    """Searches with the same key go in one model call: the same DenoiseSum, beam size and
-    precision (None for the model: a decoding model merged_step does not know)."""
-    model = entry.search.model
+def _group_key(entry: Entry) -> tuple | None:
+    """Searches with the same key decode as one search: the same DenoiseSum, beam size,
+    settings, banned words and precision (None: a decoding model Merged does not know)."""
+    search = entry.search
+    model = search.model
     base = model.model if isinstance(model, ShortlistModel) else model
-    if not isinstance(base, DenoiseSum) or not hasattr(entry.search.state, "select_beams"):
-        return (None, id(entry), entry.autocast)
-    return (base, entry.search.k, entry.autocast)
-
-
-def _rows(search) -> torch.Tensor | None:
-    """The vocabulary ids of a search's output positions (None: the whole vocabulary)."""
-    return search.model.rows if isinstance(search.model, ShortlistModel) else None
-
-
-def merged_step(base: DenoiseSum, searches: list, cache: _MergedSource) -> None:
-    """One decoding step of every search (each on `base`, the same beam size) in one call."""
-    rows = [_rows(s) for s in searches]
-    union, cols = cache.columns(rows)
-    prev = torch.cat(
-        [s.prev if r is None else r[s.prev] for s, r in zip(searches, rows, strict=True)]
+    if not isinstance(base, DenoiseSum) or not hasattr(search.state, "select_beams"):
+        return None
+    banned = tuple(_vocab_rows(search)[list(search.words.banned)].tolist())
+    settings = tuple(
+        getattr(search.config, f.name)
+        for f in dataclasses.fields(search.config)
+        if f.name not in PER_ENTITY
     )
-    state = cache.merge([s.state for s in searches], cols)
-    out = cache.out_rows(base, union)
-    log_probs, new = base.decode_step(state, prev, *out)  # [sum B*, V or |union|]
-    start = 0
-    for search, col in zip(searches, cols, strict=True):
-        n = len(search.prev)
-        mine = log_probs[start : start + n]
-        search.take(mine if col is None else mine[:, col], _share(search.state, new, start, n))
-        start += n
+    return (base, search.k, settings, banned, entry.autocast)
 
 
-def _share(old: DecodeState, new: DecodeState, start: int, n: int) -> DecodeState:
-    """A search's part of the merged next state: its rows of what the step changed (decoder
-    h, c, coverage), its own source tensors (the very objects, so beam search sees them
-    unchanged and moves them only when pairs leave)."""
+def _vocab_rows(search) -> torch.Tensor:
+    """The vocabulary ids of a search's output positions."""
+    if isinstance(search.model, ShortlistModel):
+        return search.model.rows
+    return torch.arange(search.model.config.vocab_size, device=search.device)
 
-    def branch(mine: BranchState | None, merged: BranchState | None) -> BranchState | None:
-        if mine is None:
-            return None
-        coverage = merged.coverage
-        if coverage is not None:
-            coverage = coverage[start : start + n, : mine.mask.shape[1]]
-        return dataclasses.replace(
-            mine, h=merged.h[start : start + n], c=merged.c[start : start + n], coverage=coverage
+
+class Merged:
+    """Searches decoding as one (beam._Search.join), over the union of their shortlists."""
+
+    def __init__(self, entry: Entry) -> None:
+        # a copy, which the others join: entry's own search keeps its own positions
+        search = copy.copy(entry.search)
+        search.finished = list(search.finished)
+        search.n_finished = search.n_finished.clone()
+        self.base, self.search = _group_key(entry)[0], search
+        rows = _vocab_rows(search)  # the union's positions' vocabulary ids: these first
+        self.limit = int(len(rows) * (1 + MAX_GROWTH))  # the union's size at most
+        self.position = torch.full(
+            (self.base.config.vocab_size,), -1, dtype=torch.long, device=search.device
         )
+        self._move(rows, torch.arange(len(rows), device=search.device))
+        self.entries = [entry]
+        self.autocast = entry.autocast
+        self.taken = len(search.finished)
+        entry.merged, entry.first = self, 0
 
-    return DecodeState(branch(old.seg, new.seg), branch(old.doc, new.doc), old.opinion)
+    def admit(self, entry: Entry) -> bool:
+        """Join entry's search to this one from the next step on; False when full."""
+        own = _vocab_rows(entry.search)
+        if self.taken >= MAX_ENTITIES or not len(self.search.entity):
+            return False
+        if len(self.rows) + int((self.position[own] < 0).sum()) > self.limit:
+            self._compact()  # the words only entities that have ended may produce go
+            if len(self.rows) + int((self.position[own] < 0).sum()) > self.limit:
+                return False
+        new = own[self.position[own] < 0]
+        if len(new):  # appended: the positions in use keep their words
+            old = torch.arange(len(self.rows), device=new.device)
+            self._move(torch.cat([self.rows, new]), old)
+        entry.search.in_columns(self.position[own], len(self.rows))
+        entry.merged, entry.first = self, len(self.search.finished)
+        self.search.join(entry.search)
+        self.entries.append(entry)
+        self.taken = len(self.search.finished)
+        return True
 
-
-class _MergedSource:
-    """The merged call's state, its source tensors kept between steps: they are rebuilt only
-    when a search's source changes (a pair left, a search came or went), not every step."""
-
-    def __init__(self) -> None:
-        self._rows: list = []
-        self._columns: tuple = (None, [])
-        self._key: tuple = ()
-        self._sources: dict[str, tuple] = {}
-        self._union: torch.Tensor | None = None
-        self._out: tuple = (None, None)
-
-    def columns(self, rows: list[torch.Tensor | None]) -> tuple:
-        """The union of the searches' shortlists (None: the whole vocabulary, when a search
-        has no shortlist), and per search its positions -> the call's output columns (the
-        union's, or vocabulary ids); kept while the searches are the same."""
-        if len(rows) != len(self._rows) or any(
-            a is not b for a, b in zip(rows, self._rows, strict=False)
-        ):
-            union = None if any(r is None for r in rows) else torch.unique(torch.cat(rows))
-            self._columns = (
-                union,
-                [r if union is None else torch.searchsorted(union, r) for r in rows],
-            )
-            self._rows = rows
-        return self._columns
-
-    def merge(self, states: list[DecodeState], cols: list[torch.Tensor | None]) -> DecodeState:
-        key = tuple(
-            t for s in states for b in (s.seg, s.doc) if b is not None for t in (b.values, b.ids)
+    def _compact(self) -> None:
+        """Keep only the words that entities of requests not yet answered may produce."""
+        waiting = torch.cat(
+            [torch.arange(self._mine(e).start, self._mine(e).stop) for e in self.entries]
         )
-        if len(key) != len(self._key) or any(
-            a is not b for a, b in zip(key, self._key, strict=False)
-        ):
-            self._sources = {
-                name: self._pad([getattr(s, name) for s in states], cols if name == "doc" else None)
-                for name in ("seg", "doc")
-                if getattr(states[0], name) is not None
-            }
-            self._key = key
-        opinion = None if states[0].opinion is None else torch.cat([s.opinion for s in states])
-        return DecodeState(
-            *(self._branch(name, [getattr(s, name) for s in states]) for name in ("seg", "doc")),
-            opinion,
-        )
+        live = self.search.allowed[waiting.to(self.rows.device)].any(0)  # [U]
+        cols = torch.cumsum(live, 0) - 1
+        self._move(self.rows[live], torch.where(live, cols, -1))
 
-    def _branch(self, name: str, parts: list[BranchState | None]) -> BranchState | None:
-        if parts[0] is None:
-            return None
-        keys, values, mask, ids = self._sources[name]
-        coverage = None
-        if parts[0].coverage is not None:
-            width = mask.shape[1]
-            coverage = torch.cat(
-                [F.pad(p.coverage, (0, width - p.coverage.shape[1])) for p in parts]
-            )
-        return BranchState(
-            torch.cat([p.h for p in parts]),
-            torch.cat([p.c for p in parts]),
-            keys,
-            values,
-            mask,
-            ids,
-            torch.cat([p.present for p in parts]),
-            coverage,
-            parts[0].beams,
-        )
+    def _move(self, rows: torch.Tensor, cols: torch.Tensor) -> None:
+        """The union becomes `rows` (vocabulary ids); cols: each old position's new one."""
+        self.rows = rows
+        self.position.fill_(-1)
+        self.position[rows] = torch.arange(len(rows), device=rows.device)
+        self.search.model = ShortlistModel(self.base, rows)
+        self.search.in_columns(cols, len(rows))
 
-    @staticmethod
-    def _pad(parts: list[BranchState], cols: list[torch.Tensor | None] | None) -> tuple:
-        """(keys, values, mask, ids) of every pair of every search, padded to the longest
-        source; with `cols`, the ids (decoder d's copy source, in each search's positions)
-        mapped to the call's output columns."""
-        width = max(p.mask.shape[1] for p in parts)
+    def _mine(self, entry: Entry) -> slice:
+        return slice(entry.first, entry.first + len(entry.search.finished))
 
-        def cat(tensors: list[torch.Tensor], dim: int = 1) -> torch.Tensor:
-            # F.pad's pairs run from the last dimension back: `dim` padded at its end
-            def pad(t: torch.Tensor) -> torch.Tensor:
-                return F.pad(t, [0, 0] * (t.dim() - 1 - dim) + [0, width - t.shape[dim]])
+    def running(self, entry: Entry) -> bool:
+        """Whether any of entry's entities is still decoding."""
+        mine = self._mine(entry)
+        entity = self.search.entity
+        return bool(((entity >= mine.start) & (entity < mine.stop)).any())
 
-            return torch.cat([pad(t) for t in tensors])
+    def cancel(self, entry: Entry) -> None:
+        self.search.cancelled[self._mine(entry)] = True
 
-        cols = cols or [None] * len(parts)
-        ids = [p.ids if c is None else c[p.ids] for p, c in zip(parts, cols, strict=True)]
-        return (
-            cat([p.keys for p in parts], dim=2),
-            cat([p.values for p in parts]),
-            cat([p.mask for p in parts]),
-            cat(ids),
-        )
-
-    def out_rows(self, base: DenoiseSum, union: torch.Tensor | None) -> tuple:
-        """Each decoder's output layer over the union's rows (None, None: every word)."""
-        if union is None:
-            return None, None
-        if union is not self._union:
-            self._union = union
-            self._out = tuple(
-                None if b is None else (b.decoder.out.weight[union], b.decoder.out.bias[union])
-                for b in (base.seg, base.doc)
-            )
-        return self._out
+    def results(self, entry: Entry) -> list[list[Hypothesis]]:
+        """entry's entities' finished hypotheses, their words in its own positions."""
+        own = entry.search.model
+        back = own.position if isinstance(own, ShortlistModel) else None
+        out = []
+        for hyps in self.search.finished[self._mine(entry)]:
+            moved = []
+            for h in hyps:
+                ids = self.rows[h.tokens] if h.tokens else self.rows[:0]
+                tokens = (ids if back is None else back[ids]).tolist()
+                moved.append(dataclasses.replace(h, tokens=tokens))
+            out.append(moved)
+            hyps.clear()  # delivered: nothing to move when the union changes
+        self.entries.remove(entry)
+        return out

@@ -1,0 +1,115 @@
+"""Continuous batching (serving/continuous.py): beam searches that join one merged search at any
+step, with shortlists and lengths of their own, get the hypotheses each gets alone."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from conftest import save_tiny_summarizer
+from denoisesum.inference import beam
+from denoisesum.inference.summarizer import Summarizer
+from denoisesum.serving import continuous
+from test_serving_api import OTHER, REVIEWS, SETTINGS
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+SETS = [REVIEWS, OTHER, REVIEWS[1:], [OTHER[0], REVIEWS[2]]]
+
+
+@pytest.fixture(scope="module")
+def summarizer(tmp_path_factory) -> Summarizer:
+    """The tiny model with a shortlist of 8 common words: each set decodes over its own."""
+    settings = dataclasses.replace(SETTINGS, shortlist=8)
+    return Summarizer.from_pretrained(
+        save_tiny_summarizer(tmp_path_factory.mktemp("models") / "tiny", settings)
+    )
+
+
+class Caught(Exception):
+    pass
+
+
+def fresh(summarizer: Summarizer, reviews: list[str], **options) -> continuous.Entry:
+    """The beam search summarize starts for `reviews` (encoded, not stepped), as the stepper
+    gets it."""
+    caught = []
+
+    def catch(search):
+        caught.append(search)
+        raise Caught
+
+    with pytest.raises(Caught), beam.stepped_by(catch):
+        summarizer.summarize(reviews, **options)
+    return continuous.Entry(caught[0], lambda: False, (False, torch.bfloat16))
+
+
+def alone(summarizer: Summarizer, reviews: list[str], **options) -> list[list[tuple]]:
+    with torch.no_grad():
+        found = fresh(summarizer, reviews, **options).search.run()
+    return [[(h.tokens, round(h.score, 4)) for h in hyps] for hyps in found]
+
+
+def delivered(merged: continuous.Merged, entry: continuous.Entry) -> list[list[tuple]]:
+    assert not merged.running(entry)
+    return [[(h.tokens, round(h.score, 4)) for h in hyps] for hyps in merged.results(entry)]
+
+
+def steps(merged: continuous.Merged, n: int = 1000) -> None:
+    with torch.no_grad():
+        for _ in range(n):
+            if not len(merged.search.entity):
+                return
+            merged.search.step()
+
+
+def test_searches_that_join_at_other_steps_get_what_each_gets_alone(summarizer):
+    lengths = [{}, {"max_words": 6}, {"max_words": 9, "min_words": 3}, {}]
+    options = [dict(o, first_person=False) for o in lengths]  # only lengths differ...
+    entries = [fresh(summarizer, s, **o) for s, o in zip(SETS, options, strict=True)]
+    keys = {continuous._group_key(e) for e in entries}
+    assert len(keys) == 2  # ...but max_words also ends summaries at a sentence
+    entries = [fresh(summarizer, s, max_words=10 - i) for i, s in enumerate(SETS)]
+    assert len({continuous._group_key(e) for e in entries}) == 1
+    rows = [set(continuous._vocab_rows(e.search).tolist()) for e in entries]
+    assert len(set(map(frozenset, rows))) >= 3  # shortlists of their own
+    merged = continuous.Merged(entries[0])
+    for entry, wait in zip(entries[1:], (2, 0, 3), strict=True):
+        steps(merged, wait)
+        assert merged.admit(entry)
+    assert len(merged.rows) == len(set().union(*rows))  # the union of the shortlists
+    steps(merged)
+    for reviews, i, entry in zip(SETS, range(len(SETS)), entries, strict=True):
+        assert delivered(merged, entry) == alone(summarizer, reviews, max_words=10 - i)
+
+
+def test_the_union_drops_the_words_of_answered_requests_to_take_more(summarizer, monkeypatch):
+    first, second = fresh(summarizer, SETS[0], max_words=4), fresh(summarizer, SETS[1])
+    merged = continuous.Merged(first)
+    assert merged.admit(second)
+    while merged.running(first):
+        steps(merged, 1)
+    assert merged.running(second)
+    answer = delivered(merged, first)
+    assert answer == alone(summarizer, SETS[0], max_words=4)
+    third = fresh(summarizer, [OTHER[1], "the staff was friendly ."])
+    first_rows, second_rows, third_rows = (
+        set(continuous._vocab_rows(e.search).tolist()) for e in (first, second, third)
+    )
+    only_first = first_rows - second_rows - third_rows
+    assert only_first and only_first <= set(merged.rows.tolist())
+    # room for the third's words only once the first's have gone
+    merged.limit = len(second_rows | third_rows)
+    assert merged.admit(third)
+    assert not only_first & set(merged.rows.tolist())
+    steps(merged)
+    assert delivered(merged, second) == alone(summarizer, SETS[1])
+    assert delivered(merged, third) == alone(summarizer, [OTHER[1], "the staff was friendly ."])
+
+
+def test_a_full_merged_search_refuses_newcomers(summarizer, monkeypatch):
+    monkeypatch.setattr(continuous, "MAX_ENTITIES", 2)
+    merged = continuous.Merged(fresh(summarizer, SETS[0]))
+    assert merged.admit(fresh(summarizer, SETS[1]))
+    assert not merged.admit(fresh(summarizer, SETS[2]))
