@@ -3,9 +3,10 @@
 The model is loaded once and one thread runs it (torch on CPU gains nothing from two decodes at
 once: they would share the same cores). Continuous batching (continuous.py): each admitted
 request is summarized in a thread of its own, through the summarizer's usual code, and its beam
-searches are handed to the worker thread, which advances every running search one step per
-model call. A request that arrives while others decode joins them at the next step (a few tens
-of milliseconds) instead of waiting for their whole batch; one that finishes leaves at once.
+searches are handed to the worker thread, which decodes every running search as one (one model
+call and one round of bookkeeping per step). A request that arrives while others decode joins
+them at the next step (a few tens of milliseconds) instead of waiting for their whole batch;
+one that finishes leaves at once.
 Up to `max_batch_sets` review sets decode together (a request of more sets joins alone, a batch
 at a time).
 
@@ -28,9 +29,9 @@ from denoisesum.inference.summarizer import Summarizer
 from denoisesum.inference.support import SupportConfig
 from denoisesum.serving.continuous import Stepper
 
-# Review sets at most in one group of waiting jobs that join together: one summarize call, one
-# search whose bookkeeping is done once for all of them (8 searches of 1 set each cost 3-6x
-# the bookkeeping of one of 8), but whose jobs are all answered when its longest set is done
+# Review sets at most in one group of waiting jobs that start together: one summarize call
+# (one encoder call for all of them; every search then decodes in the one merged search), but
+# whose jobs are all answered when its longest set is done
 GROUP_SETS = 2
 
 
