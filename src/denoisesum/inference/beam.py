@@ -110,10 +110,6 @@ class DecodeConfig:
     # with avoid_contradiction and a rating model: among the hypotheses, first those whose
     # opinion (the rating model's polarity) is the target's, then those it does not mislead about
     follow_opinion: bool = False
-    # with follow_opinion: for reviews that read mixed, the candidates also include those
-    # decoded without steering (steering a mixed business pushes every beam one way:
-    # "horrible customer service." of 3-star reviews)
-    mixed_unsteered: bool = False
     # which clauses against the reviews count there: "all" (on any aspect: "a little pricey"
     # where reviewers call the prices fair), "overall" (a verdict on the place the reviews
     # contradict: "you will not be disappointed" of a one-star business), "below-positive"

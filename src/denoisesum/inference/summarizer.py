@@ -605,15 +605,8 @@ class Summarizer:
                 for keep in review_subsets(len(reviews), cfg.subsets):
                     sources.append([reviews[i] for i in keep])
                     owner.append(e)
-        wanted = [targets[e] for e in owner]
-        if cfg.mixed_unsteered and cfg.follow_opinion and self.rating is not None:
-            for e, target in enumerate(targets):  # unsteered candidates for mixed reviews
-                if target is not None and polarity(target) == "mixed":
-                    sources.append(encoded[e])
-                    owner.append(e)
-                    wanted.append(None)
         candidates: list[list[list[int]]] = [[] for _ in encoded]
-        found = self._search(sources, batch_size, wanted)
+        found = self._search(sources, batch_size, [targets[e] for e in owner])
         for e, hyps in zip(owner, found, strict=True):
             candidates[e].extend(hyps)  # the full set's hypotheses first, best first
         ignore = self._word_classes()[2]
