@@ -8,8 +8,9 @@ J=docs/results/judged
   --title "Decoding without self-contradiction: detector v2, what is cut, steering's reach (issue 31)" \
   --intro docs/results/contradiction-notes.md \
   --systems "tone 3.5 (previous)=T35new" "detector v2 + cut=D3" "+ reach 1.0, follow opinion=F10" \
-            "+ at odds=G10" "+ hedged (shipped)=H" "second search (not shipped)=RS" \
-            "both sides (not shipped)=MS5" \
+            "+ at odds=G10" "+ hedged=H" "+ not misleading first (shipped)=NM" \
+            "second search (not shipped)=RS" "both sides (not shipped)=MS5" \
+            "unsteered for mixed (not shipped)=MU" \
   --judged "dev, round 4 (the 49 businesses outside the whole-sample study): shipped against the human summary=$J/dev-rest.summary.json" \
            "part-15, round 3 (the 29 mixed businesses whose summary 'both sides' changes): '+ at odds' against 'both sides'=$J/part15-sides.summary.json" \
            "part-15, round 2 (20 mixed and 10 negative businesses not judged before): previous against shipped=$J/part15-odds.summary.json" \
@@ -28,10 +29,12 @@ J=docs/results/judged
   ".venv/bin/python -m studies.faithfulness decode D3 \$S --set decode.opinion_reach=0 --set decode.follow_opinion=false   # at 58277f7 (before the at-odds cut)" \
   ".venv/bin/python -m studies.faithfulness decode F10 \$S --set decode.follow_opinion=true --set decode.opinion_reach=1.0   # at 58277f7" \
   ".venv/bin/python -m studies.faithfulness decode G10 \$S   # at 8ffd787 (before the hedged clause)" \
-  ".venv/bin/python -m studies.faithfulness decode H \$S   # the shipped settings and code" \
+  ".venv/bin/python -m studies.faithfulness decode H \$S   # at df32189 (before the not-misleading choice)" \
+  ".venv/bin/python -m studies.faithfulness decode NM \$S   # the shipped settings and code" \
+  "git checkout 02eef89 -- src && .venv/bin/python -m studies.faithfulness decode MU \$S --set decode.mixed_unsteered=true && git checkout HEAD -- src" \
   ".venv/bin/python -m studies.opinion_retry RS   # at 8ffd787: those settings, and a second search where the opinion is not the target's" \
   "git checkout e3e3647 -- src && .venv/bin/python -m studies.faithfulness decode MS5 \$S --set decode.mixed_sides=true && git checkout HEAD -- src" \
-  ".venv/bin/python -m studies.faithfulness score T35new D3 F10 G10 H RS MS5 --rating src/denoisesum/pretrained/denoisesum-yelp" \
+  ".venv/bin/python -m studies.faithfulness score T35new D3 F10 G10 H NM RS MS5 MU --rating src/denoisesum/pretrained/denoisesum-yelp" \
   ".venv/bin/python -m studies.judging prepare runs/judge-part15-cut --sets part15 --systems tone35=runs/faith/T35new/part15.jsonl cut=runs/faith/F10/part15.jsonl --entities $J/part15-cut.entities.jsonl --parts 4 --seed 41" \
   ".venv/bin/python -m studies.judging prepare runs/judge-dev-cut --sets dev --systems tone35=runs/faith/T35new/dev.jsonl cut=runs/faith/F10/dev.jsonl --entities $J/dev-cut.entities.jsonl --parts 2 --seed 42" \
   ".venv/bin/python -m studies.judging prepare runs/judge-part15-odds --sets part15 --systems tone35=runs/faith/T35new/part15.jsonl odds=runs/faith/G10/part15.jsonl --entities $J/part15-odds.entities.jsonl --parts 3 --seed 51" \
