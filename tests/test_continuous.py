@@ -113,3 +113,41 @@ def test_a_full_merged_search_refuses_newcomers(summarizer, monkeypatch):
     merged = continuous.Merged(fresh(summarizer, SETS[0]))
     assert merged.admit(fresh(summarizer, SETS[1]))
     assert not merged.admit(fresh(summarizer, SETS[2]))
+
+
+def test_a_join_that_fails_leaves_the_merged_search_as_it_was(summarizer, monkeypatch):
+    from denoisesum.models.denoisesum import DecodeState
+
+    first = fresh(summarizer, SETS[0])
+    merged = continuous.Merged(first)
+    steps(merged, 2)
+    before = (len(merged.search.finished), merged.search.tokens.shape, len(merged.search.prev))
+
+    def broken(self, other):
+        raise RuntimeError("no memory for the joined state")
+
+    monkeypatch.setattr(DecodeState, "joined", broken)
+    with pytest.raises(RuntimeError):
+        merged.admit(fresh(summarizer, SETS[1]))
+    after = (len(merged.search.finished), merged.search.tokens.shape, len(merged.search.prev))
+    assert after == before and merged.entries == [first]
+    monkeypatch.undo()
+    steps(merged)
+    assert delivered(merged, first) == alone(summarizer, SETS[0])
+
+
+def test_the_stepper_fails_what_it_cannot_place_or_finish_not_its_thread(summarizer):
+    import threading
+
+    from denoisesum.errors import DenoiseSumError
+
+    stepper = continuous.Stepper(threading.Condition())
+    late = fresh(summarizer, SETS[0])
+    late.late = lambda: True
+    running = fresh(summarizer, SETS[1])
+    stepper._entries = [late, running]
+    stepper.round()
+    assert late.merged is None and late.done.is_set()  # past its limit: never joined
+    assert running.merged is not None and not running.done.is_set()
+    stepper.cancel_all()  # shutting down: an error, not a merged search's positions
+    assert running.done.is_set() and isinstance(running.error, DenoiseSumError)

@@ -540,7 +540,8 @@ class _Search:
     def join(self, other: _Search) -> None:
         """Take in the entities of `other`, a search not yet stepped, over the same model,
         settings and output space (in_columns): from the next step on they decode beside
-        this search's own, each from its first word and ending on its own."""
+        this search's own, each from its first word and ending on its own. Everything is
+        built before anything changes, so a join that fails leaves this search as it was."""
         n, t = len(self.finished), self.tokens.shape[2]
         mine, theirs = self._per_entity(), other._per_entity()
         theirs["born"] = theirs["born"] + t  # their words follow t <pad>s
@@ -554,24 +555,20 @@ class _Search:
             for name in mine
             if mine[name] is not None or theirs[name] is not None
         }
+        pairs = zip(_mask_fields(self.masks), _mask_fields(other.masks), strict=True)
+        masks = WordMasks(*(a | b for a, b in pairs))
+        pad = torch.zeros(len(other.entity), self.k, t, dtype=torch.long, device=self.device)
+        state = self.state.joined(other.state)
+        self.state, self.masks, self.unsaid = state, masks, None  # unsaid: from the joined share
         self.bounds = (joined.pop("low"), joined.pop("high"))
         for name, value in joined.items():
             setattr(self, name, value)
-        self.unsaid = None  # from the joined share
-        self.masks = WordMasks(
-            *(
-                a | b
-                for a, b in zip(_mask_fields(self.masks), _mask_fields(other.masks), strict=True)
-            )
-        )
-        pad = torch.zeros(len(other.entity), self.k, t, dtype=torch.long, device=self.device)
         self.tokens = torch.cat([self.tokens, pad])
         self.entity = torch.cat([self.entity, other.entity + n])
         self.scores = torch.cat([self.scores, other.scores])
         self.prev = torch.cat([self.prev, other.prev])
-        self.finished += other.finished
+        self.finished = self.finished + other.finished
         self.n_finished = torch.cat([self.n_finished, other.n_finished])
-        self.state = self.state.joined(other.state)
 
     def _per_entity(self) -> dict[str, torch.Tensor | None]:
         """The tensors with one row per entity ([n] or [n, V]) that join concatenates, None

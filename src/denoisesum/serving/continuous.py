@@ -18,15 +18,17 @@ One search for searches that differ:
   longest with masked positions, which attention gives weight 0 (DecodeState.joined);
 - their shortlists differ (inference/shortlist.py: the common words plus each request's own):
   the merged search decodes over the union of them (positions only added while it lives, so a
-  hypothesis's words keep their positions), and each entity may produce only its own
-  shortlist's words. As in a batch decoded together, the softmax is normalised over that union.
+  hypothesis's words keep their positions), and each entity's distribution is over its own
+  shortlist's words only (DenoiseSum.decode_step's `words`), as alone;
 - their lengths differ (per-request max_words, min_words): each entity has its own bounds;
-- their beam sizes, other settings (per-request options), precision or models differ: such
-  searches decode in separate merged searches.
+- their beam sizes, other settings the search reads (per-request options), precision or models
+  differ: such searches decode in separate merged searches.
 
-A merged search takes newcomers until it has taken MAX_ENTITIES entities or its union has grown
-by MAX_GROWTH of its first shortlist (the output layer's cost grows with it); newcomers then
-start a fresh one, and the full one decodes until its entities end.
+A merged search takes newcomers until it has taken MAX_ENTITIES entities; when its union would
+outgrow its first shortlist by MAX_GROWTH (the output layer's cost grows with it), it first
+drops the words of requests already answered, and where that is not enough newcomers start a
+fresh one while the full one decodes until its entities end. One failing model call fails the
+requests of its merged search (they share it), not the others.
 """
 
 from __future__ import annotations
@@ -40,14 +42,20 @@ from typing import Any
 
 import torch
 
+from denoisesum.errors import DenoiseSumError
 from denoisesum.inference.beam import Hypothesis
 from denoisesum.inference.shortlist import ShortlistModel
 from denoisesum.models.denoisesum import DenoiseSum
 
 MAX_ENTITIES = 256
-# settings a merged search applies to each entity apart (its own length bounds: beam.py), so
-# searches that differ only in them decode as one
-PER_ENTITY = ("min_length", "max_length", "length_ratio")
+# settings a merged search applies to each entity apart (its own length bounds: beam.py), and
+# those the search never reads (the summarizer's, around it): searches that differ only in
+# them decode as one
+NOT_SHARED = (
+    *("min_length", "max_length", "length_ratio"),
+    *("rerank", "subsets", "rerank_ngrams", "opinion_tone", "opinion_reach"),
+    *("avoid_contradiction", "follow_opinion", "against_reviews"),
+)
 MAX_GROWTH = 0.25
 
 
@@ -97,8 +105,9 @@ class Stepper:
         """End every search (the service is shutting down)."""
         with self._cond:
             entries, self._entries = self._entries, []
-        self._open, self._merged = {}, []
-        for entry in entries:
+            self._open, self._merged = {}, []
+        for entry in entries:  # a merged search's lists hold its own positions: no results
+            entry.error = DenoiseSumError("the service is shutting down")
             entry.done.set()
 
     def round(self) -> None:
@@ -107,12 +116,12 @@ class Stepper:
         with self._cond:
             entries = list(self._entries)
         for entry in entries:
-            if entry.merged is None and entry.error is None:
-                self._place(entry)
             if entry.late():  # its request has had its 504: stop spending steps on it
                 entry.search.entity = entry.search.entity[:0]
                 if entry.merged is not None:
                     entry.merged.cancel(entry)
+            elif entry.merged is None and entry.error is None:
+                self._place(entry)
         for entry in entries:  # searches no merged search can take: each alone
             if entry.merged is None and entry.error is None and len(entry.search.entity):
                 self._step(entry.search, [entry], entry.autocast)
@@ -131,11 +140,11 @@ class Stepper:
     def _place(self, entry: Entry) -> None:
         """Into the open merged search of its key, or a new one (the old one, full, decodes
         on until its entities end)."""
-        key = _group_key(entry)
-        if key is None or not len(entry.search.entity):
-            return
-        merged = self._open.get(key)
         try:
+            key = _group_key(entry)
+            if key is None or not len(entry.search.entity):
+                return
+            merged = self._open.get(key)
             if merged is None or not merged.admit(entry):
                 merged = Merged(entry)
                 self._open[key] = merged
@@ -146,10 +155,13 @@ class Stepper:
     def _ended(self, entry: Entry) -> bool:
         if entry.merged is None:
             return not len(entry.search.entity)
-        if not entry.merged.running(entry):
+        try:
+            if entry.merged.running(entry):
+                return False
             entry.search.finished = entry.merged.results(entry)
-            return True
-        return False
+        except Exception as exc:  # its request fails, not the worker thread
+            entry.error = exc
+        return True
 
     def _step(self, search, entries: list[Entry], autocast: tuple[bool, torch.dtype]) -> None:
         enabled, dtype = autocast
@@ -177,7 +189,7 @@ def _group_key(entry: Entry) -> tuple | None:
     settings = tuple(
         getattr(search.config, f.name)
         for f in dataclasses.fields(search.config)
-        if f.name not in PER_ENTITY
+        if f.name not in NOT_SHARED
     )
     return (base, search.k, settings, banned, entry.autocast)
 
@@ -223,8 +235,10 @@ class Merged:
             old = torch.arange(len(self.rows), device=new.device)
             self._move(torch.cat([self.rows, new]), old)
         entry.search.in_columns(self.position[own], len(self.rows))
-        entry.merged, entry.first = self, len(self.search.finished)
-        self.search.join(entry.search)
+        first = len(self.search.finished)
+        self.search.join(entry.search)  # changes nothing where it fails
+        entry.merged, entry.first = self, first
+        entry.search.state = None  # the merged search holds its own copy
         self.entries.append(entry)
         self.taken = len(self.search.finished)
         return True
@@ -235,6 +249,9 @@ class Merged:
             [torch.arange(self._mine(e).start, self._mine(e).stop) for e in self.entries]
         )
         live = self.search.allowed[waiting.to(self.rows.device)].any(0)  # [U]
+        # and every word in a live beam (one at -inf may hold a word no waiting entry may produce)
+        live[self.search.tokens.flatten()] = True
+        live[self.search.prev] = True
         cols = torch.cumsum(live, 0) - 1
         self._move(self.rows[live], torch.where(live, cols, -1))
 
