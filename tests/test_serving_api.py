@@ -3,7 +3,9 @@ every error is JSON naming the field, timeouts and a full queue give 503/504, co
 share batches, and the page ships no external resource."""
 
 import asyncio
+import concurrent.futures
 import json
+import os
 import re
 import signal
 import socket
@@ -589,10 +591,18 @@ def test_serve_command_serves(summarizer, workers):
         assert too_many.status_code == 422 and too_many.json()["error"]["field"] == "reviews"
         page = httpx.get(base + "/", timeout=10)
         assert page.status_code == 200 and "/static/app.js" in page.text
-        if workers > 1:  # each fresh connection goes to one worker, the kernel's choice
-            seen = {httpx.get(base + "/healthz", timeout=10).json()["worker"] for _ in range(200)}
-            children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
-            assert seen == set(map(int, children)) and len(seen) == 2
+        health = httpx.get(base + "/healthz", timeout=10).json()
+        children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+        if workers > 1:  # decoding processes, forked with the model
+            assert sorted(health["workers"]) == sorted(map(int, children)) and len(children) == 2
+            answers = concurrent.futures.ThreadPoolExecutor(4).map(
+                lambda _: httpx.post(base + "/v1/summarize", json={"reviews": REVIEWS[:2]}),
+                range(8),
+            )  # shared out among them, each answered as by one process
+            assert {r.json()["summary"] for r in answers} == {summarizer.summarize(REVIEWS[:2])}
+            assert httpx.get(base + "/healthz", timeout=10).json()["batches"] >= 2
+        else:
+            assert health["workers"] == [server.pid]
     finally:
         server.terminate()
         server.wait(30)
@@ -611,6 +621,26 @@ def test_the_workers_of_a_killed_serve_stop(summarizer):
         server.kill()
     finally:
         server.wait(30)
+    deadline = time.monotonic() + 30
+    while any(running(c) for c in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(running(c) for c in children)
+
+
+def test_a_worker_that_dies_stops_the_service_with_status_1(summarizer):
+    """A service of fewer decoding processes than asked for is not the one started."""
+    server, _ = start_serve(
+        summarizer, "--workers", "2", "--threads", "1", stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+        os.kill(int(children[0]), signal.SIGKILL)
+        assert server.wait(30) == 1
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(30)
     deadline = time.monotonic() + 30
     while any(running(c) for c in children) and time.monotonic() < deadline:
         time.sleep(0.1)

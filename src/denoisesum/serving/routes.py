@@ -5,7 +5,6 @@
 # and their request models are made here, per app (with the limits in their schema)
 
 import asyncio
-import os
 from dataclasses import asdict
 from importlib import resources
 from pathlib import Path
@@ -142,7 +141,7 @@ def add_service_routes(
         return {
             "status": "ok",
             "model": model_id,
-            "worker": os.getpid(),  # serve --workers: each process has its own queue and counts
+            "workers": queue.workers,  # the decoding processes (serve --workers: pool.py)
             "pending_sets": queue.pending_sets,
             "batches": queue.batches,
             "buffered_bytes": budget.used,

@@ -1,10 +1,10 @@
 """Running the service: `serve(app, host, port, log_level)` (what `denoisesum serve` does) runs
 the app under uvicorn, with read timeouts that uvicorn lacks; with `workers` > 1 (`serve
---workers N`), in N processes forked after the model loaded, sharing its memory and one
-listening socket (the kernel gives each new connection to one of them). Each worker has its own
-request queue and decoding thread: on 2 cores two workers of one torch thread each answered
-1.6x the requests of one process of two threads (docs/results/service.md), whose decoding thread
-and request threads share one interpreter lock.
+--workers N`), one process serves HTTP and N processes, forked after the model loaded and
+sharing its memory, decode: each request goes to the one with the fewest review sets in flight
+(pool.py). On 2 cores, two of one torch thread each answered about 2x the release's requests
+(docs/results/service.md): one process's decoding thread and request threads share one
+interpreter lock.
 
 uvicorn (h11) times only the gap between two requests on a connection (`timeout_keep_alive`,
 5 s, kept): a client that opens a connection and sends nothing, half a request head, or the
@@ -22,12 +22,9 @@ and h11 at most 16 KiB of a head (then 400), so neither needs a byte budget of i
 """
 
 import asyncio
-import contextlib
 import copy
 import json
 import logging
-import os
-import signal
 import socket
 import sys
 
@@ -38,7 +35,6 @@ from uvicorn.config import LOG_LEVELS, LOGGING_CONFIG
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from denoisesum.errors import DenoiseSumError
-from denoisesum.processes import end_with
 
 log = logging.getLogger("uvicorn.error")
 
@@ -173,8 +169,8 @@ def serve(
     workers: int = 1,
     threads: int | None = None,
 ) -> None:
-    """Serve until interrupted (Ctrl-C), in `workers` processes of `threads` torch threads
-    each (None: the cores shared out among them)."""
+    """Serve until interrupted (Ctrl-C); with `workers` > 1, decoding in that many processes
+    of `threads` torch threads each (None: the cores shared out among them; pool.py)."""
     config = server_config(app, host, port, log_level)
     if workers == 1:
         uvicorn.Server(config).run()
@@ -186,9 +182,14 @@ def serve(
         import torch
 
         threads = max(1, torch.get_num_threads() // workers)
-    children = [_fork_worker(config, sock, threads) for _ in range(workers)]
-    sock.close()
-    _wait_for(children)
+    queue, server = app.state.queue, uvicorn.Server(config)
+    queue.spread(workers, threads, on_failure=lambda: setattr(server, "should_exit", True))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        queue.close()  # (again, where uvicorn's shutdown did: nothing left to do)
+    if queue.failed:  # a worker died: the service was not the one started
+        raise SystemExit(1)
 
 
 def _listen(host: str, port: int, backlog: int) -> socket.socket:
@@ -198,53 +199,3 @@ def _listen(host: str, port: int, backlog: int) -> socket.socket:
         return socket.create_server((host, port), family=family, backlog=backlog)
     except OSError as exc:
         raise DenoiseSumError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-
-
-def _fork_worker(config: uvicorn.Config, sock: socket.socket, threads: int) -> int:
-    """A worker process serving the app on the shared socket; its pid."""
-    parent = os.getpid()
-    pid = os.fork()
-    if pid:
-        return pid
-    code = 1
-    try:
-        import torch
-
-        torch.set_num_threads(threads)
-        for name in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(name, signal.SIG_DFL)  # uvicorn installs its own when it starts
-        # a killed command cannot stop its workers: each stops itself, gracefully
-        end_with(parent, lambda: os.kill(os.getpid(), signal.SIGTERM))
-        server = uvicorn.Server(config)
-        server.run(sockets=[sock])
-        code = 0 if server.started else 3  # uvicorn's own code for a failed start
-    finally:
-        os._exit(code)
-
-
-def _wait_for(children: list[int]) -> None:
-    """The parent: until every worker has exited. SIGINT or SIGTERM stops them all (SIGTERM:
-    uvicorn's graceful stop); one worker that exits stops the others, since a service of fewer
-    workers than asked for is not the one started."""
-    alive = set(children)
-
-    def stop(*_):
-        for pid in alive:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-
-    for name in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(name, stop)
-    failed = False
-    while alive:
-        try:
-            pid, status = os.wait()
-        except ChildProcessError:
-            break
-        alive.discard(pid)
-        # uvicorn ends a server stopped by a signal by raising that signal again
-        code = os.waitstatus_to_exitcode(status)
-        failed = failed or code not in (0, -signal.SIGTERM, -signal.SIGINT)
-        stop()
-    if failed:
-        raise SystemExit(1)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import copy
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from denoisesum.inference.beam import stepped_by
 from denoisesum.inference.summarizer import Summarizer
 from denoisesum.inference.support import SupportConfig
 from denoisesum.serving.continuous import Stepper
+from denoisesum.serving.pool import Pool
 
 # Review sets at most in one group of waiting jobs that start together: one summarize call
 # (one encoder call for all of them; every search then decodes in the one merged search), but
@@ -75,8 +77,9 @@ class InferenceQueue:
         self.max_batch_sets = max_batch_sets
         self.max_pending_sets = max_pending_sets
         self.support = support or SupportConfig()
-        self.pending_sets = 0
-        self.batches = 0  # summarize_results calls made (what batching saved shows here)
+        self._pending = 0
+        self._batches = 0  # summarize_results calls made (what batching saved shows here)
+        self._pool: Pool | None = None  # serve --workers: the processes that decode instead
         self._jobs: collections.deque[Job] = collections.deque()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -87,6 +90,31 @@ class InferenceQueue:
         self._requests = concurrent.futures.ThreadPoolExecutor(  # one thread per group
             max_batch_sets + max_pending_sets, thread_name_prefix="denoisesum-request"
         )
+
+    @property
+    def pending_sets(self) -> int:
+        return self._pending if self._pool is None else self._pool.pending_sets
+
+    @property
+    def batches(self) -> int:
+        return self._batches if self._pool is None else self._pool.batches
+
+    @property
+    def workers(self) -> list[int]:
+        """The process ids of the processes that decode."""
+        return [os.getpid()] if self._pool is None else [w.pid for w in self._pool.workers]
+
+    @property
+    def failed(self) -> bool:
+        """Whether a decoding process died (spread)."""
+        return self._pool is not None and self._pool.failed
+
+    def spread(self, workers: int, threads: int, on_failure=None) -> None:
+        """From now on, decode in `workers` processes of `threads` torch threads, forked now
+        with the model (pool.py): each request goes to the one with the fewest sets in flight.
+        Call it before the queue has run anything (no thread of it started yet). on_failure:
+        what stops the service when one of them dies."""
+        self._pool = Pool(self, workers, threads, on_failure)
 
     @property
     def summarizer(self) -> Summarizer:
@@ -103,14 +131,16 @@ class InferenceQueue:
     ) -> concurrent.futures.Future:
         """Queue review sets; past `timeout_s` from now, what is left of them is dropped.
         options: per-call decoding options (Summarizer.summarize's CALL_OPTIONS)."""
+        if self._pool is not None:
+            return self._pool.submit(sets, ratings, slice, timeout_s, options)
         future: concurrent.futures.Future = concurrent.futures.Future()
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with self._cond:
             if self._closed:
                 raise QueueFull("the service is shutting down")
-            if self.pending_sets + len(sets) > self.max_pending_sets:
+            if self._pending + len(sets) > self.max_pending_sets:
                 raise QueueFull(
-                    f"{self.pending_sets} review sets are waiting for the model "
+                    f"{self._pending} review sets are waiting for the model "
                     f"(at most {self.max_pending_sets}); try again shortly"
                 )
             if self._thread is None:
@@ -118,7 +148,7 @@ class InferenceQueue:
                     target=self._run, name="denoisesum-inference", daemon=True
                 )
                 self._thread.start()
-            self.pending_sets += len(sets)
+            self._pending += len(sets)
             chosen = tuple(sorted((options or {}).items()))
             self._jobs.append(Job(sets, future, ratings, slice, deadline, chosen))
             self._cond.notify()
@@ -126,11 +156,13 @@ class InferenceQueue:
 
     def close(self, timeout: float | None = 10.0) -> None:
         """Stop after the job in progress; jobs still queued are cancelled."""
+        if self._pool is not None:
+            self._pool.close()
         with self._cond:
             self._closed = True
             while self._jobs:
                 job = self._jobs.popleft()
-                self.pending_sets -= len(job.sets)
+                self._pending -= len(job.sets)
                 job.future.cancel()
             self._cond.notify_all()
             thread = self._thread
@@ -161,7 +193,7 @@ class InferenceQueue:
         groups: list[list[Job]] = []
         while self._fits():
             job = self._jobs.popleft()
-            self.pending_sets -= len(job.sets)
+            self._pending -= len(job.sets)
             size = min(len(job.sets), self.max_batch_sets)
             group = groups[-1] if groups else None
             if (
@@ -231,7 +263,7 @@ class InferenceQueue:
             decoded = self.summarizer.summarize_results(
                 sets, ratings, jobs[0].slice, self.max_batch_sets, **dict(jobs[0].options)
             )
-            self.batches += 1
+            self._batches += 1
         except Exception as exc:
             if len(jobs) == 1:
                 jobs[0].future.set_exception(exc)

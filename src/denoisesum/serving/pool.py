@@ -1,0 +1,187 @@
+"""Decoding processes behind one HTTP server (`serve --workers N`): each request goes to the
+process with the fewest review sets in flight.
+
+One process serves HTTP; N worker processes, forked once the model is loaded (sharing its
+memory), each run an InferenceQueue of their own (continuous batching: worker.py) on `threads`
+torch threads, and receive jobs over a pipe. Requests are shared out one by one, not
+connection by connection: clients keep their connections open (HTTP keep-alive), and with
+processes that each accepted their own connections, 8 clients split 5 and 3 as often as 4 and 4,
+so one process decoded more requests than the other and its answers came later
+(docs/results/service.md).
+
+A worker that dies fails its requests in flight and stops the service (`failed`: the command
+exits 1), since a service of fewer workers than asked for is not the one started. Workers end
+with the server, and by themselves when it is killed (processes.end_with).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import itertools
+import os
+import pickle
+import signal
+import threading
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, Pipe
+
+from denoisesum.errors import DenoiseSumError
+from denoisesum.processes import end_with
+
+
+@dataclass
+class Worker:
+    pid: int
+    conn: Connection
+    in_flight: dict[int, tuple[concurrent.futures.Future, int]] = field(default_factory=dict)
+    batches: int = 0  # the worker's InferenceQueue.batches, as of its last answer
+
+    def sets(self) -> int:
+        return sum(n for _, n in self.in_flight.values())
+
+
+class Pool:
+    """The parent's side: submit jobs to the least busy worker, and their answers back."""
+
+    def __init__(self, queue, workers: int, threads: int, on_failure=None) -> None:
+        self._lock = threading.Lock()
+        self._ids = itertools.count()
+        self._closing = False
+        self.failed = False
+        # what stops the service when a worker dies (the server's; default: SIGTERM to us)
+        self._on_failure = on_failure or (lambda: os.kill(os.getpid(), signal.SIGTERM))
+        self.max_pending_sets = queue.max_pending_sets  # per worker, as with one process
+        self.workers = [_fork(queue, threads) for _ in range(workers)]
+        for worker in self.workers:
+            threading.Thread(
+                target=self._read, args=(worker,), name="denoisesum-pool", daemon=True
+            ).start()
+
+    @property
+    def pending_sets(self) -> int:
+        with self._lock:
+            return sum(w.sets() for w in self.workers)
+
+    @property
+    def batches(self) -> int:
+        return sum(w.batches for w in self.workers)
+
+    def submit(self, sets, *args) -> concurrent.futures.Future:
+        """InferenceQueue.submit's arguments; the answer comes from one worker."""
+        from denoisesum.serving.worker import QueueFull
+
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        with self._lock:
+            if self._closing:
+                raise QueueFull("the service is shutting down")
+            worker = min(self.workers, key=Worker.sets)
+            if worker.sets() + len(sets) > self.max_pending_sets:
+                raise QueueFull(
+                    f"{worker.sets()} review sets are waiting for the model in each worker "
+                    f"(at most {self.max_pending_sets}); try again shortly"
+                )
+            job = next(self._ids)
+            worker.in_flight[job] = (future, len(sets))
+            # sent: it cannot be taken back (route.run then answers 504, not 503)
+            future.set_running_or_notify_cancel()
+            worker.conn.send((job, (sets, *args)))
+        return future
+
+    def _read(self, worker: Worker) -> None:
+        """A reader thread per worker: each answer to its future."""
+        while True:
+            try:
+                job, ok, value, batches = worker.conn.recv()
+            except (EOFError, OSError):
+                break
+            with self._lock:
+                future, _ = worker.in_flight.pop(job)
+                worker.batches = batches
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+        with self._lock:
+            lost, worker.in_flight = list(worker.in_flight.values()), {}
+            stopped = self._closing
+        for future, _ in lost:
+            future.set_exception(DenoiseSumError("a decoding worker stopped"))
+        if not stopped:  # the service is not the one started: stop it, exit 1
+            self.failed = True
+            self._on_failure()
+
+    def close(self) -> None:
+        """Stop the workers (their jobs in progress end); wait for them."""
+        with self._lock:
+            self._closing = True
+        for worker in self.workers:
+            with contextlib.suppress(OSError):
+                worker.conn.send(None)
+        for worker in self.workers:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(worker.pid, 0)
+
+
+def _fork(queue, threads: int) -> Worker:
+    parent_end, child_end = Pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid:
+        child_end.close()
+        return Worker(pid, parent_end)
+    code = 1
+    try:
+        parent_end.close()
+        _work(queue, child_end, threads, parent)
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _work(queue, conn: Connection, threads: int, parent: int) -> None:
+    """A worker process: jobs from the pipe into its own queue, answers back, until the pipe
+    says stop or closes."""
+    import torch
+
+    torch.set_num_threads(threads)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the server, which stops us
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    end_with(parent)  # a killed server cannot stop us
+    sending = threading.Lock()
+
+    def answer(job: int, future: concurrent.futures.Future) -> None:
+        try:
+            message = (job, True, future.result(), queue.batches)
+        except BaseException as exc:  # every failure is the request's answer
+            message = (job, False, _portable(exc), queue.batches)
+        with sending:
+            try:
+                conn.send(message)
+            except Exception as exc:  # an exception that does not pickle: its text
+                conn.send((job, False, DenoiseSumError(str(exc)), queue.batches))
+
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            break
+        if message is None:
+            break
+        job, args = message
+        try:
+            future = queue.submit(*args)
+        except Exception as exc:
+            future = concurrent.futures.Future()
+            future.set_exception(exc)
+        future.add_done_callback(lambda f, job=job: answer(job, f))
+    queue.close()
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """exc where it survives pickling (the parent raises it as it is), else its text."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:  # e.g. an exception whose __init__ takes keywords
+        return DenoiseSumError(str(exc))
+    return exc
