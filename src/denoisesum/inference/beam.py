@@ -190,9 +190,11 @@ class WordMasks:
 
     @classmethod
     def build(cls, words: WordLists, vocab_size: int, device) -> WordMasks:
-        def mask(ids: Sequence[int]) -> torch.Tensor:
+        def mask(ids: Sequence[int] | torch.Tensor) -> torch.Tensor:
             out = torch.zeros(vocab_size, dtype=torch.bool, device=device)
-            out[torch.tensor(list(ids), dtype=torch.long, device=device)] = True
+            if not isinstance(ids, torch.Tensor):
+                ids = torch.tensor(list(ids), dtype=torch.long)
+            out[ids.to(device)] = True
             return out
 
         always = mask(words.banned)
@@ -358,7 +360,7 @@ def beam_search(
     config = config or DecodeConfig()
     check(config, "decode.")  # its bounds and validate(): it may be made in Python
     words = words or WordLists()
-    words = dataclasses.replace(words, banned=[*words.banned, *banned_ids])
+    words = dataclasses.replace(words, banned=[*map(int, words.banned), *banned_ids])
     search = _Search(model, batch, config, words, batch.reviews if reviews is None else reviews)
     search.bias = bias if config.opinion_weight else None
     run = getattr(_STEPPER, "run", None)
@@ -497,6 +499,8 @@ class _Search:
         # the last t - born of tokens, after <pad>s), and [n, V] the words each may produce
         self.born: torch.Tensor | None = None
         self.allowed: torch.Tensor | None = None
+        self._rows_of: torch.Tensor | None = None  # the entities _rows_cache was made for
+        self._rows_cache: dict = {}
 
     def run(self) -> list[list[Hypothesis]]:
         while len(self.entity):
@@ -536,6 +540,7 @@ class _Search:
         fields = self._per_entity()
         self.born, self.cancelled = fields["born"], fields["cancelled"]
         self.bounds = fields["low"], fields["high"]
+        self._rows_of = None  # its per-row views are of the old space
 
     def join(self, other: _Search) -> None:
         """Take in the entities of `other`, a search not yet stepped, over the same model,
@@ -608,7 +613,7 @@ class _Search:
         if self.allowed is None:
             self.take(*self.model.decode_step(self.state, self.prev))  # [A*K, V], next state
         else:  # each entity's distribution over its own words (a ShortlistModel's union)
-            words = self.allowed[self.entity].repeat_interleave(self.k, 0)
+            words = self._rows()["allowed"]
             self.take(*self.model.decode_step(self.state, self.prev, words))
 
     def take(self, log_probs: torch.Tensor, state) -> None:
@@ -629,21 +634,18 @@ class _Search:
         a, k, t = self.tokens.shape
         v = log_probs.shape[1]
         history = self.tokens.view(a * k, t)
-        bounds = (
-            None
-            if self.bounds is None
-            else tuple(b[self.entity].repeat_interleave(k) for b in self.bounds)
-        )  # [A*K] each
+        rows = self._rows()
+        bounds = rows["bounds"]  # [A*K] each, or None
         # words so far: t, or per entity [A] where entities joined at other steps
-        length = t if self.born is None else t - self.born[self.entity]
+        length = t if self.born is None else t - rows["born"]
         rows_length = None if self.born is None else length.repeat_interleave(k)
         ban = constraint_mask(history, self._word_masks(v), self.config, bounds, rows_length)
         if self.allowed is not None:
-            ban |= ~self.allowed[self.entity].repeat_interleave(k, 0)
+            ban |= ~rows["allowed"]
         log_probs, ban = self._input_terms(log_probs, ban, history)
         if self.bias is not None:
             weight = self.config.opinion_weight
-            log_probs = log_probs + weight * self.bias[self.entity].repeat_interleave(k, 0)
+            log_probs = log_probs + weight * rows["bias"]
         log_probs = log_probs.masked_fill(ban, -torch.inf)
         cand = (self.scores.unsqueeze(-1) + log_probs.view(a, k, v)).view(a, k * v)
         top, idx = cand.topk(min(2 * k, k * v), dim=1)  # [A, 2K], best first
@@ -662,7 +664,7 @@ class _Search:
         )  # [A, K, t+1]
         enough = self.n_finished[self.entity] >= k  # [A]
         stuck = ~scores.isfinite().any(1)  # every word banned: no hypothesis can go on
-        high = self.config.max_length if self.bounds is None else self.bounds[1][self.entity]
+        high = self.config.max_length if self.bounds is None else rows["high"]
         done = enough | stuck | (length >= high)  # [A]
         if self.cancelled is not None:  # entities whose caller gave up (a request's deadline)
             done |= self.cancelled[self.entity]
@@ -671,12 +673,35 @@ class _Search:
             self._fallback(i, words, old_scores[i])
         live = torch.nonzero(~done).flatten()  # [A']
         rows = (live.unsqueeze(1) * k + beam[live]).flatten()  # [A'*K] rows of the next state
-        self.entity, self.tokens, self.scores = self.entity[live], tokens[live], scores[live]
+        if len(live) < a:  # (else the same entities: their per-row views stay valid: _rows)
+            self.entity = self.entity[live]
+        self.tokens, self.scores = tokens[live], scores[live]
         self.prev = word[live].flatten()
         if self.born is not None and len(live):  # <pad> columns no live entity needs go
             first = int(self.born[self.entity].min())
-            self.tokens, self.born = self.tokens[:, :, first:], self.born - first
+            if first:
+                self.tokens, self.born = self.tokens[:, :, first:], self.born - first
+                self._rows_of = None
         return rows, live, a
+
+    def _rows(self) -> dict[str, torch.Tensor | None]:
+        """The per-entity tensors each step reads, gathered for the live entities (per row
+        where a step reads rows): kept while the live entities are the same."""
+        if self._rows_of is not self.entity:
+            e, k = self.entity, self.k
+
+            def per_row(x: torch.Tensor | None) -> torch.Tensor | None:
+                return None if x is None else x[e].repeat_interleave(k, 0)
+
+            self._rows_cache = {
+                "bounds": None if self.bounds is None else tuple(map(per_row, self.bounds)),
+                "high": None if self.bounds is None else self.bounds[1][e],
+                "born": None if self.born is None else self.born[e],
+                "allowed": per_row(self.allowed),
+                "bias": per_row(self.bias),
+            }
+            self._rows_of = e
+        return self._rows_cache
 
     def _share(self, v: int) -> torch.Tensor:
         """[n, V] input_salience of every entity of the batch (computed once)."""

@@ -78,10 +78,11 @@ class ShortlistModel:
             state, self.rows[prev_positions], self.seg_rows, self.doc_rows, words
         )
 
-    def positions(self, ids: Sequence[int]) -> list[int]:
-        """Vocabulary ids -> shortlist positions, leaving out words not in the shortlist."""
-        found = self.position[torch.tensor(list(ids), dtype=torch.long, device=self.rows.device)]
-        return found[found >= 0].tolist()
+    def positions(self, ids: Sequence[int] | torch.Tensor) -> torch.Tensor:
+        """Vocabulary ids -> shortlist positions [N'], leaving out words not in the shortlist."""
+        ids = torch.as_tensor(ids if isinstance(ids, torch.Tensor) else list(ids), dtype=torch.long)
+        found = self.position[ids.to(self.rows.device)]
+        return found[found >= 0]
 
     def vocab_ids(self, positions: Sequence[int]) -> list[int]:
         return self.rows[

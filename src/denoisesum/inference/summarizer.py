@@ -332,6 +332,7 @@ class Summarizer:
         self.config = config or SummarizerConfig()
         self.path: Path | None = None  # the model directory, when loaded from one
         self._classes: tuple[list[int], list[int], set[int]] | None = None  # _word_classes
+        self._content_ids: torch.Tensor | None = None  # _word_classes' content words, a tensor
         self._bf16_ok: bool | None = None  # whether this device computes bf16 (_bf16)
         # how many stars a text reads as (the model directory's rating.npz): the reviews'
         # opinion when no stars are given, opinion steering and the contradiction checks
@@ -699,6 +700,10 @@ class Summarizer:
         of decode.opinion_weight; None: unknown)."""
         targets = targets or [None] * len(sources)
         content, ends, _ = self._word_classes()
+        if self.config.shortlist:  # a tensor: shortlist positions are looked up, not listed
+            if self._content_ids is None:
+                self._content_ids = torch.tensor(content)
+            content = self._content_ids
         lists = WordLists(banned_words(self.config.decode, self.vocab.index), content, ends)
         out: list[list[list[int]]] = []
         for start in range(0, len(sources), batch_size):
