@@ -515,3 +515,34 @@ def test_a_request_past_its_limit_is_cut_between_steps_and_the_others_go_on(summ
     beam = SETTINGS.decode.beam_size
     assert max(slow.rows) == 4 * beam  # the second request's beams joined the hog's steps
     assert len(slow.rows) < 200  # the hog never ran its 1,000 steps
+
+
+def test_a_decoding_process_that_dies_answers_its_requests_503_and_stops_the_service(
+    summarizer,
+):
+    """serve --workers (pool.py): the request in flight fails as WorkerLost (503), the
+    service's stop is called, and the dead process gets no more requests."""
+    import os
+    import signal
+
+    from denoisesum.serving import InferenceQueue
+    from denoisesum.serving.pool import WorkerLost
+    from denoisesum.serving.worker import QueueFull
+
+    held = ModelGate(summarizer)
+    held.gate.clear()  # the forked process's first model step waits for ever
+    queue = InferenceQueue(held.summarizer)
+    stopped = threading.Event()
+    queue.spread(1, 1, on_failure=stopped.set)
+    try:
+        future = queue.submit([REVIEWS])
+        time.sleep(0.5)
+        assert not future.done() and queue.pending_sets == 1
+        os.kill(queue.workers[0], signal.SIGKILL)
+        with pytest.raises(WorkerLost):
+            future.result(timeout=10)
+        assert stopped.wait(10) and queue.failed
+        with pytest.raises(QueueFull, match="shutting down"):
+            queue.submit([REVIEWS])
+    finally:
+        queue.close()

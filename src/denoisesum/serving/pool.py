@@ -23,17 +23,26 @@ import os
 import pickle
 import signal
 import threading
+import time
+import traceback
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, Pipe
 
 from denoisesum.errors import DenoiseSumError
 from denoisesum.processes import end_with
 
+CLOSE_S = 15.0  # seconds the workers have to end their requests in progress when it stops
+
+
+class WorkerLost(Exception):
+    """A decoding process stopped with the request in flight (the service answers 503)."""
+
 
 @dataclass
 class Worker:
     pid: int
     conn: Connection
+    dead: bool = False
     in_flight: dict[int, tuple[concurrent.futures.Future, int]] = field(default_factory=dict)
     batches: int = 0  # the worker's InferenceQueue.batches, as of its last answer
 
@@ -51,7 +60,9 @@ class Pool:
         self.failed = False
         # what stops the service when a worker dies (the server's; default: SIGTERM to us)
         self._on_failure = on_failure or (lambda: os.kill(os.getpid(), signal.SIGTERM))
-        self.max_pending_sets = queue.max_pending_sets  # per worker, as with one process
+        # sets in flight at most per worker: with one process, max_pending_sets may wait while
+        # max_batch_sets decode (the pool counts both, and the sets being explained)
+        self.max_in_flight = queue.max_pending_sets + queue.max_batch_sets
         self.workers = [_fork(queue, threads) for _ in range(workers)]
         for worker in self.workers:
             threading.Thread(
@@ -73,19 +84,23 @@ class Pool:
 
         future: concurrent.futures.Future = concurrent.futures.Future()
         with self._lock:
-            if self._closing:
+            alive = [w for w in self.workers if not w.dead]
+            if self._closing or not alive:
                 raise QueueFull("the service is shutting down")
-            worker = min(self.workers, key=Worker.sets)
-            if worker.sets() + len(sets) > self.max_pending_sets:
+            worker = min(alive, key=Worker.sets)
+            if worker.sets() + len(sets) > self.max_in_flight:
                 raise QueueFull(
-                    f"{worker.sets()} review sets are waiting for the model in each worker "
-                    f"(at most {self.max_pending_sets}); try again shortly"
+                    f"{worker.sets()} review sets are in flight in the least busy worker "
+                    f"(at most {self.max_in_flight}); try again shortly"
                 )
             job = next(self._ids)
+            try:
+                worker.conn.send((job, (sets, *args)))
+            except OSError:  # it has just died (its reader stops the service)
+                raise QueueFull("a decoding worker stopped; try again shortly") from None
             worker.in_flight[job] = (future, len(sets))
             # sent: it cannot be taken back (route.run then answers 504, not 503)
             future.set_running_or_notify_cancel()
-            worker.conn.send((job, (sets, *args)))
         return future
 
     def _read(self, worker: Worker) -> None:
@@ -93,7 +108,7 @@ class Pool:
         while True:
             try:
                 job, ok, value, batches = worker.conn.recv()
-            except (EOFError, OSError):
+            except Exception:  # the pipe closed (EOFError), or an answer that does not load
                 break
             with self._lock:
                 future, _ = worker.in_flight.pop(job)
@@ -104,9 +119,9 @@ class Pool:
                 future.set_exception(value)
         with self._lock:
             lost, worker.in_flight = list(worker.in_flight.values()), {}
-            stopped = self._closing
+            stopped, worker.dead = self._closing, True
         for future, _ in lost:
-            future.set_exception(DenoiseSumError("a decoding worker stopped"))
+            future.set_exception(WorkerLost("a decoding worker stopped"))
         if not stopped:  # the service is not the one started: stop it, exit 1
             self.failed = True
             self._on_failure()
@@ -118,9 +133,15 @@ class Pool:
         for worker in self.workers:
             with contextlib.suppress(OSError):
                 worker.conn.send(None)
-        for worker in self.workers:
+        deadline = time.monotonic() + CLOSE_S
+        for worker in self.workers:  # each ends its requests in progress, then exits
             with contextlib.suppress(ChildProcessError):
-                os.waitpid(worker.pid, 0)
+                while not os.waitpid(worker.pid, os.WNOHANG)[0]:
+                    if time.monotonic() > deadline:  # wedged: it would hold the shutdown
+                        os.kill(worker.pid, signal.SIGKILL)
+                        os.waitpid(worker.pid, 0)
+                        break
+                    time.sleep(0.05)
 
 
 def _fork(queue, threads: int) -> Worker:
@@ -135,6 +156,8 @@ def _fork(queue, threads: int) -> Worker:
         parent_end.close()
         _work(queue, child_end, threads, parent)
         code = 0
+    except BaseException:
+        traceback.print_exc()
     finally:
         os._exit(code)
 
@@ -145,21 +168,23 @@ def _work(queue, conn: Connection, threads: int, parent: int) -> None:
     import torch
 
     torch.set_num_threads(threads)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the server, which stops us
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # Ctrl-C and a SIGTERM to the process group (systemd, timeout) reach the server, which
+    # drains its requests and then stops us through the pipe
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     end_with(parent)  # a killed server cannot stop us
     sending = threading.Lock()
 
     def answer(job: int, future: concurrent.futures.Future) -> None:
         try:
-            message = (job, True, future.result(), queue.batches)
+            ok, value = True, future.result()
         except BaseException as exc:  # every failure is the request's answer
-            message = (job, False, _portable(exc), queue.batches)
+            ok, value = False, _portable(exc)
         with sending:
             try:
-                conn.send(message)
-            except Exception as exc:  # an exception that does not pickle: its text
-                conn.send((job, False, DenoiseSumError(str(exc)), queue.batches))
+                conn.send((job, ok, value, queue.batches))
+            except Exception as exc:  # an answer that does not pickle: the error's text
+                conn.send((job, False, _portable(exc), queue.batches))
 
     while True:
         try:
@@ -183,5 +208,7 @@ def _portable(exc: BaseException) -> BaseException:
     try:
         pickle.loads(pickle.dumps(exc))
     except Exception:  # e.g. an exception whose __init__ takes keywords
-        return DenoiseSumError(str(exc))
+        if isinstance(exc, DenoiseSumError):  # the input's fault: still a 422
+            return DenoiseSumError(str(exc))
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
     return exc

@@ -18,6 +18,7 @@ from denoisesum.errors import DenoiseSumError
 from denoisesum.inference.summarizer import Summarizer, SummaryResult
 from denoisesum.serving.guard import BodyBudget
 from denoisesum.serving.limits import ServiceLimits
+from denoisesum.serving.pool import WorkerLost
 from denoisesum.serving.schemas import (
     ERROR_RESPONSES,
     BatchResponse,
@@ -114,6 +115,8 @@ async def run(
         return wrapped.result()  # (the asyncio side: its exception then counts as retrieved)
     except DenoiseSumError as exc:
         raise ServiceError(422, str(exc), "reviews") from None
+    except WorkerLost as exc:  # serve --workers: its decoding process died
+        raise ServiceError(503, str(exc), headers={"Retry-After": "1"}) from None
     except DeadlinePassed:  # the worker dropped it a moment before the wait above ended
         raise ServiceError(504, f"summarizing took longer than {timeout_s:g} s") from None
 

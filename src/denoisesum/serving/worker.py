@@ -25,6 +25,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+import torch
+
 from denoisesum.inference.beam import stepped_by
 from denoisesum.inference.summarizer import Summarizer
 from denoisesum.inference.support import SupportConfig
@@ -222,8 +224,12 @@ class InferenceQueue:
     def _serve(self, group: list[Job]) -> None:
         """A request thread: summarize a group of jobs, its searches stepped by the worker
         thread; they end once every job of the group is past its time limit."""
-        # a job whose request timed out while it waited was cancelled: skip it
+        # a job whose request timed out while it waited was cancelled: skip it; one past its
+        # limit (serve --workers: it could not be cancelled) gets no encoder pass either
         jobs = [job for job in group if job.future.set_running_or_notify_cancel()]
+        for job in [job for job in jobs if job.late()]:
+            jobs.remove(job)
+            job.future.set_exception(DeadlinePassed("past its time limit before it decoded"))
         key = id(group)
 
         def decode(search):
@@ -326,5 +332,7 @@ def _warm(summarizer: Summarizer) -> None:
     """Fill the summarizer's lazy caches (word classes, the rating model's word pull) once,
     so that every request's view shares them instead of computing its own."""
     summarizer._word_classes()
+    if summarizer.config.shortlist:  # the content words as a tensor (Summarizer._search)
+        summarizer._content_ids = torch.tensor(summarizer._word_classes()[0])
     if summarizer.rating is not None:
         summarizer._word_pull()
