@@ -7,6 +7,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -168,6 +169,19 @@ def running(pid: int | str) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def children(pid: int) -> list[str]:
+    """The process ids of a running process's children."""
+    return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+
+
+def all_ended(pids: list[str], seconds: float = 30.0) -> bool:
+    """Whether every process of `pids` has ended within `seconds` (polled)."""
+    deadline = time.monotonic() + seconds
+    while any(running(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not any(running(p) for p in pids)
 
 
 class Ran:

@@ -16,7 +16,13 @@ from pathlib import Path
 import pytest
 
 import conftest
-from conftest import running, save_tiny_summarizer, synthetic_reviews, write_jsonl
+from conftest import (
+    all_ended,
+    children,
+    save_tiny_summarizer,
+    synthetic_reviews,
+    write_jsonl,
+)
 from denoisesum.inference import bulk
 
 N_ENTITIES = 12
@@ -102,17 +108,14 @@ def test_a_killed_run_resumes_to_the_uninterrupted_output(
             if out.exists() and len(out.read_bytes().splitlines()) >= 4:
                 break
             time.sleep(0.05)
-        workers = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
+        workers = children(process.pid)
         process.send_signal(signal.SIGKILL)
     finally:
         process.wait(timeout=30)
     assert process.returncode == -signal.SIGKILL
     assert len(workers) == (2 if threads == 2 else 0)
     # the command's worker processes end with it (their batch done, nothing left to read)
-    deadline = time.monotonic() + 30
-    while any(running(w) for w in workers) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not any(running(w) for w in workers)
+    assert all_ended(workers)
     partial = out.read_text().splitlines()
     assert 4 <= len(partial) < N_ENTITIES and partial == reference[: len(partial)]
     done = run_cli(*args[3:])

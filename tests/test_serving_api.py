@@ -24,7 +24,7 @@ pytest.importorskip(
 import httpx
 from fastapi.testclient import TestClient
 
-from conftest import UNREADABLE, running, save_tiny_summarizer
+from conftest import UNREADABLE, all_ended, children, running, save_tiny_summarizer
 from denoisesum.data.vocab import EOS_ID
 from denoisesum.inference.beam import DecodeConfig
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
@@ -582,7 +582,7 @@ def test_serve_command_serves(summarizer, workers):
         summarizer, "--max-reviews", "2", "--threads", "1", "--workers", str(workers),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
-    children: list[str] = []
+    workers_seen: list[str] = []
     try:
         response = httpx.post(base + "/v1/summarize", json={"reviews": REVIEWS[:2]}, timeout=30)
         assert response.status_code == 200, response.text
@@ -592,9 +592,12 @@ def test_serve_command_serves(summarizer, workers):
         page = httpx.get(base + "/", timeout=10)
         assert page.status_code == 200 and "/static/app.js" in page.text
         health = httpx.get(base + "/healthz", timeout=10).json()
-        children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+        workers_seen = children(server.pid)
         if workers > 1:  # decoding processes, forked with the model
-            assert sorted(health["workers"]) == sorted(map(int, children)) and len(children) == 2
+            assert (
+                sorted(health["workers"]) == sorted(map(int, workers_seen))
+                and len(workers_seen) == 2
+            )
             answers = concurrent.futures.ThreadPoolExecutor(4).map(
                 lambda _: httpx.post(base + "/v1/summarize", json={"reviews": REVIEWS[:2]}),
                 range(8),
@@ -607,7 +610,7 @@ def test_serve_command_serves(summarizer, workers):
         server.terminate()
         server.wait(30)
     assert server.returncode in (0, -signal.SIGTERM), server.stdout.read()  # uvicorn re-raises
-    assert not any(running(c) for c in children)  # no worker left behind
+    assert not any(running(c) for c in workers_seen)  # no worker left behind
 
 
 def test_the_workers_of_a_killed_serve_stop(summarizer):
@@ -616,15 +619,12 @@ def test_the_workers_of_a_killed_serve_stop(summarizer):
         summarizer, "--workers", "2", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
-        assert len(children) == 2
+        workers_seen = children(server.pid)
+        assert len(workers_seen) == 2
         server.kill()
     finally:
         server.wait(30)
-    deadline = time.monotonic() + 30
-    while any(running(c) for c in children) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not any(running(c) for c in children)
+    assert all_ended(workers_seen)
 
 
 def test_a_worker_that_dies_stops_the_service_with_status_1(summarizer):
@@ -634,17 +634,14 @@ def test_a_worker_that_dies_stops_the_service_with_status_1(summarizer):
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
-        os.kill(int(children[0]), signal.SIGKILL)
+        workers_seen = children(server.pid)
+        os.kill(int(workers_seen[0]), signal.SIGKILL)
         assert server.wait(30) == 1
     finally:
         if server.poll() is None:
             server.kill()
             server.wait(30)
-    deadline = time.monotonic() + 30
-    while any(running(c) for c in children) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not any(running(c) for c in children)
+    assert all_ended(workers_seen)
 
 
 def test_workers_on_a_port_in_use_is_one_line(summarizer):
