@@ -610,16 +610,13 @@ class _Search:
         return self.masks
 
     def step(self) -> None:
+        """One step: decode_step's log p [A*K, V] and next state, then the bookkeeping."""
         if self.allowed is None:
-            self.take(*self.model.decode_step(self.state, self.prev))  # [A*K, V], next state
+            log_probs, state = self.model.decode_step(self.state, self.prev)
         else:  # each entity's distribution over its own words (a ShortlistModel's union)
-            words = self._rows()["allowed"]
-            self.take(*self.model.decode_step(self.state, self.prev, words))
-
-    def take(self, log_probs: torch.Tensor, state) -> None:
-        """One step, given decode_step's log p [A*K, V] and next state for this search's
-        `state` and `prev` (`step` computes them; serving/continuous.py computes those of
-        several searches in one model call)."""
+            log_probs, state = self.model.decode_step(
+                self.state, self.prev, self._rows()["allowed"]
+            )
         rows, live, a = self.advance(log_probs)
         if len(live) and hasattr(state, "select_beams"):
             self.state = state.select_beams(rows, None if len(live) == a else live, self.k)

@@ -587,6 +587,12 @@ class Summarizer:
             self._classes = content, ends, ignore
         return self._classes
 
+    def _content_tensor(self) -> torch.Tensor:
+        """_word_classes' content words as a tensor (computed once)."""
+        if self._content_ids is None:
+            self._content_ids = torch.tensor(self._word_classes()[0])
+        return self._content_ids
+
     def _decode(
         self,
         encoded: list[list[list[int]]],
@@ -701,9 +707,7 @@ class Summarizer:
         targets = targets or [None] * len(sources)
         content, ends, _ = self._word_classes()
         if self.config.shortlist:  # a tensor: shortlist positions are looked up, not listed
-            if self._content_ids is None:
-                self._content_ids = torch.tensor(content)
-            content = self._content_ids
+            content = self._content_tensor()
         lists = WordLists(banned_words(self.config.decode, self.vocab.index), content, ends)
         out: list[list[list[int]]] = []
         for start in range(0, len(sources), batch_size):

@@ -25,8 +25,6 @@ import threading
 import time
 from dataclasses import dataclass
 
-import torch
-
 from denoisesum.inference.beam import stepped_by
 from denoisesum.inference.summarizer import Summarizer
 from denoisesum.inference.support import SupportConfig
@@ -333,6 +331,6 @@ def _warm(summarizer: Summarizer) -> None:
     so that every request's view shares them instead of computing its own."""
     summarizer._word_classes()
     if summarizer.config.shortlist:  # the content words as a tensor (Summarizer._search)
-        summarizer._content_ids = torch.tensor(summarizer._word_classes()[0])
+        summarizer._content_tensor()
     if summarizer.rating is not None:
         summarizer._word_pull()
