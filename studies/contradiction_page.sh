@@ -8,7 +8,7 @@ J=docs/results/judged
   --title "Decoding without self-contradiction: detector v2, what is cut, steering's reach (issue 31)" \
   --intro docs/results/contradiction-notes.md \
   --systems "tone 3.5 (previous)=T35new" "detector v2 + cut=D3" "+ reach 1.0, follow opinion=F10" \
-            "+ at odds=G10" "+ hedged=H" "+ not misleading first (shipped)=NM" \
+            "+ at odds=G10" "+ hedged (shipped)=H" "not misleading first (not shipped)=NM" \
             "second search (not shipped)=RS" "both sides (not shipped)=MS5" \
             "unsteered for mixed (not shipped)=MU" \
   --judged "dev, round 4 (the 49 businesses outside the whole-sample study): shipped against the human summary=$J/dev-rest.summary.json" \
@@ -29,8 +29,8 @@ J=docs/results/judged
   ".venv/bin/python -m studies.faithfulness decode D3 \$S --set decode.opinion_reach=0 --set decode.follow_opinion=false   # at 58277f7 (before the at-odds cut)" \
   ".venv/bin/python -m studies.faithfulness decode F10 \$S --set decode.follow_opinion=true --set decode.opinion_reach=1.0   # at 58277f7" \
   ".venv/bin/python -m studies.faithfulness decode G10 \$S   # at 8ffd787 (before the hedged clause)" \
-  ".venv/bin/python -m studies.faithfulness decode H \$S   # at df32189 (before the not-misleading choice)" \
-  ".venv/bin/python -m studies.faithfulness decode NM \$S   # the shipped settings and code" \
+  ".venv/bin/python -m studies.faithfulness decode H \$S   # the shipped settings and code" \
+  "git checkout 6f33516 -- src && .venv/bin/python -m studies.faithfulness decode NM \$S && git checkout HEAD -- src" \
   "git checkout 02eef89 -- src && .venv/bin/python -m studies.faithfulness decode MU \$S --set decode.mixed_unsteered=true && git checkout HEAD -- src" \
   ".venv/bin/python -m studies.opinion_retry RS   # at 8ffd787: those settings, and a second search where the opinion is not the target's" \
   "git checkout e3e3647 -- src && .venv/bin/python -m studies.faithfulness decode MS5 \$S --set decode.mixed_sides=true && git checkout HEAD -- src" \

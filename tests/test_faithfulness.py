@@ -433,30 +433,3 @@ def test_cli_max_words_ends_at_a_sentence(tmp_path, summarizer):
     for line in out.read_text().splitlines():
         tokens = json.loads(line)["summary"].split()
         assert len(tokens) <= 8 and (tokens[-1] in ".!?" or "." not in tokens)
-
-
-def test_follow_opinion_takes_a_candidate_that_does_not_mislead_when_none_agrees(
-    summarizer, monkeypatch
-):
-    """Reviews that read 3 stars (mixed) and candidates that read 1.0, 4.6 and 4.0 stars: none
-    is mixed, and the one 4.0 (positive, but within 1.5 stars) is the only one that does not
-    mislead, so it is chosen over the beam's first."""
-    import denoisesum.inference.summarizer as module
-
-    words = [w for w in summarizer.vocab.tokens[4:] if w.isalpha()][:3]
-    reads = dict(zip(words, (1.0, 4.6, 4.0), strict=True))
-
-    class Rating:
-        def stars(self, texts):
-            return [reads[t.split()[0]] for t in texts]
-
-    decode = replace(summarizer.config.decode, follow_opinion=True)
-    chooser = Summarizer(
-        summarizer.model, summarizer.vocab, replace(summarizer.config, decode=decode)
-    )
-    chooser.rating = Rating()
-    monkeypatch.setattr(module, "scoped_sides", lambda *args: {})
-    monkeypatch.setattr(chooser, "_cut", lambda tokens, sides: (tokens, False))
-    cands = [[summarizer.vocab.index[w], summarizer.vocab.index["."]] for w in words]
-    assert chooser._consistent(cands, 0, [], 3.0) == [words[2], "."]
-    assert chooser._consistent(cands, 0, [], 1.5) == [words[0], "."]  # the first agrees

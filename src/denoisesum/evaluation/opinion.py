@@ -27,13 +27,14 @@ import numpy as np
 
 from denoisesum.data.corpus import Review
 from denoisesum.inference.opinion import check_opinion
-from denoisesum.models.rating import POLARITIES, RatingModel, is_misleading, polarity
+from denoisesum.models.rating import POLARITIES, RatingModel, polarity
 
 STRATA: dict[str, tuple[float, float]] = {
     "negative": (0.0, 2.0),
     "mixed": (2.75, 3.25),
     "positive": (4.5, 5.0),
 }
+MISLEADING_GAP = 1.5  # stars between a summary's reading and its reviews' mean
 
 
 def stratum_of(mean_stars: float) -> str | None:
@@ -98,6 +99,11 @@ class OpinionReport:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def is_misleading(summary_stars: float, review_stars: float) -> bool:
+    sides = {polarity(summary_stars), polarity(review_stars)}
+    return sides == {"negative", "positive"} or abs(summary_stars - review_stars) >= MISLEADING_GAP
 
 
 def _stratum_report(rows: list[dict]) -> StratumReport:

@@ -108,7 +108,7 @@ class DecodeConfig:
     # against the reviews (inference/opinion.py), else the best with its offending sentences cut
     avoid_contradiction: bool = False
     # with avoid_contradiction and a rating model: among the hypotheses, first those whose
-    # opinion (the rating model's polarity) is the target's, then those it does not mislead about
+    # opinion (the rating model's polarity) is the target's
     follow_opinion: bool = False
     # which clauses against the reviews count there: "all" (on any aspect: "a little pricey"
     # where reviewers call the prices fair), "overall" (a verdict on the place the reviews

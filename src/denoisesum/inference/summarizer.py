@@ -68,13 +68,7 @@ from denoisesum.inference.support import Explanation, SupportConfig
 from denoisesum.inference.support import explain as explain_support
 from denoisesum.models.denoisesum import DenoiseSum
 from denoisesum.models.precision import resolve_device, use_bf16
-from denoisesum.models.rating import (
-    POSITIVE,
-    RatingModel,
-    find_rating_model,
-    is_misleading,
-    polarity,
-)
+from denoisesum.models.rating import POSITIVE, RatingModel, find_rating_model, polarity
 from denoisesum.models.store import CONFIG, load_denoisesum, parse_section
 from denoisesum.text import is_content_word
 
@@ -637,8 +631,7 @@ class Summarizer:
         reviews and none at odds with itself, else the first with the sentences of such clauses
         cut (opinion.clauses_to_cut; where all would go, all but those against the reviews,
         else all but the first), ending at its last sentence end. With decode.follow_opinion, first
-        among them those whose opinion (the rating model's polarity) is the target's, then those
-        whose opinion does not mislead about it (models/rating.py is_misleading)."""
+        among them those whose opinion (the rating model's polarity) is the target's."""
         texts = [" ".join(self.vocab.decode(r)) for r in reviews]
         stars = [target] * len(texts) if target is not None else None
         scope = self.config.decode.against_reviews
@@ -655,12 +648,7 @@ class Summarizer:
         every = list(kept)
         agree = self.rating.stars([" ".join(k) for k, _ in every])
         ranked = sorted(
-            range(len(every)),
-            key=lambda i: (
-                polarity(agree[i]) != polarity(target),
-                is_misleading(agree[i], target),  # where none agrees: one that does not mislead
-                every[i][1],
-            ),
+            range(len(every)), key=lambda i: (polarity(agree[i]) != polarity(target), every[i][1])
         )
         return every[ranked[0]][0]
 

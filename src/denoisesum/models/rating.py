@@ -61,16 +61,6 @@ def polarity(stars: float) -> str:
     return "positive" if stars > POSITIVE else "mixed"
 
 
-MISLEADING_GAP = 1.5  # stars between a summary's reading and its reviews' mean
-
-
-def is_misleading(summary_stars: float, review_stars: float) -> bool:
-    """Whether a summary reading `summary_stars` misleads about reviews of `review_stars`: the
-    opposite polarity, or MISLEADING_GAP stars or more away."""
-    sides = {polarity(summary_stars), polarity(review_stars)}
-    return sides == {"negative", "positive"} or abs(summary_stars - review_stars) >= MISLEADING_GAP
-
-
 @dataclass
 class RatingModel:
     features: list[str]  # [F] n-gram of each column
