@@ -104,11 +104,6 @@ class DecodeConfig:
     # the most stars steering pulls down (0: no limit): one-star reviews steered by their whole
     # distance from opinion_tone get word salad of complaints ("avoid the puppy, shitty employees")
     opinion_reach: float = 0.0
-    # steering that follows what a summary has said: after each sentence a hypothesis is
-    # pushed by the gap between the target stars and the rating model's reading of it so far
-    # (within opinion_reach, up as well as down), not by the reviews' gap alone: a mixed
-    # place's summary that opens with praise is pushed toward its complaints, and back
-    opinion_feedback: bool = False
     # among the finished hypotheses, the best one with no self-contradiction and no clause
     # against the reviews (inference/opinion.py), else the best with its offending sentences cut
     avoid_contradiction: bool = False
@@ -353,14 +348,12 @@ def beam_search(
     words: WordLists | None = None,
     reviews: torch.Tensor | None = None,
     bias: torch.Tensor | None = None,
-    feedback: Callable[[int, list[int]], float] | None = None,
 ) -> list[list[Hypothesis]]:
     """Decode every entity of `batch` (a SummaryBatch from `inference_batch`). banned_ids:
     words never produced (joined to words.banned). reviews: batch.reviews in the model's output
     space, for input_bonus and input_words_only (None: batch.reviews; a ShortlistModel's
     positions differ from ids). bias [B, V]: added to each step's log p of entity b's words,
-    times config.opinion_weight. feedback(entity, words so far): after each sentence, the
-    factor on that hypothesis' bias from then on (config.opinion_feedback).
+    times config.opinion_weight.
 
     Returns, per entity in batch order, up to beam_size hypotheses, best first.
     """
@@ -370,7 +363,6 @@ def beam_search(
     words = dataclasses.replace(words, banned=[*map(int, words.banned), *banned_ids])
     search = _Search(model, batch, config, words, batch.reviews if reviews is None else reviews)
     search.bias = bias if config.opinion_weight else None
-    search.feedback = feedback if search.bias is not None else None
     run = getattr(_STEPPER, "run", None)
     return search.run() if run is None else run(search)
 
@@ -501,9 +493,6 @@ class _Search:
         self.share: torch.Tensor | None = None  # [n, V] input_salience, at the first step
         self.unsaid: torch.Tensor | None = None  # [n, V] bool, at the first step (_unsaid)
         self.bias: torch.Tensor | None = None  # [n, V] per-entity word bias (opinion)
-        # feedback(entity, words so far) -> the factor on a hypothesis' bias after a sentence
-        self.feedback: Callable[[int, list[int]], float] | None = None
-        self.gain: torch.Tensor | None = None  # [A, K] each hypothesis' factor (feedback)
         self.bounds = length_bounds(batch, config)  # per entity (min, max) lengths, or None
         self.cancelled: torch.Tensor | None = None  # [n] bool: stop decoding these entities
         # entities joined from other searches (join): [n] the step each began at (its words are
@@ -653,10 +642,7 @@ class _Search:
         log_probs, ban = self._input_terms(log_probs, ban, history)
         if self.bias is not None:
             weight = self.config.opinion_weight
-            if self.feedback is not None and self.gain is None:
-                self.gain = torch.ones(a, k, device=self.device)
-            gain = 1.0 if self.gain is None else self.gain.view(-1, 1)
-            log_probs = log_probs + weight * gain * rows["bias"]
+            log_probs = log_probs + weight * rows["bias"]
         log_probs = log_probs.masked_fill(ban, -torch.inf)
         cand = (self.scores.unsqueeze(-1) + log_probs.view(a, k, v)).view(a, k * v)
         top, idx = cand.topk(min(2 * k, k * v), dim=1)  # [A, 2K], best first
@@ -673,8 +659,6 @@ class _Search:
         tokens = torch.cat(
             [old_tokens.gather(1, beam.unsqueeze(-1).expand(-1, -1, t)), word.unsqueeze(-1)], -1
         )  # [A, K, t+1]
-        if self.gain is not None:
-            self.gain = self._steered(beam, word, tokens, length)
         enough = self.n_finished[self.entity] >= k  # [A]
         stuck = ~scores.isfinite().any(1)  # every word banned: no hypothesis can go on
         high = self.config.max_length if self.bounds is None else rows["high"]
@@ -689,8 +673,6 @@ class _Search:
         if len(live) < a:  # (else the same entities: their per-row views stay valid: _rows)
             self.entity = self.entity[live]
         self.tokens, self.scores = tokens[live], scores[live]
-        if self.gain is not None:
-            self.gain = self.gain[live]
         self.prev = word[live].flatten()
         if self.born is not None and len(live):  # <pad> columns no live entity needs go
             first = int(self.born[self.entity].min())
@@ -698,16 +680,6 @@ class _Search:
                 self.tokens, self.born = self.tokens[:, :, first:], self.born - first
                 self._rows_of = None
         return rows, live, a
-
-    def _steered(self, beam, word, tokens, length) -> torch.Tensor:
-        """[A, K] each new hypothesis' bias factor: its parent's, or feedback's where it has
-        just ended a sentence."""
-        gain = self.gain.gather(1, beam)
-        width = tokens.shape[2]
-        for i, j in torch.nonzero(self.masks.ends[word]).tolist():
-            t = width if isinstance(length, int) else int(length[i]) + 1
-            gain[i, j] = self.feedback(int(self.entity[i]), tokens[i, j, width - t :].tolist())
-        return gain
 
     def _rows(self) -> dict[str, torch.Tensor | None]:
         """The per-entity tensors each step reads, gathered for the live entities (per row

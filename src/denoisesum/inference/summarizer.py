@@ -40,7 +40,7 @@ import contextlib
 import dataclasses
 import os
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -721,7 +721,6 @@ class Summarizer:
                     words=words,
                     reviews=reviews,
                     bias=bias,
-                    feedback=self._feedback(wanted, ids),
                 )
             out.extend([ids(h.tokens) for h in hyps] for hyps in found)
         return out
@@ -744,29 +743,6 @@ class Summarizer:
         if isinstance(model, ShortlistModel):
             pull = pull[model.rows.cpu()]
         return (shift.unsqueeze(1) * pull.unsqueeze(0)).to(self.device)  # [B, V]
-
-    def _feedback(self, targets: list[float | None], ids) -> Callable | None:
-        """decode.opinion_feedback: (entity, words so far) -> the factor on its steering from
-        now on, the gap between its target and the rating model's reading of the words (within
-        opinion_reach) over the gap _bias steers by."""
-        cfg = self.config.decode
-        if not cfg.opinion_feedback or self.rating is None:
-            return None
-        reach = cfg.opinion_reach or float("inf")
-
-        def gain(entity: int, words: list[int]) -> float:
-            target = targets[entity]
-            start = 0.0 if target is None else max(-reach, min(0.0, target - cfg.opinion_tone))
-            if not start:
-                return 1.0
-            text = " ".join(self.vocab.tokens[i] for i in ids(words))
-            import os
-
-            lo, hi = float(os.environ.get("FB_LO", "-9")), float(os.environ.get("FB_HI", "9"))
-            g = max(-reach, min(reach, target - self.rating.star(text))) / start
-            return max(lo, min(hi, g))
-
-        return gain
 
     def summarize_batch(
         self,
