@@ -32,6 +32,7 @@ J=docs/results/judged
   ".venv/bin/python -m studies.faithfulness decode H \$S   # the shipped settings and code" \
   "git checkout 6f33516 -- src && .venv/bin/python -m studies.faithfulness decode NM \$S && git checkout HEAD -- src" \
   "git checkout 02eef89 -- src && .venv/bin/python -m studies.faithfulness decode MU \$S --set decode.mixed_unsteered=true && git checkout HEAD -- src" \
+  "git checkout 3eb14ad -- src && for c in FB:-9:9 FB01:0:1 FB02:0:9; do IFS=: read n lo hi <<< \$c; FB_LO=\$lo FB_HI=\$hi .venv/bin/python -m studies.faithfulness decode \$n \$S --set decode.opinion_feedback=true; done && git checkout HEAD -- src" \
   ".venv/bin/python -m studies.opinion_retry RS   # at 8ffd787: those settings, and a second search where the opinion is not the target's" \
   "git checkout e3e3647 -- src && .venv/bin/python -m studies.faithfulness decode MS5 \$S --set decode.mixed_sides=true && git checkout HEAD -- src" \
   ".venv/bin/python -m studies.faithfulness score T35new D3 F10 G10 H NM RS MS5 MU --rating src/denoisesum/pretrained/denoisesum-yelp" \
