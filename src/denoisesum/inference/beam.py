@@ -110,10 +110,6 @@ class DecodeConfig:
     # with avoid_contradiction and a rating model: among the hypotheses, first those whose
     # opinion (the rating model's polarity) is the target's
     follow_opinion: bool = False
-    # with avoid_contradiction: among the hypotheses those checks rank first, the one whose
-    # sentences the support model (the model directory's support.json, models/support.py) finds
-    # likeliest to be fully supported by the reviews
-    prefer_supported: bool = False
     # which clauses against the reviews count there: "all" (on any aspect: "a little pricey"
     # where reviewers call the prices fair), "overall" (a verdict on the place the reviews
     # contradict: "you will not be disappointed" of a one-star business), "below-positive"

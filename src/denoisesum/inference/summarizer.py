@@ -46,7 +46,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
 import regex
 import torch
 
@@ -65,13 +64,12 @@ from denoisesum.inference.opinion import check_clauses, clauses, clauses_to_cut,
 from denoisesum.inference.rerank import choose, review_subsets
 from denoisesum.inference.selection import SELECT_MODES, select_reviews
 from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
-from denoisesum.inference.support import Evidence, Explanation, SupportConfig, support_features
+from denoisesum.inference.support import Explanation, SupportConfig
 from denoisesum.inference.support import explain as explain_support
 from denoisesum.models.denoisesum import DenoiseSum
 from denoisesum.models.precision import resolve_device, use_bf16
 from denoisesum.models.rating import POSITIVE, RatingModel, find_rating_model, polarity
 from denoisesum.models.store import CONFIG, load_denoisesum, parse_section
-from denoisesum.models.support import SupportModel, find_support_model
 from denoisesum.text import is_content_word
 
 # one entity's review stars (a star None where unknown; None: none known), and one per entity
@@ -334,9 +332,6 @@ class Summarizer:
         # opinion when no stars are given, opinion steering and the contradiction checks
         self.rating: RatingModel | None = None
         self._pull: torch.Tensor | None = None  # [V] each word's pull on the stars (_word_pull)
-        # how likely a reader finds a sentence supported (the model directory's support.json):
-        # decode.prefer_supported's choice among candidates
-        self.support: SupportModel | None = None
 
     @classmethod
     def from_pretrained(
@@ -354,7 +349,6 @@ class Summarizer:
         summarizer = cls(model, vocab, config or saved, device)
         summarizer.path = Path(path)
         summarizer.rating = find_rating_model(path)
-        summarizer.support = find_support_model(path)
         return summarizer
 
     # ---- input ------------------------------------------------------------------------------
@@ -646,39 +640,17 @@ class Summarizer:
         sides = scoped_sides(texts, self.rating, stars, scope)  # once for every candidate
         order = [best] + [i for i in range(len(cands)) if i != best]
         kept = (self._cut(self.vocab.decode(cands[i]), sides) for i in order)  # lazily
-        follow = self.config.decode.follow_opinion and target is not None
-        supported = self.config.decode.prefer_supported and self.support is not None
-        if not (follow or supported):
+        if not (self.config.decode.follow_opinion and target is not None):
             best_kept, best_offends = next(kept)
             if not best_offends:
                 return best_kept
             return next((k for k, offends in kept if not offends), best_kept)
         every = list(kept)
-        agree = self.rating.stars([" ".join(k) for k, _ in every]) if follow else None
-
-        def rank(i: int) -> tuple[bool, bool]:
-            return (follow and polarity(agree[i]) != polarity(target), every[i][1])
-
-        ranked = sorted(range(len(every)), key=rank)
-        if supported:
-            ranked = [i for i in ranked if rank(i) == rank(ranked[0])]
-            stars = target if target is not None else float(self.rating.stars(texts).mean())
-            choice = self._most_supported([every[i][0] for i in ranked], texts, stars)
-            return every[ranked[choice]][0]
+        agree = self.rating.stars([" ".join(k) for k, _ in every])
+        ranked = sorted(
+            range(len(every)), key=lambda i: (polarity(agree[i]) != polarity(target), every[i][1])
+        )
         return every[ranked[0]][0]
-
-    def _most_supported(self, cands: list[list[str]], reviews: list[str], stars: float) -> int:
-        """The index of the candidate (tokens) whose sentences the support model finds likeliest
-        supported by the reviews, on average; the first of equals."""
-        evidence = Evidence(reviews, rating=self.rating)
-
-        def mean_support(tokens: list[str]) -> float:
-            sentences = [" ".join(x) for x in _sentences(tokens)]
-            rows = [r for r in support_features(evidence, sentences, stars) if r is not None]
-            return float(self.support.probability(np.array(rows)).mean()) if rows else 0.0
-
-        scores = [mean_support(c) for c in cands]
-        return scores.index(max(scores))
 
     def _cut(self, tokens: list[str], sides: dict[str, int]) -> tuple[list[str], bool]:
         """(the tokens without the sentences of clauses to cut, ending at a sentence end;

@@ -57,7 +57,7 @@ from denoisesum.config import Range, at_least, between, check
 from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.errors import DenoiseSumError
 from denoisesum.inference.opinion import NEGATIVE_CLAUSE, POSITIVE_CLAUSE
-from denoisesum.models.rating import RatingModel, polarity
+from denoisesum.models.rating import RatingModel
 from denoisesum.text import content_words, fold, idf_table
 
 # a sentence ends after . ! ? … (runs of them, then closing quotes/brackets) before white space
@@ -134,55 +134,35 @@ def explain(
 ) -> Explanation:
     """Support of each sentence of `summary` by the `reviews` (method: module docstring);
     with a rating model, contradicted sentences too."""
+    if isinstance(reviews, str) or not isinstance(reviews, Sequence):
+        raise DenoiseSumError(
+            f"reviews must be a list of review texts, got {type(reviews).__name__}"
+        )
     if not isinstance(summary, str):
         raise DenoiseSumError(f"summary must be text, got {type(summary).__name__}")
-    return Evidence(reviews, tokenizer, config, rating).explain(summary)
+    for i, text in enumerate(reviews):
+        if not isinstance(text, str):
+            raise DenoiseSumError(f"review {i} is a {type(text).__name__}, not text")
+    tokenizer = tokenizer or Tokenizer()
+    config = config or SupportConfig()
+    check(config)
 
+    review_words = [{key for key, _ in keyed_content_words(tokenizer.tokenize(t))} for t in reviews]
+    table, unseen = idf_table(review_words)  # step 3's idf(w) is this + 1
 
-class Evidence:
-    """The reviews' side of the check (their content words, IDF, sentences), computed once for
-    every summary or sentence checked against them."""
-
-    def __init__(
-        self,
-        reviews: Sequence[str],
-        tokenizer: Tokenizer | None = None,
-        config: SupportConfig | None = None,
-        rating: RatingModel | None = None,
-    ) -> None:
-        if isinstance(reviews, str) or not isinstance(reviews, Sequence):
-            raise DenoiseSumError(
-                f"reviews must be a list of review texts, got {type(reviews).__name__}"
-            )
-        for i, text in enumerate(reviews):
-            if not isinstance(text, str):
-                raise DenoiseSumError(f"review {i} is a {type(text).__name__}, not text")
-        self.reviews, self.rating = reviews, rating
-        self.tokenizer = tokenizer or Tokenizer()
-        self.config = config or SupportConfig()
-        check(self.config)
-        self.review_words = [
-            {key for key, _ in keyed_content_words(self.tokenizer.tokenize(t))} for t in reviews
-        ]
-        self.table, self.unseen = idf_table(self.review_words)  # step 3's idf(w) is this + 1
-        self._parts: dict[int, list[tuple[str, set[str]]]] = {}  # review -> its sentences
-
-    def explain(self, summary: str) -> Explanation:
-        sentences = [self.sentence(summary, start, end) for start, end in split_sentences(summary)]
-        return _summarize(summary, sentences, self.config.threshold)
-
-    def sentence(self, summary: str, start: int, end: int) -> SentenceSupport:
-        """The support of summary[start:end] (steps 2-4, and 6 with a rating model)."""
+    sentences = []
+    for start, end in split_sentences(summary):
         text = summary[start:end]
         spelled: dict[str, str] = {}  # folded key -> the sentence's first spelling
-        for key, word in keyed_content_words(self.tokenizer.tokenize(text)):
+        for key, word in keyed_content_words(tokenizer.tokenize(text)):
             spelled.setdefault(key, word)
         if not spelled:
-            return SentenceSupport(text, start, end, 1.0, True)
-        weights = {key: self.table.get(key, self.unseen) + 1.0 for key in spelled}
+            sentences.append(SentenceSupport(text, start, end, 1.0, True))
+            continue
+        weights = {key: table.get(key, unseen) + 1.0 for key in spelled}
         total = sum(weights.values())
         scored = []
-        for index, words in enumerate(self.review_words):
+        for index, words in enumerate(review_words):
             shared = [key for key in spelled if key in words]
             if shared:
                 score = sum(weights[key] for key in shared) / total
@@ -191,41 +171,15 @@ class Evidence:
                 )
         scored.sort(key=lambda r: (-r.score, r.index))
         best = scored[0].score if scored else 0.0
-        listed = [r for r in scored if r.score >= self.config.min_score][: self.config.top_k]
-        missing = [spelled[key] for key in spelled if key not in self.table]
+        listed = [r for r in scored if r.score >= config.min_score][: config.top_k]
+        missing = [spelled[key] for key in spelled if key not in table]
         sentence = SentenceSupport(
-            text, start, end, best, best >= self.config.threshold, listed, missing
+            text, start, end, best, best >= config.threshold, listed, missing
         )
-        if self.rating is not None:
-            self._check_opinion(sentence)
-        return sentence
-
-    def _check_opinion(self, sentence: SentenceSupport) -> None:
-        """Mark a sentence contradicted when it reads the opposite of the review sentences that
-        share its words (step 6)."""
-        sentence.stars = round(self.rating.star(sentence.text), 3)
-        side = _side(sentence.stars)
-        if not side or not sentence.reviews:
-            return
-        evidence = []
-        for support in sentence.reviews:
-            words = {fold(w) for w in support.matched}
-            evidence += [part for part, keys in self._sentences_of(support.index) if words & keys]
-        # the opinionated evidence decides, by majority: neutral sentences ("we tried the
-        # buffet") neither support nor contradict an opinion
-        sides = sum(_side(float(x)) for x in self.rating.stars(evidence)) if evidence else 0
-        if side * sides < 0:
-            sentence.contradicted, sentence.supported = True, False
-
-    def _sentences_of(self, index: int) -> list[tuple[str, set[str]]]:
-        """Review `index`'s sentences, each with its content words' keys."""
-        if index not in self._parts:
-            text = self.reviews[index]
-            self._parts[index] = [
-                (part, {key for key, _ in keyed_content_words(self.tokenizer.tokenize(part))})
-                for part in (text[a:b] for a, b in split_sentences(text))
-            ]
-        return self._parts[index]
+        if rating is not None:
+            _check_opinion(sentence, reviews, rating, tokenizer)
+        sentences.append(sentence)
+    return _summarize(summary, sentences, config.threshold)
 
 
 def _summarize(summary: str, sentences: list[SentenceSupport], threshold: float) -> Explanation:
@@ -248,65 +202,28 @@ def _side(stars: float) -> int:
     return 1 if stars > POSITIVE_CLAUSE else -1 if stars < NEGATIVE_CLAUSE else 0
 
 
-# the inputs of the support model (models/support.py), in the order support_features gives them
-FEATURES = (
-    "score",  # step 4's score: the best review's share of the sentence's content words
-    "second",  # the second and third best reviews' (0 if fewer are listed)
-    "third",
-    "reviews",  # listed reviews that hold at least half of it
-    "missing",  # content words no review uses
-    "words",
-    "contradicted",  # step 6
-    "gap",  # stars between the rating model's reading of it and the reviews'
-    "opposite",  # 1 when one reads positive and the other negative
-    "position",  # in the summary: 0 first .. 1 last
-    "last",
-    "first",
-    "stock",  # a stock verdict or recommendation (STOCK)
-    "extreme",  # stars between its reading and 3
-)
-# verdicts on the place: judges usually find them supported when their opinion is the reviews'
-STOCK = regex.compile(
-    r"if you('re| are)|not be disappointed|be back|will be coming back|won't be disappointed"
-    r"|you can't go wrong|highly recommend|this is (a|the) (great|best)|in the area"
-)
-
-
-def support_features(
-    evidence: Evidence, sentences: Sequence[str], review_stars: float
-) -> list[list[float] | None]:
-    """FEATURES of each sentence of a summary (None for one with nothing to check), its reviews
-    read by `evidence` (which needs a rating model) and rated review_stars."""
-    out: list[list[float] | None] = []
-    n = len(sentences)
-    for i, text in enumerate(sentences):
-        spans = split_sentences(text)
-        if not spans:
-            out.append(None)
-            continue
-        s = evidence.sentence(text, *spans[0])
-        scores = [*sorted((r.score for r in s.reviews), reverse=True), 0.0, 0.0, 0.0]
-        stars = s.stars if s.stars is not None else evidence.rating.star(text)
-        sides = {polarity(stars), polarity(review_stars)}
-        out.append(
-            [
-                s.score,
-                scores[1],
-                scores[2],
-                sum(r.score >= 0.5 for r in s.reviews),
-                len(s.missing),
-                len(text.split()),
-                float(s.contradicted),
-                abs(stars - review_stars),
-                float(sides == {"positive", "negative"}),
-                i / max(1, n - 1),
-                float(i == n - 1),
-                float(i == 0),
-                float(bool(STOCK.search(text))),
-                abs(stars - 3),
-            ]
-        )
-    return out
+def _check_opinion(
+    sentence: SentenceSupport, reviews: Sequence[str], rating: RatingModel, tokenizer: Tokenizer
+) -> None:
+    """Mark a sentence contradicted when it reads the opposite of the review sentences that
+    share its words (step 6)."""
+    sentence.stars = round(rating.star(sentence.text), 3)
+    side = _side(sentence.stars)
+    if not side or not sentence.reviews:
+        return
+    evidence = []
+    for support in sentence.reviews:
+        words = {fold(w) for w in support.matched}
+        text = reviews[support.index]
+        for start, end in split_sentences(text):
+            part = text[start:end]
+            if words & {key for key, _ in keyed_content_words(tokenizer.tokenize(part))}:
+                evidence.append(part)
+    # the opinionated evidence decides, by majority: neutral sentences ("we tried the buffet")
+    # neither support nor contradict an opinion
+    sides = sum(_side(float(x)) for x in rating.stars(evidence)) if evidence else 0
+    if side * sides < 0:
+        sentence.contradicted, sentence.supported = True, False
 
 
 def format_explanation(explanation: Explanation, indent: str = "  ") -> str:
