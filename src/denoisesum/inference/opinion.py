@@ -213,37 +213,10 @@ def self_contradictions(parts: Sequence[Clause]) -> list[tuple[int, int]]:
         (i, j)
         for i, a in enumerate(parts)
         for j in range(i + 1, len(parts))
-        if (
-            a.polarity * parts[j].polarity < 0
-            and (set(a.aspects) & set(parts[j].aspects) or _against_verdict(a, parts[j]))
-        )
-        or _hedged_pair(a, parts[j])
+        if a.polarity * parts[j].polarity < 0
+        and (set(a.aspects) & set(parts[j].aspects) or _against_verdict(a, parts[j]))
     ]
     return sorted(pairs + [(i, i) for i, c in enumerate(parts) if hedged(c)])
-
-
-def _hedged_pair(a: Clause, b: Clause) -> bool:
-    """A strong opinion of an aspect and a lukewarm one of the same aspect in another clause:
-    "worst customer service ever ... the service was ok", "this is the best vietnamese place
-    ... this place is okay" (hedged, across clauses)."""
-
-    pair = (_strong(a) and _lukewarm(b, a)) or (_strong(b) and _lukewarm(a, b))
-    return pair and bool(set(a.aspects) & set(b.aspects))
-
-
-def _strong(c: Clause) -> bool:
-    return bool(c.polarity and set(c.text.split()) & _STRONG)
-
-
-def _lukewarm(c: Clause, than: Clause) -> bool:
-    """c is lukewarm beside `than`: not "mediocre" beside "rude" (one side), nor a condition
-    ("if you're looking for a decent pizza")."""
-    words = set(c.text.split())
-    return (
-        bool(words & _LUKEWARM)
-        and not words & (_STRONG | {"looking"})
-        and c.polarity != than.polarity
-    )
 
 
 def hedged(c: Clause) -> bool:
@@ -353,9 +326,7 @@ def clauses_to_cut(
     cut = set(check.against_reviews) | {i for i, c in enumerate(parts) if at_odds(c)}
     for i, j in check.contradictions:
         a, b = parts[i], parts[j]
-        if a.polarity * b.polarity >= 0 and i != j:  # a strong opinion and a lukewarm one
-            cut.add(i if _lukewarm(a, b) else j)
-        elif side:  # the pair's polarities are opposite: one of them is against the reviews
+        if side:  # the pair's polarities are opposite: one of them is against the reviews
             cut.add(i if a.polarity == -side else j)
         elif OVERALL in a.aspects and OVERALL not in b.aspects:
             cut.add(i)
