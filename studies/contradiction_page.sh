@@ -36,6 +36,7 @@ J=docs/results/judged
   "git checkout a0f2073 -- src studies && .venv/bin/python -m studies.faithfulness decode SP \$S --set decode.prefer_supported=true && git checkout HEAD -- src studies   # SC0: its first form, a study script, the same choice with the model fitted in another order of the judged files" \
   ".venv/bin/python -m studies.judging prepare runs/judge-tune-support --sets tune --systems shipped=runs/faith/H/tune.jsonl support=runs/faith/SC0/tune.jsonl --entities $J/tune-support.entities.jsonl --parts 4 --seed 71" \
   "for r in 0.17:L17 0.2:L20; do .venv/bin/python -m studies.faithfulness decode \${r#*:} \$S --set decode.length_ratio=\${r%:*}; done" \
+  "git checkout eff93ba -- src && .venv/bin/python -m studies.faithfulness decode HP2 \$S && git checkout HEAD -- src" \
   ".venv/bin/python -m studies.opinion_retry RS   # at 8ffd787: those settings, and a second search where the opinion is not the target's" \
   "git checkout e3e3647 -- src && .venv/bin/python -m studies.faithfulness decode MS5 \$S --set decode.mixed_sides=true && git checkout HEAD -- src" \
   ".venv/bin/python -m studies.faithfulness score T35new D3 F10 G10 H NM RS MS5 MU --rating src/denoisesum/pretrained/denoisesum-yelp" \
