@@ -172,17 +172,6 @@ def test_self_contradiction_needs_one_aspect_both_ways(rating):
     assert self_contradictions(both) == [(0, 1)]
 
 
-def test_slow_service_speaks_of_speed_not_of_the_staff(rating):
-    parts = clauses("the service was slow . the staff was very friendly .", rating)
-    assert [p.aspects for p in parts] == [("speed",), ("staff",)]
-    assert [p.polarity for p in parts] == [-1, 1]
-    assert self_contradictions(parts) == []  # a mixed opinion, not a contradiction
-    rude = clauses("the service was slow and the waiter was rude .", rating)
-    assert rude[1].aspects == ("staff",)  # a staff word beside "service" keeps the staff
-    friendly = clauses("the service was great . the waiter was very rude .", rating)
-    assert self_contradictions(friendly) == [(0, 1)]  # no speed: the staff both ways
-
-
 def test_what_is_cut_of_a_contradiction_follows_the_reviews(rating):
     from denoisesum.inference.opinion import OVERALL, check_clauses, clauses_to_cut
 

@@ -7,9 +7,7 @@ by clause, and compares a summary's clauses with what the reviews say of the sam
 
 - A clause is a sentence, split once more at "but" / "however" / ";" (where opinions turn).
 - Its aspects are the groups of ASPECTS whose words it uses; a clause with none speaks of the
-  place as a whole ("overall", which also holds recommending and coming back). "The service
-  was slow" speaks of speed alone, so "the staff was very friendly" beside it is a second
-  opinion, not the opposite one.
+  place as a whole ("overall", which also holds recommending and coming back).
 - Its polarity comes first from a verdict on the place (VERDICT_CUES: "be back", "never
   again", "not disappointed", "worth"), whatever else the clause says ("you won't be going back
   for a quick dinner" is a complaint, though "quick" is praise); then from opinion cues (CUES:
@@ -195,10 +193,6 @@ def split_clauses(tokens: Sequence[str]) -> list[tuple[int, list[str]]]:
 def aspects_of(tokens: Sequence[str]) -> tuple[str, ...]:
     words = set(tokens)
     found = tuple(name for name, vocab in ASPECTS.items() if words & vocab)
-    if "speed" in found and words & ASPECTS["staff"] <= {"service"}:
-        # "the service was slow" speaks of speed, not of the staff: beside "the staff was very
-        # friendly" it is a second opinion, not the opposite one
-        found = tuple(a for a in found if a != "staff")
     return (*found, OVERALL) if not found or words & _VERDICTS else found
 
 
