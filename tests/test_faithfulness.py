@@ -172,31 +172,6 @@ def test_self_contradiction_needs_one_aspect_both_ways(rating):
     assert self_contradictions(both) == [(0, 1)]
 
 
-def test_slow_service_speaks_of_speed_not_of_the_staff(rating):
-    parts = clauses("the service was slow . the staff was very friendly .", rating)
-    assert [p.aspects for p in parts] == [("speed", "service"), ("staff",)]
-    assert [p.polarity for p in parts] == [-1, 1]
-    assert self_contradictions(parts) == []  # a mixed opinion, not a contradiction
-    rude = clauses("the service was slow and the waiter was rude .", rating)
-    assert rude[1].aspects == ("staff",)  # a staff word beside "service" keeps the staff
-    great = clauses("the service was slow . you will love the customer service .", rating)
-    assert self_contradictions(great) == [(0, 1)]  # the service itself both ways
-    rudest = clauses("the rudest staff in town . the staff was very friendly .", rating)
-    assert self_contradictions(rudest) == [(0, 1)]
-
-
-def test_a_strong_and_a_lukewarm_opinion_of_one_aspect_contradict(rating):
-    from denoisesum.inference.opinion import check_clauses, clauses_to_cut
-
-    parts = clauses("the best pizza in town . the pizza is ok .", rating)
-    assert self_contradictions(parts) == [(0, 1)]
-    assert clauses_to_cut(parts, check_clauses(parts, {}), {}) == [1]  # the lukewarm one goes
-    both_bad = clauses("the service was mediocre . the waitress was very rude .", rating)
-    assert self_contradictions(both_bad) == []  # lukewarm and strong on one side
-    condition = clauses("the best pizza in town . if you are looking for a decent pizza", rating)
-    assert self_contradictions(condition) == []
-
-
 def test_what_is_cut_of_a_contradiction_follows_the_reviews(rating):
     from denoisesum.inference.opinion import OVERALL, check_clauses, clauses_to_cut
 

@@ -7,9 +7,7 @@ by clause, and compares a summary's clauses with what the reviews say of the sam
 
 - A clause is a sentence, split once more at "but" / "however" / ";" (where opinions turn).
 - Its aspects are the groups of ASPECTS whose words it uses; a clause with none speaks of the
-  place as a whole ("overall", which also holds recommending and coming back). "The service
-  was slow" speaks of speed alone, so "the staff was very friendly" beside it is a second
-  opinion, not the opposite one.
+  place as a whole ("overall", which also holds recommending and coming back).
 - Its polarity comes first from a verdict on the place (VERDICT_CUES: "be back", "never
   again", "not disappointed", "worth"), whatever else the clause says ("you won't be going back
   for a quick dinner" is a complaint, though "quick" is praise); then from opinion cues (CUES:
@@ -48,7 +46,6 @@ NEGATIVE_CLAUSE, POSITIVE_CLAUSE = 2.25, 3.75
 PLAINLY_NEGATIVE, PLAINLY_POSITIVE = 1.75, 4.25
 MIN_READ_WORDS = 5  # fewer words without a cue: the rating model's reading is not used
 OVERALL = "overall"
-SERVICE = "service"  # the word itself: what "the service was slow" and "great service" share
 # words that put a clause on an aspect (lower-cased tokens); everything else is "overall"
 ASPECTS: dict[str, frozenset[str]] = {
     "price": frozenset(
@@ -65,7 +62,7 @@ ASPECTS: dict[str, frozenset[str]] = {
     ),
     "staff": frozenset(
         "staff service server servers waiter waitress employees employee owner "
-        "owners manager rude rudest friendly helpful attentive customer".split()
+        "owners manager rude friendly helpful attentive customer".split()
     ),
     "cleanliness": frozenset(
         "clean dirty filthy cleanliness smell smelled gross sanitary bathroom bathrooms".split()
@@ -81,7 +78,7 @@ CUES: dict[str, int] = {
         1,
     ),
     **dict.fromkeys(
-        "bad worst terrible awful horrible rude rudest slow dirty cold bland pricey pricy expensive "
+        "bad worst terrible awful horrible rude slow dirty cold bland pricey pricy expensive "
         "overpriced disappointed disappointing mediocre poor gross unprofessional avoid waste "
         "filthy stale greasy wrong".split(),
         -1,
@@ -196,13 +193,6 @@ def split_clauses(tokens: Sequence[str]) -> list[tuple[int, list[str]]]:
 def aspects_of(tokens: Sequence[str]) -> tuple[str, ...]:
     words = set(tokens)
     found = tuple(name for name, vocab in ASPECTS.items() if words & vocab)
-    if "speed" in found and words & ASPECTS["staff"] <= {"service"}:
-        # "the service was slow" speaks of speed, not of the staff: beside "the staff was very
-        # friendly" it is a second opinion, not the opposite one; beside "the service was
-        # great" (SERVICE) it is
-        found = tuple(a for a in found if a != "staff")
-    if "service" in words:
-        found = (*found, SERVICE)
     return (*found, OVERALL) if not found or words & _VERDICTS else found
 
 
@@ -223,37 +213,10 @@ def self_contradictions(parts: Sequence[Clause]) -> list[tuple[int, int]]:
         (i, j)
         for i, a in enumerate(parts)
         for j in range(i + 1, len(parts))
-        if (
-            a.polarity * parts[j].polarity < 0
-            and (set(a.aspects) & set(parts[j].aspects) or _against_verdict(a, parts[j]))
-        )
-        or _hedged_pair(a, parts[j])
+        if a.polarity * parts[j].polarity < 0
+        and (set(a.aspects) & set(parts[j].aspects) or _against_verdict(a, parts[j]))
     ]
     return sorted(pairs + [(i, i) for i, c in enumerate(parts) if hedged(c)])
-
-
-def _hedged_pair(a: Clause, b: Clause) -> bool:
-    """A strong opinion of an aspect and a lukewarm one of the same aspect in another clause:
-    "worst customer service ever ... the service was ok", "this is the best vietnamese place
-    ... this place is okay" (hedged, across clauses)."""
-
-    pair = (_strong(a) and _lukewarm(b, a)) or (_strong(b) and _lukewarm(a, b))
-    return pair and bool(set(a.aspects) & set(b.aspects))
-
-
-def _strong(c: Clause) -> bool:
-    return bool(c.polarity and set(c.text.split()) & _STRONG)
-
-
-def _lukewarm(c: Clause, than: Clause) -> bool:
-    """c is lukewarm beside `than`: not "mediocre" beside "rude" (one side), nor a condition
-    ("if you're looking for a decent pizza")."""
-    words = set(c.text.split())
-    return (
-        bool(words & _LUKEWARM)
-        and not words & (_STRONG | {"looking"})
-        and c.polarity != than.polarity
-    )
 
 
 def hedged(c: Clause) -> bool:
@@ -363,9 +326,7 @@ def clauses_to_cut(
     cut = set(check.against_reviews) | {i for i, c in enumerate(parts) if at_odds(c)}
     for i, j in check.contradictions:
         a, b = parts[i], parts[j]
-        if a.polarity * b.polarity >= 0 and i != j:  # a strong opinion and a lukewarm one
-            cut.add(i if _lukewarm(a, b) else j)
-        elif side:  # the pair's polarities are opposite: one of them is against the reviews
+        if side:  # the pair's polarities are opposite: one of them is against the reviews
             cut.add(i if a.polarity == -side else j)
         elif OVERALL in a.aspects and OVERALL not in b.aspects:
             cut.add(i)
