@@ -37,6 +37,11 @@ J=docs/results/judged
   ".venv/bin/python -m studies.judging prepare runs/judge-tune-support --sets tune --systems shipped=runs/faith/H/tune.jsonl support=runs/faith/SC0/tune.jsonl --entities $J/tune-support.entities.jsonl --parts 4 --seed 71" \
   "for r in 0.17:L17 0.2:L20; do .venv/bin/python -m studies.faithfulness decode \${r#*:} \$S --set decode.length_ratio=\${r%:*}; done" \
   "git checkout eff93ba -- src && .venv/bin/python -m studies.faithfulness decode HP2 \$S && git checkout HEAD -- src" \
+  "git checkout 4cdc9ad -- src && .venv/bin/python -m studies.faithfulness decode SPD \$S && git checkout HEAD -- src" \
+  "git checkout 8dfbec7 -- src && .venv/bin/python -m studies.faithfulness decode SPH \$S && git checkout HEAD -- src   # SPS: the same with _hedged_pair returning False" \
+  ".venv/bin/python -m studies.judging prepare runs/judge-speed-part15 --sets part15 --systems shipped=runs/faith/H/part15.jsonl speed=runs/faith/SPD/part15.jsonl --entities $J/part15-speed.entities.jsonl --parts 2 --seed 81" \
+  ".venv/bin/python -m studies.judging prepare runs/judge-speed-tune --sets tune --systems shipped=runs/faith/H/tune.jsonl speed=runs/faith/SPD/tune.jsonl --entities $J/tune-speed.entities.jsonl --parts 1 --seed 82" \
+  ".venv/bin/python -m studies.judging paired shipped speed $J/part15-speed.judged.jsonl $J/tune-speed.judged.jsonl" \
   ".venv/bin/python -m studies.opinion_retry RS   # at 8ffd787: those settings, and a second search where the opinion is not the target's" \
   "git checkout e3e3647 -- src && .venv/bin/python -m studies.faithfulness decode MS5 \$S --set decode.mixed_sides=true && git checkout HEAD -- src" \
   ".venv/bin/python -m studies.faithfulness score T35new D3 F10 G10 H NM RS MS5 MU --rating src/denoisesum/pretrained/denoisesum-yelp" \
