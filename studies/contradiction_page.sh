@@ -5,10 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 J=docs/results/judged
 .venv/bin/python -m studies.faithfulness page \
-  --title "Decoding without self-contradiction: detector v2, what is cut, steering's reach (issue 31)" \
+  --title "Decoding without self-contradiction: detector v2, what is cut, steering's reach, verdicts of mixed places (issue 31)" \
   --intro docs/results/contradiction-notes.md \
   --systems "tone 3.5 (previous)=T35new" "detector v2 + cut=D3" "+ reach 1.0, follow opinion=F10" \
-            "+ at odds=G10" "+ hedged (shipped)=H" "not misleading first (not shipped)=NM" \
+            "+ at odds=G10" "+ hedged (previous)=H" "not misleading first (not shipped)=NM" \
             "second search (not shipped)=RS" "both sides (not shipped)=MS5" \
             "unsteered for mixed (not shipped)=MU" \
   --judged "dev, round 4 (the 49 businesses outside the whole-sample study): shipped against the human summary=$J/dev-rest.summary.json" \
@@ -29,7 +29,7 @@ J=docs/results/judged
   ".venv/bin/python -m studies.faithfulness decode D3 \$S --set decode.opinion_reach=0 --set decode.follow_opinion=false   # at 58277f7 (before the at-odds cut)" \
   ".venv/bin/python -m studies.faithfulness decode F10 \$S --set decode.follow_opinion=true --set decode.opinion_reach=1.0   # at 58277f7" \
   ".venv/bin/python -m studies.faithfulness decode G10 \$S   # at 8ffd787 (before the hedged clause)" \
-  ".venv/bin/python -m studies.faithfulness decode H \$S   # the shipped settings and code" \
+  ".venv/bin/python -m studies.faithfulness decode H \$S --set decode.mixed_band=0   # the settings before mixed_band" \
   "git checkout 6f33516 -- src && .venv/bin/python -m studies.faithfulness decode NM \$S && git checkout HEAD -- src" \
   "git checkout 02eef89 -- src && .venv/bin/python -m studies.faithfulness decode MU \$S --set decode.mixed_unsteered=true && git checkout HEAD -- src" \
   "git checkout 3eb14ad -- src && for c in FB:-9:9 FB01:0:1 FB02:0:9; do IFS=: read n lo hi <<< \$c; FB_LO=\$lo FB_HI=\$hi .venv/bin/python -m studies.faithfulness decode \$n \$S --set decode.opinion_feedback=true; done && git checkout HEAD -- src" \
@@ -42,6 +42,14 @@ J=docs/results/judged
   ".venv/bin/python -m studies.judging prepare runs/judge-speed-part15 --sets part15 --systems shipped=runs/faith/H/part15.jsonl speed=runs/faith/SPD/part15.jsonl --entities $J/part15-speed.entities.jsonl --parts 2 --seed 81" \
   ".venv/bin/python -m studies.judging prepare runs/judge-speed-tune --sets tune --systems shipped=runs/faith/H/tune.jsonl speed=runs/faith/SPD/tune.jsonl --entities $J/tune-speed.entities.jsonl --parts 1 --seed 82" \
   ".venv/bin/python -m studies.judging paired shipped speed $J/part15-speed.judged.jsonl $J/tune-speed.judged.jsonl" \
+  ".venv/bin/python -m studies.faithfulness decode MB \$S   # the shipped settings (mixed_band 0.25)" \
+  ".venv/bin/python -m studies.faithfulness decode MV0 \$S --set decode.mixed_band=0.5" \
+  "git show 4cdc9ad -- src | git apply && .venv/bin/python -m studies.faithfulness decode MV \$S --set decode.mixed_band=0.5 && git checkout -- src" \
+  ".venv/bin/python -m studies.judging prepare runs/judge-band-part15 --sets part15 --systems shipped=runs/faith/H/part15.jsonl band=runs/faith/MB/part15.jsonl --entities $J/part15-band.entities.jsonl --parts 3 --seed 101" \
+  ".venv/bin/python -m studies.judging prepare runs/judge-band-tune --sets tune --systems shipped=runs/faith/H/tune.jsonl band=runs/faith/MB/tune.jsonl --entities $J/tune-band.entities.jsonl --parts 1 --seed 102" \
+  ".venv/bin/python -m studies.judging prepare runs/judge-mv-part15 --sets part15 --systems shipped=runs/faith/H/part15.jsonl verdicts=runs/faith/MV/part15.jsonl --entities $J/part15-verdicts.entities.jsonl --parts 4 --seed 91" \
+  ".venv/bin/python -m studies.judging prepare runs/judge-mv-tune --sets tune --systems shipped=runs/faith/H/tune.jsonl verdicts=runs/faith/MV/tune.jsonl --entities $J/tune-verdicts.entities.jsonl --parts 1 --seed 92" \
+  ".venv/bin/python -m studies.judging paired shipped band $J/part15-band.judged.jsonl $J/tune-band.judged.jsonl" \
   ".venv/bin/python -m studies.opinion_retry RS   # at 8ffd787: those settings, and a second search where the opinion is not the target's" \
   "git checkout e3e3647 -- src && .venv/bin/python -m studies.faithfulness decode MS5 \$S --set decode.mixed_sides=true && git checkout HEAD -- src" \
   ".venv/bin/python -m studies.faithfulness score T35new D3 F10 G10 H NM RS MS5 MU --rating src/denoisesum/pretrained/denoisesum-yelp" \

@@ -186,6 +186,41 @@ def test_what_is_cut_of_a_contradiction_follows_the_reviews(rating):
     assert cut(0) == [0]  # mixed: the sweeping verdict goes, the detail stays
 
 
+def test_reviews_of_both_minds_get_no_sweeping_verdict(rating):
+    from denoisesum.inference.opinion import OVERALL, check_clauses, clauses_to_cut, sweeping
+
+    text = (
+        "this is the best pizza in town . the crust is thin . we will be back . "
+        "you will not be disappointed ."
+    )
+    parts = clauses(text, rating)
+    assert [sweeping(p) for p in parts] == [True, False, True, True]
+    sides = {OVERALL: 0}
+    check = check_clauses(parts, sides)
+    assert clauses_to_cut(parts, check, sides) == []  # no contradiction: the verdicts stay
+    assert clauses_to_cut(parts, check, sides, verdicts=False) == [0, 2, 3]
+
+
+def test_mixed_band_takes_the_verdicts_of_reviews_of_both_minds(summarizer, monkeypatch):
+    seen = []
+
+    def cut(tokens, sides, verdicts=True):
+        seen.append(verdicts)
+        return tokens, False
+
+    monkeypatch.setattr(summarizer, "_cut", cut)
+    old = summarizer.config.decode
+    summarizer.config.decode = replace(old, avoid_contradiction=True, mixed_band=0.25)
+    try:
+        for target in (3.25, 2.75, 3.5, 2.5, None):
+            summarizer._consistent([[5, 6]], 0, [[5, 6, 7]], target)
+        summarizer.config.decode = replace(old, avoid_contradiction=True, mixed_band=0.0)
+        summarizer._consistent([[5, 6]], 0, [[5, 6, 7]], 3.0)
+    finally:
+        summarizer.config.decode = old
+    assert seen == [False, False, True, True, True, True]
+
+
 def test_a_clause_at_odds_with_itself_is_cut(rating):
     from denoisesum.inference.opinion import at_odds, check_clauses, clauses_to_cut
 

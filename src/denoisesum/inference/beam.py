@@ -110,6 +110,10 @@ class DecodeConfig:
     # with avoid_contradiction and a rating model: among the hypotheses, first those whose
     # opinion (the rating model's polarity) is the target's
     follow_opinion: bool = False
+    # with avoid_contradiction: reviews of both minds, whose stars lie within mixed_band of 3,
+    # get no sweeping verdict on the place ("the best pizza in town", "we will be back"): their
+    # summary tells what is good and what is not, and leaves the verdict to the reader; 0: off
+    mixed_band: float = 0.0
     # which clauses against the reviews count there: "all" (on any aspect: "a little pricey"
     # where reviewers call the prices fair), "overall" (a verdict on the place the reviews
     # contradict: "you will not be disappointed" of a one-star business), "below-positive"
@@ -134,6 +138,7 @@ class DecodeConfig:
         "opinion_weight": between(0, 100, "0: off"),
         "opinion_tone": between(1, 5, "stars"),
         "opinion_reach": between(0, 4, "stars; 0: no limit"),
+        "mixed_band": between(0, 2, "stars either side of 3; 0: off"),
     }
 
     def validate(self) -> None:

@@ -315,15 +315,20 @@ def check_clauses(parts: Sequence[Clause], sides: dict[str, int]) -> OpinionChec
 
 
 def clauses_to_cut(
-    parts: Sequence[Clause], check: OpinionCheck, sides: dict[str, int]
+    parts: Sequence[Clause],
+    check: OpinionCheck,
+    sides: dict[str, int],
+    verdicts: bool = True,
 ) -> list[int]:
     """Clause indices whose removal leaves neither a contradiction, nor a clause against the
-    reviews, nor one at odds with itself (at_odds). Of a contradicting pair goes the clause
-    against the reviews' opinion of the place; where they take no side, the verdict on the
-    place (a mixed place keeps its details, not a sweeping "this is the best place" or "worst
-    ever"); else the later clause."""
+    reviews, nor one at odds with itself (at_odds), nor with verdicts=False a sweeping verdict
+    on the place. Of a contradicting pair goes the clause against the reviews' opinion of the
+    place; where they take no side, the verdict on the place (a mixed place keeps its details,
+    not a sweeping "this is the best place" or "worst ever"); else the later clause."""
     side = sides.get(OVERALL, 0)
     cut = set(check.against_reviews) | {i for i, c in enumerate(parts) if at_odds(c)}
+    if not verdicts:
+        cut |= {i for i, c in enumerate(parts) if sweeping(c)}
     for i, j in check.contradictions:
         a, b = parts[i], parts[j]
         if side:  # the pair's polarities are opposite: one of them is against the reviews
@@ -333,6 +338,15 @@ def clauses_to_cut(
         else:
             cut.add(j)
     return sorted(cut)
+
+
+def sweeping(c: Clause) -> bool:
+    """A verdict on the whole place, strong or on coming back: "this is the best mexican food in
+    phoenix", "worst service ever", "we will definitely be back", "you will not be
+    disappointed"."""
+    tokens = c.text.split()
+    verdict = cue_polarity(verdict_words(tokens), VERDICT_CUES) != 0
+    return OVERALL in c.aspects and bool(c.polarity) and (bool(set(tokens) & _STRONG) or verdict)
 
 
 def at_odds(c: Clause) -> bool:

@@ -638,8 +638,10 @@ class Summarizer:
         if scope == "below-positive":
             scope = "all" if target is not None and target <= POSITIVE else "overall"
         sides = scoped_sides(texts, self.rating, stars, scope)  # once for every candidate
+        band = self.config.decode.mixed_band
+        verdicts = not (band and target is not None and abs(target - 3) <= band)
         order = [best] + [i for i in range(len(cands)) if i != best]
-        kept = (self._cut(self.vocab.decode(cands[i]), sides) for i in order)  # lazily
+        kept = (self._cut(self.vocab.decode(cands[i]), sides, verdicts) for i in order)  # lazily
         if not (self.config.decode.follow_opinion and target is not None):
             best_kept, best_offends = next(kept)
             if not best_offends:
@@ -652,18 +654,21 @@ class Summarizer:
         )
         return every[ranked[0]][0]
 
-    def _cut(self, tokens: list[str], sides: dict[str, int]) -> tuple[list[str], bool]:
+    def _cut(
+        self, tokens: list[str], sides: dict[str, int], verdicts: bool = True
+    ) -> tuple[list[str], bool]:
         """(the tokens without the sentences of clauses to cut, ending at a sentence end;
-        whether the candidate held any such clause, whatever could be cut)."""
+        whether the candidate held any such clause, whatever could be cut). verdicts: as in
+        opinion.clauses_to_cut."""
         tokens = _end_at_sentence(tokens)  # a tail cut off by max_length is never shown
         parts = clauses(" ".join(tokens), self.rating)
         check = check_clauses(parts, sides)
-        offending = clauses_to_cut(parts, check, sides)
+        offending = clauses_to_cut(parts, check, sides, verdicts)
         sentences = _sentences(tokens)
         cut = {parts[i].sentence for i in offending}
         if len(cut) >= len(sentences):  # nothing would be left: not the clauses against reviews
             check = dataclasses.replace(check, against_reviews=[])
-            cut = {parts[i].sentence for i in clauses_to_cut(parts, check, sides)}
+            cut = {parts[i].sentence for i in clauses_to_cut(parts, check, sides, verdicts)}
         if len(cut) >= len(sentences):  # still nothing: the first sentence stays
             cut -= {0}
         kept = [t for s, x in enumerate(sentences) if s not in cut for t in x]
