@@ -341,9 +341,9 @@ def clauses_to_cut(
 
 
 def sweeping(c: Clause) -> bool:
-    """A verdict on the whole place, strong or on coming back: "this is the best mexican food in
-    phoenix", "worst service ever", "we will definitely be back", "you will not be
-    disappointed"."""
+    """A verdict on the whole place, strong or on coming back: "this is the best place in
+    phoenix", "worst experience ever", "we will definitely be back", "you will not be
+    disappointed" (not one on an aspect: "the best mexican food in phoenix")."""
     tokens = c.text.split()
     verdict = cue_polarity(verdict_words(tokens), VERDICT_CUES) != 0
     return OVERALL in c.aspects and bool(c.polarity) and (bool(set(tokens) & _STRONG) or verdict)

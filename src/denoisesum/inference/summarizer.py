@@ -631,7 +631,9 @@ class Summarizer:
         reviews and none at odds with itself, else the first with the sentences of such clauses
         cut (opinion.clauses_to_cut; where all would go, all but those against the reviews,
         else all but the first), ending at its last sentence end. With decode.follow_opinion, first
-        among them those whose opinion (the rating model's polarity) is the target's."""
+        among them those whose opinion (the rating model's polarity) is the target's. With
+        decode.mixed_band, a target within it of 3 stars (reviews of both minds) makes a sweeping
+        verdict on the place (opinion.sweeping) a clause to cut as well."""
         texts = [" ".join(self.vocab.decode(r)) for r in reviews]
         stars = [target] * len(texts) if target is not None else None
         scope = self.config.decode.against_reviews
