@@ -182,7 +182,7 @@ def _fit_facts(model: Path, out: Path) -> dict:
     fit.start / fit.end, epoch seconds written around it, and fit.sh; model-X: fit-X.*), and
     the machine's load average over the run where it was sampled (fit-X.load: one line every
     30 s, epoch seconds then the 1-, 5- and 15-minute load averages)."""
-    stem = "fit" + model.name.removeprefix("model")
+    stem = _stem(model)
     start, end = (int((out / f"{stem}.{x}").read_text()) for x in ("start", "end"))
     load_file = out / f"{stem}.load"
     loads = (
@@ -262,18 +262,11 @@ def compare(args: argparse.Namespace) -> None:
     for model, fact in facts.items():
         used = ", ".join(f"**{n}**" for n, m in fits.items() if m == model)
         lines += _run_lines(f"{used} ({model})", fact)
-        stem = "fit" + Path(model).name.removeprefix("model")
         lines += ["```", "python -m studies.adaptation prepare --out runs/adapt"]
-        lines += [f"date -u +%s > runs/adapt/{stem}.start"]
-        lines += [*_fit_command(fact["script"]), f"date -u +%s > runs/adapt/{stem}.end", "```", ""]
+        lines += [*_timed_fit(model, fact), "```", ""]
     lines += [
         "```",
-        f"python -m studies.adaptation decode {args.base} --model denoisesum-yelp"
-        + _option_flags(out, args.base),
-        *[
-            f"python -m studies.adaptation decode {name} --model {model}" + _option_flags(out, name)
-            for name, model in fits.items()
-        ],
+        *_decode_commands(args),
         f"python -m studies.adaptation compare {args.base} "
         + " ".join(args.adapted)
         + f" --markdown {args.markdown} --title {shlex.quote(args.title)}",
@@ -489,13 +482,35 @@ def _page_text(args, sets, runs, tests, facts, terms) -> str:
         "python -m studies.adaptation prepare --out runs/adapt",
     ]
     for model, fact in facts.items():
-        lines += [
-            f"date -u +%s > runs/adapt/fit{Path(model).name.removeprefix('model')}.start",
-            *_fit_command(fact["script"]),
-            f"date -u +%s > runs/adapt/fit{Path(model).name.removeprefix('model')}.end",
-        ]
-    out = Path(args.out)
+        lines += _timed_fit(model, fact)
     lines += [
+        *_decode_commands(args),
+        f"python -m studies.adaptation page {args.base} " + " ".join(args.adapted),
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _stem(model: str | Path) -> str:
+    """The name of a fit's files in runs/adapt: fit for runs/adapt/model, fit-X for model-X."""
+    return "fit" + Path(model).name.removeprefix("model")
+
+
+def _timed_fit(model: str, fact: dict) -> list[str]:
+    """The fit's command between the two lines that time it (_fit_facts reads them)."""
+    return [
+        f"date -u +%s > runs/adapt/{_stem(model)}.start",
+        *_fit_command(fact["script"]),
+        f"date -u +%s > runs/adapt/{_stem(model)}.end",
+    ]
+
+
+def _decode_commands(args) -> list[str]:
+    """The decode command of the default run and of each adapted run (--raw where its
+    NAME:FIT_DIR ends in :raw), with the options it was decoded with."""
+    out = Path(args.out)
+    return [
         f"python -m studies.adaptation decode {args.base} --model denoisesum-yelp"
         + _option_flags(out, args.base),
         *[
@@ -505,11 +520,7 @@ def _page_text(args, sets, runs, tests, facts, terms) -> str:
             + _option_flags(out, a.split(":")[0])
             for a in args.adapted
         ],
-        f"python -m studies.adaptation page {args.base} " + " ".join(args.adapted),
-        "```",
-        "",
     ]
-    return "\n".join(lines)
 
 
 def _fit_command(script: str) -> list[str]:
