@@ -14,7 +14,8 @@ warm-up batch that is not timed:
 - cuda-fp16: float16 autocast (what `--device cuda` / `device="cuda"` does), batches of 8;
 - cuda-fp32: the same in float32 (`summarizer.half = False`): what the precision buys;
 - cuda-fp16-batch-N: batches of --big-batch (a batch's shortlist is the union of its inputs'
-  words, so summaries may differ from batches of 8 even on one device).
+  words, so summaries may differ from batches of 8 even on one device);
+- cuda-fp32-batch-N: the same in float32.
 
 Per variant: businesses/s, seconds, and how many of the businesses the CPU also decoded got
 the very summary the CPU wrote (float16 can send a close beam another way). Without CUDA only
@@ -83,6 +84,7 @@ def cuda_variants(args, sets: list[list[str]], reference: list) -> list[dict]:
         ("cuda-fp16", True, 8),
         ("cuda-fp32", False, 8),
         (f"cuda-fp16-batch-{args.big_batch}", True, args.big_batch),
+        (f"cuda-fp32-batch-{args.big_batch}", False, args.big_batch),
     ]
     for name, half, batch in plans:
         summarizer.half = half
