@@ -101,8 +101,6 @@ _VERDICTS = frozenset(VERDICT_CUES)  # the words that decide a clause also put i
 REVIEW_SIDE = 0.25  # the reviews take a side on an aspect when their mean polarity passes it
 # a strong opinion and a lukewarm one: together in one clause they contradict (hedged)
 _STRONG = frozenset("worst best terrible horrible awful amazing excellent great rude poor".split())
-# verdicts on the place with no strong word: "this is the place to go", "not the place to be"
-_VERDICT_PHRASES = (" the place to go ", " the place to be ", " the place for you ")
 _LUKEWARM = frozenset("ok okay average mediocre decent".split())
 _SPLITS = frozenset({"but", "however", ";", "although", "though", ",", "and"})
 _ENDS = frozenset({".", "!", "?"})
@@ -343,13 +341,11 @@ def clauses_to_cut(
 
 
 def sweeping(c: Clause) -> bool:
-    """A verdict on the whole place, strong, on coming back or a stock one: "this is the best
-    place in phoenix", "worst experience ever", "we will definitely be back", "you will not be
-    disappointed", "this is the place to go" (not one on an aspect: "the best mexican food in
-    phoenix")."""
+    """A verdict on the whole place, strong or on coming back: "this is the best place in
+    phoenix", "worst experience ever", "we will definitely be back", "you will not be
+    disappointed" (not one on an aspect: "the best mexican food in phoenix")."""
     tokens = c.text.split()
     verdict = cue_polarity(verdict_words(tokens), VERDICT_CUES) != 0
-    verdict = verdict or any(p in f" {c.text} " for p in _VERDICT_PHRASES)
     return OVERALL in c.aspects and bool(c.polarity) and (bool(set(tokens) & _STRONG) or verdict)
 
 
