@@ -274,7 +274,7 @@ def compare(args: argparse.Namespace) -> None:
         lines += _run_lines(f"{used} ({model})", fact)
         lines += ["```", "python -m studies.adaptation prepare --out runs/adapt"]
         lines += [*_timed_fit(model, fact), "```", ""]
-    draws = max(s.get("draw", 0) for s in sets) + 1
+    draws = _draw_count(sets)
     lines += [
         "```",
         *(
@@ -305,11 +305,16 @@ def _held_out(sets: list[dict]) -> str:
     if len(sets) == hotels:
         return said
     return (
-        f"{said} in {len(sets)} review sets (up to {max(s['draw'] for s in sets) + 1} disjoint "
-        f"sets of {EVAL_REVIEWS} reviews per hotel, as many as its reviews allow; each "
-        "hotel's measures averaged over its sets before the paired tests, so that a hotel "
-        "counts once)"
+        f"{said} in {len(sets)} review sets (up to {_draw_count(sets)} disjoint sets of "
+        f"{EVAL_REVIEWS} reviews per hotel, as many as its reviews allow; the runs' columns "
+        "pool the sets, while each difference and test is over the hotels, each hotel's "
+        "measures averaged over its sets so that it counts once)"
     )
+
+
+def _draw_count(sets: list[dict]) -> int:
+    """The most evaluation sets of one hotel (prepare --draws)."""
+    return max(s.get("draw", 0) for s in sets) + 1
 
 
 def fits_of(args) -> dict[str, str]:
