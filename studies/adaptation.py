@@ -266,6 +266,8 @@ def compare(args: argparse.Namespace) -> None:
         "",
         _conclusion(args, runs, tests),
         "",
+        *_opinion_by_side(args, sets, runs),
+        "",
         _decoding_note(fits, out),
         "",
     ]
@@ -295,6 +297,30 @@ def compare(args: argparse.Namespace) -> None:
     ]
     Path(args.markdown).write_text("\n".join(lines))
     print("\n".join(lines))
+
+
+def _opinion_by_side(args, sets: list[dict], runs: dict) -> list[str]:
+    """Opinion agreement per side the reviews take (the polarity of their mean stars): where
+    a run's agreement is lost."""
+    from denoisesum.models.rating import polarity
+
+    sides = [polarity(sum(s["ratings"]) / len(s["ratings"])) for s in sets]
+    names = [args.base, *fits_of(args)]
+    lines = [
+        "Opinion agreement by the side the reviews take (their mean stars: negative below "
+        "2.5, mixed 2.5-3.5, positive above 3.5), over the review sets:",
+        "",
+        f"| the reviews | sets | {' | '.join(names)} |",
+        "|---|--:|" + "--:|" * len(names),
+    ]
+    for side in ("negative", "mixed", "positive"):
+        rows = [i for i, x in enumerate(sides) if x == side]
+        agree = [
+            sum(runs[n]["per"][i]["opinion_agrees"] for i in rows) / len(rows) if rows else 0
+            for n in names
+        ]
+        lines.append(f"| {side} | {len(rows)} | " + " | ".join(f"{a:.0%}" for a in agree) + " |")
+    return lines
 
 
 def _held_out(sets: list[dict]) -> str:
