@@ -114,9 +114,6 @@ class DecodeConfig:
     # get no sweeping verdict on the place ("the best pizza in town", "we will be back"): their
     # summary tells what is good and what is not, and leaves the verdict to the reader; 0: off
     mixed_band: float = 0.0
-    # with mixed_band: such a summary that still reads positive is searched again with this
-    # beam, and the result kept where it reads mixed; 0: off
-    mixed_beam: int = 0
     # which clauses against the reviews count there: "all" (on any aspect: "a little pricey"
     # where reviewers call the prices fair), "overall" (a verdict on the place the reviews
     # contradict: "you will not be disappointed" of a one-star business), "below-positive"
@@ -142,7 +139,6 @@ class DecodeConfig:
         "opinion_tone": between(1, 5, "stars"),
         "opinion_reach": between(0, 4, "stars; 0: no limit"),
         "mixed_band": between(0, 2, "stars either side of 3; 0: off"),
-        "mixed_beam": between(0, 1000, "0: off"),
     }
 
     def validate(self) -> None:

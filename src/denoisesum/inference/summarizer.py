@@ -486,44 +486,10 @@ class Summarizer:
             targets.append(
                 self.target_stars([sets[i][j] for j in read], [stars[i][j] for j in read])
             )
-        decoded = self._decode(encoded, batch_size, targets)
-        if self.config.decode.mixed_beam and self.rating is not None:
-            self._widen_mixed(decoded, encoded, targets, batch_size)
         out: list[list[str]] = [[] for _ in review_sets]
-        for i, tokens in zip(todo, decoded, strict=True):
+        for i, tokens in zip(todo, self._decode(encoded, batch_size, targets), strict=True):
             out[i] = tokens
         return out, [not kept and slice != "all" for kept in sets]
-
-    def _widen_mixed(
-        self,
-        summaries: list[list[str]],
-        encoded: list[list[list[int]]],
-        targets: list[float | None],
-        batch_size: int,
-    ) -> None:
-        """decode.mixed_beam, in place: a summary of reviews of both minds (target within
-        decode.mixed_band of 3) that reads positive is searched again with a beam of
-        mixed_beam, whose wider choice may hold a candidate that reads mixed; it is kept only
-        where it does."""
-        cfg = self.config.decode
-        redo = [
-            k
-            for k, (summary, target) in enumerate(zip(summaries, targets, strict=True))
-            if summary
-            and target is not None
-            and abs(target - 3) <= cfg.mixed_band
-            and polarity(self.rating.star(" ".join(summary))) == "positive"
-        ]
-        if not redo:
-            return
-        self.config.decode = dataclasses.replace(cfg, beam_size=cfg.mixed_beam)
-        try:
-            wider = self._decode([encoded[k] for k in redo], batch_size, [targets[k] for k in redo])
-        finally:
-            self.config.decode = cfg
-        for k, tokens in zip(redo, wider, strict=True):
-            if tokens and polarity(self.rating.star(" ".join(tokens))) == "mixed":
-                summaries[k] = tokens
 
     def summarize_tokens(
         self,
