@@ -231,8 +231,7 @@ def scored(args: argparse.Namespace) -> tuple:
     facts = {model: _fit_facts(Path(model)) for model in dict.fromkeys(fits.values())}
     for model, fact in facts.items():
         fact["heldout"] = _own_heldout(Path(model), rating, terms)
-    ids = [s["entity_id"] for s in sets]
-    tests = {name: _compare(runs[name], runs[args.base], ids) for name in fits}
+    tests = {name: _compare(runs[name], runs[args.base]) for name in fits}
     return sets, runs, tests, facts, terms
 
 
@@ -276,17 +275,9 @@ def compare(args: argparse.Namespace) -> None:
         lines += _run_lines(f"{used} ({model})", fact)
         lines += ["```", "python -m studies.adaptation prepare --out runs/adapt"]
         lines += [*_timed_fit(model, fact), "```", ""]
-    draws = _draw_count(sets)
     lines += [
         "```",
-        *(
-            []
-            if args.out == "runs/adapt"
-            else [
-                f"python -m studies.adaptation prepare{_out_flag(args)}"
-                + (f" --draws {draws}" if draws > 1 else "")
-            ]
-        ),
+        *_eval_prepare(args, sets),
         *_decode_commands(args),
         f"python -m studies.adaptation compare {args.base} "
         + " ".join(args.adapted)
@@ -338,6 +329,18 @@ def _held_out(sets: list[dict]) -> str:
     )
 
 
+def _eval_prepare(args, sets: list[dict]) -> list[str]:
+    """The prepare command of evaluation sets kept apart from the fit's (--out other than
+    runs/adapt), with the draws they were made with; none for runs/adapt's own."""
+    if args.out == "runs/adapt":
+        return []
+    draws = _draw_count(sets)
+    return [
+        f"python -m studies.adaptation prepare{_out_flag(args)}"
+        + (f" --draws {draws}" if draws > 1 else "")
+    ]
+
+
 def _draw_count(sets: list[dict]) -> int:
     """The most evaluation sets of one hotel (prepare --draws)."""
     return max(s.get("draw", 0) for s in sets) + 1
@@ -361,16 +364,17 @@ def _own_heldout(model: Path, rating, terms: list[str]) -> dict | None:
     return score([r["summary"] for r in rows], rows, rating, terms, Tokenizer().tokenize)
 
 
-def _compare(new: dict, base: dict, ids: list[str]) -> dict:
-    """Per measure: the paired test of new against base over businesses (ids: each set's
-    business; a business with several sets counts once, with its sets' mean), and whether new
-    is better (p < 0.05, the right direction; None for a measure with no better side)."""
+def _compare(new: dict, base: dict) -> dict:
+    """Per measure: the paired test of new against base over businesses (a business with
+    several sets counts once, with its sets' mean), and whether new is better (p < 0.05, the
+    right direction; None for a measure with no better side)."""
     from denoisesum.evaluation.stats import paired_test
 
+    assert new["entities"] == base["entities"]
     out = {}
     for key, _, _, sign in MEASURES:
         pairs: dict[str, list[tuple[float, float]]] = {}
-        for x, y, entity in zip(new["per"], base["per"], ids, strict=True):
+        for x, y, entity in zip(new["per"], base["per"], new["entities"], strict=True):
             if x[key] is not None and y[key] is not None:
                 pairs.setdefault(entity, []).append((float(x[key]), float(y[key])))
         both = [tuple(sum(v) / len(v) for v in zip(*p, strict=True)) for p in pairs.values()]
@@ -566,10 +570,11 @@ def _stem(model: str | Path) -> str:
 
 def _timed_fit(model: str, fact: dict) -> list[str]:
     """The fit's command between the two lines that time it (_fit_facts reads them)."""
+    stem = Path(model).parent / _stem(model)
     return [
-        f"date -u +%s > runs/adapt/{_stem(model)}.start",
+        f"date -u +%s > {stem}.start",
         *_fit_command(fact["script"]),
-        f"date -u +%s > runs/adapt/{_stem(model)}.end",
+        f"date -u +%s > {stem}.end",
     ]
 
 

@@ -17,10 +17,10 @@ def test_draws_are_disjoint_sets_of_eight_as_many_as_reviews_allow():
 
 def test_a_hotel_with_several_sets_counts_once_with_their_mean():
     def run(values):
-        return {"per": [dict.fromkeys((k for k, *_ in MEASURES), v) for v in values]}
+        per = [dict.fromkeys((k for k, *_ in MEASURES), v) for v in values]
+        return {"per": per, "entities": ["a", "a", "a", "b"]}
 
-    ids = ["a", "a", "a", "b"]
-    tests = _compare(run([1.0, 1.0, 0.0, 0.0]), run([0.0, 0.0, 0.0, 1.0]), ids)
+    tests = _compare(run([1.0, 1.0, 0.0, 0.0]), run([0.0, 0.0, 0.0, 1.0]))
     test = tests["supported"]["test"]
     assert abs(test.mean_a - (2 / 3 + 0) / 2) < 1e-9  # hotel a: 2/3, hotel b: 0
     assert abs(test.mean_b - (0 + 1) / 2) < 1e-9
