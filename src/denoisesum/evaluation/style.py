@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import regex
 
-from denoisesum.text import fold, is_content_word
+from denoisesum.text import fold, is_content_word, without_openings
 
 FIRST_PERSON_SINGULAR = frozenset({"i", "me", "my", "mine", "myself", "i'm", "i've", "i'd", "i'll"})
 _WORD = regex.compile(r"[\p{L}\p{N}]+(?:'[\p{L}]+)?|[.!?]")
@@ -69,6 +69,7 @@ def first_person(text: str) -> bool:
 def unsupported_words(text: str, reviews: Sequence[str]) -> int:
     """Distinct content words of `text` that none of `reviews` uses (plural-folded)."""
     said = {fold(w) for review in reviews for s in sentences(review) for w in _content(s)}
+    text = without_openings(text)  # the summary's framing, not a claim
     return len({fold(w) for s in sentences(text) for w in _content(s)} - said)
 
 

@@ -114,6 +114,11 @@ class DecodeConfig:
     # get no sweeping verdict on the place ("the best pizza in town", "we will be back"): their
     # summary tells what is good and what is not, and leaves the verdict to the reader; 0: off
     mixed_band: float = 0.0
+    # with mixed_band: such reviews are summarized as their praise and their complaints apart
+    # (the slices), each side in half the words, the side of more reviews first, joined by "on
+    # the other hand": one search over both writes praise and complaints in one breath ("great
+    # food ... the food is bland"), and cutting the contradiction leaves one side
+    mixed_sides: bool = False
     # which clauses against the reviews count there: "all" (on any aspect: "a little pricey"
     # where reviewers call the prices fair), "overall" (a verdict on the place the reviews
     # contradict: "you will not be disappointed" of a one-star business), "below-positive"
@@ -153,6 +158,11 @@ class DecodeConfig:
                 "against_reviews",
                 self.against_reviews in AGAINST_SCOPES,
                 f"must be one of {', '.join(AGAINST_SCOPES)}",
+            ),
+            (
+                "mixed_sides",
+                self.mixed_band or not self.mixed_sides,
+                "needs mixed_band above 0 (the stars of the reviews it splits)",
             ),
             (
                 "subsets",

@@ -39,6 +39,7 @@ import numpy as np
 
 from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.models.rating import RatingModel, polarity
+from denoisesum.text import SIDE_OPENING
 
 NEGATIVE_CLAUSE, POSITIVE_CLAUSE = 2.25, 3.75
 # a clause plainly against a verdict on the place: its cues say so and the rating model agrees
@@ -115,6 +116,7 @@ class Clause:
     stars: float  # the rating model's reading
     polarity: int  # +1 positive, -1 negative, 0 neither (verdict, cues, then stars)
     cued: bool = False  # its polarity comes from opinion cues, not the rating model alone
+    side: int = 0  # the side of a two-sided summary it tells (text.SIDE_OPENINGS); 0: none
 
 
 @dataclass
@@ -197,23 +199,31 @@ def aspects_of(tokens: Sequence[str]) -> tuple[str, ...]:
 
 
 def clauses(text: str, model: RatingModel) -> list[Clause]:
-    parts = split_clauses(_TOKENIZER.tokenize(text))
-    stars = model.stars(" ".join(c) for _, c in parts)
+    """The clauses of `text`, read; those after a side's opening (text.SIDE_OPENINGS) are of
+    that side, the opening itself left out."""
+    parts, sentence = [], 0
+    for side, segment in enumerate(SIDE_OPENING.split(text)):
+        tokens = _TOKENIZER.tokenize(segment)
+        parts += [(sentence + s, c, side) for s, c in split_clauses(tokens)]
+        sentence += sum(t in _ENDS for t in tokens) + bool(tokens and tokens[-1] not in _ENDS)
+    stars = model.stars(" ".join(c) for _, c, _ in parts)
     return [
-        Clause(" ".join(c), s, aspects_of(c), float(r), *clause_polarity(c, float(r)))
-        for (s, c), r in zip(parts, stars, strict=True)
+        Clause(" ".join(c), s, aspects_of(c), float(r), *clause_polarity(c, float(r)), side=side)
+        for (s, c, side), r in zip(parts, stars, strict=True)
     ]
 
 
 def self_contradictions(parts: Sequence[Clause]) -> list[tuple[int, int]]:
-    """Pairs (i, j), i < j, of clauses giving a shared aspect opposite polarities, or of a
-    verdict on the place and a clause plainly saying the opposite; and (i, i) for a clause
-    that hedges its own strong opinion (hedged)."""
+    """Pairs (i, j), i < j, of clauses of one side giving a shared aspect opposite
+    polarities, or of a verdict on the place and a clause plainly saying the opposite; and
+    (i, i) for a clause that hedges its own strong opinion (hedged). Two sides' clauses tell
+    different reviewers' opinions: they never contradict each other."""
     pairs = [
         (i, j)
         for i, a in enumerate(parts)
         for j in range(i + 1, len(parts))
-        if a.polarity * parts[j].polarity < 0
+        if a.side == parts[j].side
+        and a.polarity * parts[j].polarity < 0
         and (set(a.aspects) & set(parts[j].aspects) or _against_verdict(a, parts[j]))
     ]
     return sorted(pairs + [(i, i) for i, c in enumerate(parts) if hedged(c)])

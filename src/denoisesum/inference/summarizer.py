@@ -70,7 +70,7 @@ from denoisesum.models.denoisesum import DenoiseSum
 from denoisesum.models.precision import resolve_device, use_bf16
 from denoisesum.models.rating import POSITIVE, RatingModel, find_rating_model, polarity
 from denoisesum.models.store import CONFIG, load_denoisesum, parse_section
-from denoisesum.text import is_content_word
+from denoisesum.text import SIDE_OPENINGS, is_content_word
 
 # one entity's review stars (a star None where unknown; None: none known), and one per entity
 Ratings = Iterable[float | None] | None
@@ -138,6 +138,12 @@ class UnreadableInputWarning(UserWarning):
 # rating model's reading
 SLICES = ("all", "complaints", "praise")
 COMPLAINT_STARS, PRAISE_STARS = 3.0, 4.0
+# decode.mixed_sides: per side of reviews of both minds, which side, its reviews' positions and
+# their mean stars. Its complaints are reviews of at most SIDE_COMPLAINT_STARS (a 3-star review
+# is of both minds itself). Each side's summary opens with words that say whose opinion it is
+# (text.SIDE_OPENINGS): two sides stated as plain fact read as a summary at odds with itself
+Sides = list[tuple[str, list[int], float]]
+SIDE_COMPLAINT_STARS = 2.0
 
 
 # per-call options of summarize / summarize_batch / summarize_results: every DecodeConfig field
@@ -478,18 +484,73 @@ class Summarizer:
             stars.append(kept_stars)
         # a set with no review of the slice is skipped (it warned); an empty set is an error
         todo = [i for i, kept in enumerate(sets) if kept or slice == "all"]
-        encoded, targets = [], []
+        entities = []
         for i in todo:
             ids = self._encode_all(sets[i], f"review set {i}: ")  # encode_reviews, keeping
             read = self._select(ids)  # which reviews it reads for their stars
-            encoded.append([ids[j] for j in read])
-            targets.append(
-                self.target_stars([sets[i][j] for j in read], [stars[i][j] for j in read])
-            )
+            texts, read_stars = [sets[i][j] for j in read], [stars[i][j] for j in read]
+            target = self.target_stars(texts, read_stars)
+            sides = self._mixed_sides(texts, read_stars, target) if slice == "all" else None
+            entities.append(([ids[j] for j in read], target, sides))
         out: list[list[str]] = [[] for _ in review_sets]
-        for i, tokens in zip(todo, self._decode(encoded, batch_size, targets), strict=True):
+        for i, tokens in zip(todo, self._decode_sides(entities, batch_size), strict=True):
             out[i] = tokens
         return out, [not kept and slice != "all" for kept in sets]
+
+    def _decode_sides(
+        self, entities: list[tuple[list[list[int]], float | None, Sides | None]], batch_size: int
+    ) -> list[list[str]]:
+        """Per entity (its reviews' ids, target stars, _mixed_sides): _decode's summary, or for
+        reviews of both minds the summaries of each side, in half the words, joined."""
+        whole = [e for e, (_, _, sides) in enumerate(entities) if sides is None]
+        found = self._decode(
+            [entities[e][0] for e in whole], batch_size, [entities[e][1] for e in whole]
+        )
+        out: list[list[str]] = [[] for _ in entities]
+        for e, tokens in zip(whole, found, strict=True):
+            out[e] = tokens
+        split = [e for e in range(len(entities)) if e not in set(whole)]
+        if not split:
+            return out
+        sides = [side for e in split for side in entities[e][2]]
+        reviews = [[entities[e][0][j] for j in side[1]] for e in split for side in entities[e][2]]
+        cfg = self.config.decode
+        with self.options(min_length=cfg.min_length // 2, max_length=max(1, cfg.max_length // 2)):
+            # no verdict on the whole place in either side: the other side denies it
+            found = self._decode(reviews, batch_size, [t for _, _, t in sides], verdicts=False)
+        halves = iter(zip(sides, found, strict=True))
+        for e in split:
+            (one, first), (other, second) = next(halves), next(halves)
+            if first and second:
+                first = SIDE_OPENINGS[one[0]][0].split() + first
+                second = SIDE_OPENINGS[other[0]][1].split() + second
+            out[e] = first + second
+        return out
+
+    def _mixed_sides(
+        self, reviews: list[str], stars: list[float | None], target: float | None
+    ) -> Sides | None:
+        """With decode.mixed_sides, for reviews of both minds (their target stars within
+        mixed_band of 3, at least one review of praise and one of complaints): each side's
+        kind, its positions among `reviews` and its mean stars, the side of more reviews first
+        (on a tie, the one nearer the target); else None."""
+        cfg = self.config.decode
+        if not cfg.mixed_sides or target is None or abs(target - 3) > cfg.mixed_band:
+            return None
+        read = [
+            s if s is not None else self.rating.star(r) for r, s in zip(reviews, stars, strict=True)
+        ]
+        praise = [j for j, s in enumerate(read) if s >= PRAISE_STARS]
+        complaints = [j for j, s in enumerate(read) if s <= SIDE_COMPLAINT_STARS]
+        if not (praise and complaints):
+            return None
+        sides = [
+            (kind, side, sum(read[j] for j in side) / len(side))
+            for kind, side in (("praise", praise), ("complaints", complaints))
+        ]
+        if (len(complaints), target < 3) > (len(praise), False):
+            sides.reverse()
+        return sides
 
     def summarize_tokens(
         self,
@@ -592,12 +653,13 @@ class Summarizer:
         encoded: list[list[list[int]]],
         batch_size: int,
         targets: list[float | None] | None = None,
+        verdicts: bool = True,
     ) -> list[list[str]]:
         """Per entity, the best hypothesis; with decode.rerank, the candidate (n-best and
         review-subset hypotheses) closest to its reviews (inference/rerank.py); with
         decode.avoid_contradiction, the best that neither contradicts itself nor the reviews
         (_consistent). targets: per entity, the stars the summary should convey (None:
-        unknown)."""
+        unknown); verdicts: as in _consistent."""
         cfg = self.config.decode
         targets = targets or [None] * len(encoded)
         sources, owner = list(encoded), list(range(len(encoded)))
@@ -617,7 +679,7 @@ class Summarizer:
             if not cands:
                 out.append([])
             elif cfg.avoid_contradiction and self.rating is not None:
-                out.append(self._consistent(cands, best, reviews, target))
+                out.append(self._consistent(cands, best, reviews, target, verdicts))
             elif cfg.end_at_sentence:  # a summary stopped at max_length mid-sentence
                 out.append(_end_at_sentence(self.vocab.decode(cands[best])))
             else:
@@ -625,7 +687,12 @@ class Summarizer:
         return out
 
     def _consistent(
-        self, cands: list[list[int]], best: int, reviews: list[list[int]], target: float | None
+        self,
+        cands: list[list[int]],
+        best: int,
+        reviews: list[list[int]],
+        target: float | None,
+        verdicts: bool = True,
     ) -> list[str]:
         """The first candidate (best first) with no self-contradiction, no clause against the
         reviews and none at odds with itself, else the first with the sentences of such clauses
@@ -633,7 +700,8 @@ class Summarizer:
         else all but the first), ending at its last sentence end. With decode.follow_opinion, first
         among them those whose opinion (the rating model's polarity) is the target's. With
         decode.mixed_band, a target within it of 3 stars (reviews of both minds) makes a sweeping
-        verdict on the place (opinion.sweeping) a clause to cut as well."""
+        verdict on the place (opinion.sweeping) a clause to cut as well, as `verdicts` False
+        does whatever the target."""
         texts = [" ".join(self.vocab.decode(r)) for r in reviews]
         stars = [target] * len(texts) if target is not None else None
         scope = self.config.decode.against_reviews
@@ -641,7 +709,7 @@ class Summarizer:
             scope = "all" if target is not None and target <= POSITIVE else "overall"
         sides = scoped_sides(texts, self.rating, stars, scope)  # once for every candidate
         band = self.config.decode.mixed_band
-        verdicts = not (band and target is not None and abs(target - 3) <= band)
+        verdicts = verdicts and not (band and target is not None and abs(target - 3) <= band)
         order = [best] + [i for i in range(len(cands)) if i != best]
         kept = (self._cut(self.vocab.decode(cands[i]), sides, verdicts) for i in order)  # lazily
         if not (self.config.decode.follow_opinion and target is not None):

@@ -58,7 +58,7 @@ from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.errors import DenoiseSumError
 from denoisesum.inference.opinion import NEGATIVE_CLAUSE, POSITIVE_CLAUSE
 from denoisesum.models.rating import RatingModel
-from denoisesum.text import content_words, fold, idf_table
+from denoisesum.text import content_words, fold, idf_table, without_openings
 
 # a sentence ends after . ! ? … (runs of them, then closing quotes/brackets) before white space
 # or the end of the text; a line break ends one too
@@ -154,7 +154,7 @@ def explain(
     for start, end in split_sentences(summary):
         text = summary[start:end]
         spelled: dict[str, str] = {}  # folded key -> the sentence's first spelling
-        for key, word in keyed_content_words(tokenizer.tokenize(text)):
+        for key, word in keyed_content_words(tokenizer.tokenize(without_openings(text))):
             spelled.setdefault(key, word)
         if not spelled:
             sentences.append(SentenceSupport(text, start, end, 1.0, True))
