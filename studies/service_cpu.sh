@@ -15,15 +15,16 @@ ticks() {  # PID, CPU ticks so far, command line; for every Python process
     [ -r "/proc/$p/stat" ] && echo "$p $(awk '{print $14 + $15}' "/proc/$p/stat") $(tr '\0' ' ' < "/proc/$p/cmdline" | cut -c1-100)"
   done
 }
-sleep 15; ticks > "$OUT/a"; sleep 25; ticks > "$OUT/b"
+WINDOW=25  # seconds between the two readings
+sleep 15; ticks > "$OUT/a"; sleep $WINDOW; ticks > "$OUT/b"
 wait
-"$PY" - "$OUT" "$(getconf CLK_TCK)" <<'PY'
+"$PY" - "$OUT" "$(getconf CLK_TCK)" $WINDOW <<'PY'
 import json, sys
-out, hz = sys.argv[1], int(sys.argv[2])
+out, hz, window = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 before = {line.split()[0]: int(line.split()[1]) for line in open(f"{out}/a")}
 for line in open(f"{out}/b"):
     pid, now, *cmd = line.split()
     if pid in before:
-        print(f"{(int(now) - before[pid]) / hz / 25:5.2f} cores  {' '.join(cmd)}")
+        print(f"{(int(now) - before[pid]) / hz / window:5.2f} cores  {' '.join(cmd)}")
 print("requests/s", json.load(open(f"{out}/load.json"))["requests_per_s"])
 PY

@@ -62,8 +62,12 @@ SIDE_OPENINGS = {
     "praise": ("some reviewers praise it :", "others praise it :"),
     "complaints": ("some reviewers complain :", "others complain :"),
 }
+# any of them, in tokens ("others complain :") or readable text ("Others complain: ")
 SIDE_OPENING = regex.compile(
-    r"\b(?:some reviewers|others) (?:praise it|complain) ?: ?", regex.IGNORECASE
+    r"\b(?:"
+    + "|".join(regex.escape(o.removesuffix(" :")) for pair in SIDE_OPENINGS.values() for o in pair)
+    + r") ?: ?",
+    regex.IGNORECASE,
 )
 
 

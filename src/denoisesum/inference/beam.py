@@ -114,10 +114,12 @@ class DecodeConfig:
     # get no sweeping verdict on the place ("the best pizza in town", "we will be back"): their
     # summary tells what is good and what is not, and leaves the verdict to the reader; 0: off
     mixed_band: float = 0.0
-    # with mixed_band: such reviews are summarized as their praise and their complaints apart
-    # (the slices), each side in half the words, the side of more reviews first, joined by "on
-    # the other hand": one search over both writes praise and complaints in one breath ("great
-    # food ... the food is bland"), and cutting the contradiction leaves one side
+    # with mixed_band: such reviews, when some praise (>= 4 stars) and some complain (<= 2), are
+    # summarized as their praise and their complaints apart, each side in half the words, the
+    # side of more reviews first, each opening with whose opinion it is ("Some reviewers praise
+    # it: ... Others complain: ...", text.SIDE_OPENINGS): one search over both writes praise
+    # and complaints in one breath ("great food ... the food is bland"), and cutting the
+    # contradiction leaves one side
     mixed_sides: bool = False
     # which clauses against the reviews count there: "all" (on any aspect: "a little pricey"
     # where reviewers call the prices fair), "overall" (a verdict on the place the reviews

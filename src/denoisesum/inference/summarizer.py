@@ -509,7 +509,7 @@ class Summarizer:
         out: list[list[str]] = [[] for _ in entities]
         for e, tokens in zip(whole, found, strict=True):
             out[e] = tokens
-        split = [e for e in range(len(entities)) if e not in set(whole)]
+        split = [e for e, (_, _, sides) in enumerate(entities) if sides is not None]
         if not split:
             return out
         sides = [side for e in split for side in entities[e][2]]
@@ -537,9 +537,7 @@ class Summarizer:
         cfg = self.config.decode
         if not cfg.mixed_sides or target is None or abs(target - 3) > cfg.mixed_band:
             return None
-        read = [
-            s if s is not None else self.rating.star(r) for r, s in zip(reviews, stars, strict=True)
-        ]
+        read = self._given_or_read(reviews, stars)
         praise = [j for j, s in enumerate(read) if s >= PRAISE_STARS]
         complaints = [j for j, s in enumerate(read) if s <= SIDE_COMPLAINT_STARS]
         if not (praise and complaints):
@@ -589,9 +587,7 @@ class Summarizer:
                 f"slice={slice!r} needs every review's stars, or a model "
                 "with a rating model (rating.npz) to read them"
             )
-        read = [
-            s if s is not None else self.rating.star(r) for r, s in zip(reviews, stars, strict=True)
-        ]
+        read = self._given_or_read(reviews, stars)
         keep = [
             i
             for i, s in enumerate(read)
@@ -600,6 +596,12 @@ class Summarizer:
         if not keep and warn:
             warnings.warn(where + empty_slice_message(slice), EmptySliceWarning, stacklevel=3)
         return [reviews[i] for i in keep], [read[i] for i in keep]
+
+    def _given_or_read(self, reviews: Sequence[str], stars: Sequence[float | None]) -> list[float]:
+        """Each review's stars: the given ones, else the rating model's reading."""
+        return [
+            s if s is not None else self.rating.star(r) for r, s in zip(reviews, stars, strict=True)
+        ]
 
     def target_stars(self, reviews: Sequence[str], stars: Sequence[float | None]) -> float | None:
         """The opinion a summary of these reviews should convey: their mean stars when every
