@@ -42,6 +42,7 @@ from sklearn.metrics import roc_auc_score
 from denoisesum.baselines.lexrank import lexrank_scores, tfidf_cosine
 from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.evaluation.pooled import PooledRouge
+from denoisesum.evaluation.style import FIRST_PERSON_SINGULAR
 from denoisesum.inference.support import explain, split_sentences
 from denoisesum.io import atomic_write, iter_jsonl
 from denoisesum.text import SIDE_OPENING, content_words, idf_table
@@ -49,7 +50,6 @@ from studies.faithfulness import SETS
 
 JUDGED = Path("docs/results/judged")
 FEATURES = ("support", "missing", "bigrams", "trigrams", "position", "relative", "tokens")
-FIRST_PERSON = {"i", "me", "my", "mine", "myself", "i'm", "i've", "i'd", "i'll"}
 THRESHOLDS = (0.3, 0.35, 0.4, 0.45, 0.5)
 _TOK = Tokenizer()
 
@@ -74,6 +74,14 @@ def sentence_features(reviews: Sequence[str], summary: str) -> tuple[list[str], 
         ]
         rows.append([s.score, len(s.missing), *shares, i, i / len(sentences), len(words)])
     return [s.text for s in sentences], np.array(rows, dtype=float).reshape(-1, len(FEATURES))
+
+
+def predicted(
+    model: LogisticRegression, reviews: Sequence[str], summary: str
+) -> tuple[list[str], np.ndarray]:
+    """The sentences of `summary` and the predictor's probability that each is fully supported."""
+    texts, rows = sentence_features(reviews, summary)
+    return texts, model.predict_proba(rows)[:, 1]
 
 
 def review_sets() -> dict[str, list[str]]:
@@ -115,7 +123,11 @@ def lexrank_sentences(reviews: Sequence[str]) -> list[tuple[str, set[str]]]:
         for start, end in split_sentences(review):
             text = review[start:end].strip()
             words = _words(text)
-            if 5 <= len(words) <= 25 and not FIRST_PERSON & set(words) and text[-1] in ".!":
+            if (
+                5 <= len(words) <= 25
+                and not FIRST_PERSON_SINGULAR & set(words)
+                and text[-1] in ".!"
+            ):
                 pool.append((text, content_words(words)))
     if not pool:
         return []
@@ -155,42 +167,39 @@ def rouge(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> tuple[float, fl
 def dump(args: argparse.Namespace) -> None:
     """Decode dev and test with the shipped model, keeping for each unsplit business the beam's
     finished summaries as the shipped choice sees them (cut, with their opinion and
-    contradiction keys) and the one it chose."""
+    contradiction keys) and the one it chose. The shipped model reads every set's stars, so its
+    choice (follow_opinion) cuts every candidate: what `_cut` returns is all it compared."""
     from denoisesum.inference import summarizer as module
-    from denoisesum.inference.opinion import scoped_sides
-    from denoisesum.models.rating import POSITIVE, polarity
+    from denoisesum.models.rating import polarity
 
-    shipped = module.Summarizer._consistent
+    shipped, cut = module.Summarizer._consistent, module.Summarizer._cut
     log: list[dict] = []
+    every: list[tuple[list[str], bool]] = []  # this choice's candidates, as _cut returned them
+
+    def cutting(self, tokens, sides, verdicts=True):
+        every.append(cut(self, tokens, sides, verdicts))
+        return every[-1]
 
     def keeping(self, cands, best, reviews, target, verdicts=True):
+        every.clear()
         chosen = shipped(self, cands, best, reviews, target, verdicts)
-        texts = [" ".join(self.vocab.decode(r)) for r in reviews]
-        stars = [target] * len(texts) if target is not None else None
-        scope = self.config.decode.against_reviews
-        if scope == "below-positive":
-            scope = "all" if target is not None and target <= POSITIVE else "overall"
-        sides = scoped_sides(texts, self.rating, stars, scope)
-        band = self.config.decode.mixed_band
-        verdicts = verdicts and not (band and target is not None and abs(target - 3) <= band)
-        order = [best] + [i for i in range(len(cands)) if i != best]
-        every = [self._cut(self.vocab.decode(cands[i]), sides, verdicts) for i in order]
-        agree = self.rating.stars([" ".join(k) for k, _ in every])
-        follow = self.config.decode.follow_opinion and target is not None
-        keys = [
-            [follow and polarity(a) != polarity(target), o]
-            for a, (_, o) in zip(agree, every, strict=True)
-        ]
-        log.append(
-            {
-                "chosen": " ".join(chosen),
-                "cands": [" ".join(k) for k, _ in every],
-                "keys": keys,
-                "reviews": texts,
-            }
-        )
+        if len(every) == len(cands) and target is not None:
+            agree = self.rating.stars([" ".join(k) for k, _ in every])
+            keys = [
+                [polarity(a) != polarity(target), o] for a, (_, o) in zip(agree, every, strict=True)
+            ]
+            texts = [" ".join(self.vocab.decode(r)) for r in reviews]
+            log.append(
+                {
+                    "chosen": " ".join(chosen),
+                    "cands": [" ".join(k) for k, _ in every],
+                    "keys": keys,
+                    "reviews": texts,
+                }
+            )
         return chosen
 
+    module.Summarizer._cut = cutting
     module.Summarizer._consistent = keeping
     summarizer = module.Summarizer.from_pretrained()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -272,10 +281,8 @@ def report(args: argparse.Namespace) -> None:
         refs = [sets[r["entity_id"]]["summaries"] for r in preds]
         scored = []
         for r in preds:
-            texts, feats = sentence_features(sets[r["entity_id"]]["reviews"], r["summary"])
-            scored.append(
-                (texts, model.predict_proba(feats)[:, 1], sets[r["entity_id"]]["reviews"])
-            )
+            reviews = sets[r["entity_id"]]["reviews"]
+            scored.append((*predicted(model, reviews, r["summary"]), reviews))
         r1, r2, rl, words = rouge([r["summary"] for r in preds], refs)
         lines.append(f"| {name} | none | | {r1:.2f} | {r2:.2f} | {rl:.2f} | {words:.1f} |")
         for how in ("prune", "replace"):
@@ -300,7 +307,7 @@ def report(args: argparse.Namespace) -> None:
 
 def choose_lines(folder: Path, model: LogisticRegression) -> list[str]:
     """ROUGE and predicted support of the shipped choice and of the choice by the predictor,
-    over the whole (unsplit) summaries whose candidates were dumped (dump_candidates)."""
+    over the whole (unsplit) summaries whose candidates `dump` wrote."""
     out = ["Choosing among the beam's summaries (unsplit businesses):", ""]
     out += [
         "| set | choice | businesses | changed | R1 | R2 | RL | predicted full |",
@@ -315,12 +322,7 @@ def choose_lines(folder: Path, model: LogisticRegression) -> list[str]:
             keys = [tuple(k) for k in entry["keys"]]
             chosen = entry["cands"].index(entry["chosen"])
             alike = [i for i, k in enumerate(keys) if k == keys[chosen]]
-            p = {
-                i: model.predict_proba(sentence_features(entry["reviews"], entry["cands"][i])[1])[
-                    :, 1
-                ]
-                for i in alike
-            }
+            p = {i: predicted(model, entry["reviews"], entry["cands"][i])[1] for i in alike}
             best = max(alike, key=lambda i: (p[i].sum(), -i))
             for how, i in (("shipped", chosen), ("predictor", best)):
                 picks[how].append((entry["cands"][i], refs, p[i].mean(), i != chosen))
