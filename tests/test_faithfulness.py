@@ -30,7 +30,7 @@ from denoisesum.inference.opinion import clauses, self_contradictions, split_cla
 from denoisesum.inference.summarizer import EmptySliceWarning, Summarizer, SummarizerConfig
 from denoisesum.inference.support import explain
 from denoisesum.models.rating import RatingModel, polarity
-from denoisesum.text import SIDE_OPENINGS, without_openings
+from denoisesum.text import SIDE_COUNTED, SIDE_OPENINGS, without_openings
 from denoisesum.training.rating import train_rating_model
 
 runner = CliRunner()
@@ -426,6 +426,48 @@ def test_mixed_sides_splits_only_reviews_of_both_minds(summarizer, decode_calls)
     assert sides == (2, [pytest.approx(14 / 3), pytest.approx(4 / 3)], False, 3, 6)
 
 
+def test_side_shares_count_the_reviewers_and_share_the_words(summarizer, decode_calls):
+    calls = decode_calls
+    old = summarizer.config.decode
+    summarizer.config.decode = replace(
+        old, mixed_band=0.5, mixed_sides=True, side_shares=True, min_length=6
+    )
+    try:  # four of six praise, one complains, one is of both minds (3 stars): 3.33 stars
+        lopsided = summarizer.summarize(mixed_set(), ratings=[4.0, 4.0, 4.0, 4.0, 1.0, 3.0])
+        calls.clear()
+        even = summarizer.summarize(mixed_set(), ratings=[5.0, 4.0, 5.0, 1.0, 2.0, 1.0])
+    finally:
+        summarizer.config.decode = old
+    assert lopsided.startswith("Most reviewers praise it: ")
+    assert " One reviewer complains: " in lopsided
+    # three against three: halves, and neither side holds most of the reviews
+    assert calls[-1] == (2, [pytest.approx(14 / 3), pytest.approx(4 / 3)], False, 3, 6)
+    assert even.startswith("Some reviewers praise it: ") and " Others complain: " in even
+
+
+def test_side_shares_give_the_larger_side_two_thirds_of_the_words(summarizer, decode_calls):
+    old = summarizer.config.decode
+    summarizer.config.decode = replace(
+        old, mixed_band=0.5, mixed_sides=True, side_shares=True, min_length=6, max_length=12
+    )
+    try:
+        summarizer.summarize(mixed_set(), ratings=[4.0, 4.0, 4.0, 4.0, 1.0, 3.0])
+    finally:
+        summarizer.config.decode = old
+    # nothing whole; one decode per share, the smaller first: the complaint in a third of the
+    # words, the praise in two
+    assert decode_calls == [
+        (0, [], True, 6, 12),
+        (1, [pytest.approx(1.0)], False, 2, 4),
+        (1, [pytest.approx(4.0)], False, 4, 8),
+    ]
+
+
+def test_side_shares_need_mixed_sides():
+    with pytest.raises(ConfigError, match="mixed_sides"):
+        check(DecodeConfig(mixed_band=0.5, side_shares=True), "decode")
+
+
 def test_mixed_sides_needs_the_band():
     with pytest.raises(ConfigError, match="mixed_band"):
         check(DecodeConfig(mixed_sides=True), "decode")
@@ -443,11 +485,11 @@ def test_two_sides_of_a_summary_do_not_contradict_each_other(rating):
 
 
 def test_the_openings_of_sides_are_framing_not_claims():
-    for first, second in SIDE_OPENINGS.values():
-        for opening in (first, second):
-            assert without_openings(f"{opening} the food was great .") == "the food was great ."
-            readable = detokenize(f"{opening} the food was great .".split())
-            assert without_openings(readable) == "the food was great."
+    counted = [o for pair in SIDE_COUNTED.values() for o in pair.values()]
+    for opening in [o for pair in SIDE_OPENINGS.values() for o in pair] + counted:
+        assert without_openings(f"{opening} the food was great .") == "the food was great ."
+        readable = detokenize(f"{opening} the food was great .".split())
+        assert without_openings(readable) == "the food was great."
     reviews = ["the food was great .", "the wait was long ."]
     assert unsupported_words("Others complain: the wait was long.", reviews) == 0
     framed = explain(reviews, "Some reviewers praise it: the food was great.")

@@ -62,10 +62,23 @@ SIDE_OPENINGS = {
     "praise": ("some reviewers praise it :", "others praise it :"),
     "complaints": ("some reviewers complain :", "others complain :"),
 }
+# with decode.side_shares, openings that say how many reviewers a side speaks for: "most"
+# for the first side when it holds more than half of the reviews read, "one" for a side of
+# a single review (a reader takes "others complain" for several)
+SIDE_COUNTED = {
+    "praise": {"most": "most reviewers praise it :", "one": "one reviewer praises it :"},
+    "complaints": {"most": "most reviewers complain :", "one": "one reviewer complains :"},
+}
 # any of them, in tokens ("others complain :") or readable text ("Others complain: ")
 SIDE_OPENING = regex.compile(
     r"\b(?:"
-    + "|".join(regex.escape(o.removesuffix(" :")) for pair in SIDE_OPENINGS.values() for o in pair)
+    + "|".join(
+        regex.escape(o.removesuffix(" :"))
+        for o in [
+            *(o for pair in SIDE_OPENINGS.values() for o in pair),
+            *(o for counted in SIDE_COUNTED.values() for o in counted.values()),
+        ]
+    )
     + r") ?: ?",
     regex.IGNORECASE,
 )

@@ -121,6 +121,11 @@ class DecodeConfig:
     # and complaints in one breath ("great food ... the food is bland"), and cutting the
     # contradiction leaves one side
     mixed_sides: bool = False
+    # with mixed_sides: each side's words in proportion to its reviews (between a third and two
+    # thirds of the summary), and openings that say how many reviewers it speaks for ("Most
+    # reviewers praise it: ... One reviewer complains: ...", text.SIDE_COUNTED): halves read
+    # as a place divided down the middle where one review of eight complains
+    side_shares: bool = False
     # which clauses against the reviews count there: "all" (on any aspect: "a little pricey"
     # where reviewers call the prices fair), "overall" (a verdict on the place the reviews
     # contradict: "you will not be disappointed" of a one-star business), "below-positive"
@@ -165,6 +170,11 @@ class DecodeConfig:
                 "mixed_sides",
                 self.mixed_band or not self.mixed_sides,
                 "needs mixed_band above 0 (the stars of the reviews it splits)",
+            ),
+            (
+                "side_shares",
+                self.mixed_sides or not self.side_shares,
+                "needs mixed_sides = true (the sides it shares the words between)",
             ),
             (
                 "subsets",

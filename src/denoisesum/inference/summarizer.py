@@ -42,6 +42,7 @@ import os
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from fractions import Fraction
 from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar
@@ -70,7 +71,7 @@ from denoisesum.models.denoisesum import DenoiseSum
 from denoisesum.models.precision import resolve_device, use_bf16
 from denoisesum.models.rating import POSITIVE, RatingModel, find_rating_model, polarity
 from denoisesum.models.store import CONFIG, load_denoisesum, parse_section
-from denoisesum.text import SIDE_OPENINGS, is_content_word
+from denoisesum.text import SIDE_COUNTED, SIDE_OPENINGS, is_content_word
 
 # one entity's review stars (a star None where unknown; None: none known), and one per entity
 Ratings = Iterable[float | None] | None
@@ -501,7 +502,8 @@ class Summarizer:
         self, entities: list[tuple[list[list[int]], float | None, Sides | None]], batch_size: int
     ) -> list[list[str]]:
         """Per entity (its reviews' ids, target stars, _mixed_sides): _decode's summary, or for
-        reviews of both minds the summaries of each side, in half the words, joined."""
+        reviews of both minds the summaries of each side, each in its share of the words
+        (_side_plans), joined."""
         whole = [e for e, (_, _, sides) in enumerate(entities) if sides is None]
         found = self._decode(
             [entities[e][0] for e in whole], batch_size, [entities[e][1] for e in whole]
@@ -514,18 +516,44 @@ class Summarizer:
             return out
         sides = [side for e in split for side in entities[e][2]]
         reviews = [[entities[e][0][j] for j in side[1]] for e in split for side in entities[e][2]]
+        plans = [p for e in split for p in self._side_plans(entities[e][2], len(entities[e][0]))]
+        found: list[list[str]] = [[] for _ in sides]
         cfg = self.config.decode
-        with self.options(min_length=cfg.min_length // 2, max_length=max(1, cfg.max_length // 2)):
-            # no verdict on the whole place in either side: the other side denies it
-            found = self._decode(reviews, batch_size, [t for _, _, t in sides], verdicts=False)
-        halves = iter(zip(sides, found, strict=True))
+        for share in sorted({share for _, share in plans}):  # one decode per share of the words
+            todo = [i for i, (_, s) in enumerate(plans) if s == share]
+            low, high = int(cfg.min_length * share), max(1, int(cfg.max_length * share))
+            with self.options(min_length=low, max_length=high):
+                # no verdict on the whole place in either side: the other side denies it
+                summaries = self._decode(
+                    [reviews[i] for i in todo], batch_size, [sides[i][2] for i in todo], False
+                )
+            for i, tokens in zip(todo, summaries, strict=True):
+                found[i] = tokens
+        pairs = iter(zip((opening for opening, _ in plans), found, strict=True))
         for e in split:
-            (one, first), (other, second) = next(halves), next(halves)
+            (first_opening, first), (second_opening, second) = next(pairs), next(pairs)
             if first and second:
-                first = SIDE_OPENINGS[one[0]][0].split() + first
-                second = SIDE_OPENINGS[other[0]][1].split() + second
+                first, second = first_opening + first, second_opening + second
             out[e] = first + second
         return out
+
+    def _side_plans(self, sides: Sides, n_read: int) -> list[tuple[list[str], Fraction]]:
+        """Per side of a split summary (_mixed_sides, of n_read reviews read): its opening's
+        tokens and its share of the words. Halves and "some ... others" unless
+        decode.side_shares: then a side of at least 1.5 times the other's reviews gets two
+        thirds, and the openings count ("most" for over half the reviews read, "one")."""
+        (kind, first, _), (other, second, _) = sides
+        openings = [SIDE_OPENINGS[kind][0], SIDE_OPENINGS[other][1]]
+        half = Fraction(1, 2)  # exact: a side's bounds are min_length x share, rounded down
+        if not self.config.decode.side_shares:
+            return [(openings[0].split(), half), (openings[1].split(), half)]
+        share = Fraction(2, 3) if 2 * len(first) >= 3 * len(second) else half
+        for i, (k, side) in enumerate(((kind, first), (other, second))):
+            if len(side) == 1:
+                openings[i] = SIDE_COUNTED[k]["one"]
+            elif i == 0 and len(side) > n_read / 2:
+                openings[i] = SIDE_COUNTED[k]["most"]
+        return [(openings[0].split(), share), (openings[1].split(), 1 - share)]
 
     def _mixed_sides(
         self, reviews: list[str], stars: list[float | None], target: float | None
