@@ -517,7 +517,7 @@ class Summarizer:
         sides = [side for e in split for side in entities[e][2]]
         reviews = [[entities[e][0][j] for j in side[1]] for e in split for side in entities[e][2]]
         plans = [p for e in split for p in self._side_plans(entities[e][2], len(entities[e][0]))]
-        found: list[list[str]] = [[] for _ in sides]
+        side_tokens: list[list[str]] = [[] for _ in sides]
         cfg = self.config.decode
         for share in sorted({share for _, share in plans}):  # one decode per share of the words
             todo = [i for i, (_, s) in enumerate(plans) if s == share]
@@ -528,8 +528,8 @@ class Summarizer:
                     [reviews[i] for i in todo], batch_size, [sides[i][2] for i in todo], False
                 )
             for i, tokens in zip(todo, summaries, strict=True):
-                found[i] = tokens
-        pairs = iter(zip((opening for opening, _ in plans), found, strict=True))
+                side_tokens[i] = tokens
+        pairs = iter(zip((opening for opening, _ in plans), side_tokens, strict=True))
         for e in split:
             (first_opening, first), (second_opening, second) = next(pairs), next(pairs)
             if first and second:
