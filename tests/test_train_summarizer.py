@@ -17,9 +17,10 @@ import torch
 from typer.testing import CliRunner
 
 from denoisesum.cli import app
-from denoisesum.data.batch import DOCUMENT, SEGMENT
+from denoisesum.config import check
+from denoisesum.data.batch import DOCUMENT, SEGMENT, SummaryBatch
 from denoisesum.data.vocab import BOS_ID, EOS_ID
-from denoisesum.errors import DenoiseSumError, InputError
+from denoisesum.errors import ConfigError, DenoiseSumError, InputError
 from denoisesum.models import precision
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
 from denoisesum.models.precision import bf16_supported
@@ -36,6 +37,7 @@ from denoisesum.training.summarizer import (
     SummarizerRunConfig,
     SummarizerTrainConfig,
     SummarizerTrainer,
+    supported_targets,
 )
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "denoisesum-yelp.toml"
@@ -213,6 +215,45 @@ def test_loss_falls_and_best_model_is_exported(pairs_dir, topics_dir, tmp_path):
     assert config["summarize"]["decode"]["no_repeat_ngram"] == 3  # the default decoding
     metrics = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics if "val_loss" in m] == [20, 40, 60]
+
+
+def test_supported_targets_are_the_words_some_input_review_holds():
+    # pair 0's reviews hold 10, 11, 12; pair 1's hold 11 and 13 (0 is padding)
+    batch = SummaryBatch(
+        reviews=torch.tensor([[10, 11, 0], [12, 0, 0], [11, 13, 0]]),
+        review_lengths=torch.tensor([2, 1, 2]),
+        review_pair=torch.tensor([0, 0, 1]),
+        review_kind=torch.tensor([SEGMENT, DOCUMENT, SEGMENT]),
+        n_pairs=2,
+        summary=torch.tensor([[10, 13, 12], [13, 10, 0]]),
+        summary_lengths=torch.tensor([3, 2]),
+    )
+    # targets: the words, then </s>, then padding
+    assert supported_targets(batch).tolist() == [
+        [True, False, True, True],  # 13 is in no review of pair 0
+        [True, False, True, False],  # 10 is in no review of pair 1; then </s> and padding
+    ]
+
+
+def test_unsupported_weight_leaves_those_words_out_of_the_nll(tmp_path):
+    pairs = make_pairs()
+    for pair in pairs:  # a word the summary says and no input holds
+        pair["summary"] = pair["summary"].replace(" .", " yesterday .")
+    pairs_dir = write_shards(tmp_path / "pairs", pairs)
+    run = trainer(pairs_dir, tmp_path / "run", tiny_config(unsupported_weight=0.0))
+    batch = run.batch(np.arange(4))
+    run.model.eval()  # no dropout: the two passes below see the same probabilities
+    with torch.no_grad():
+        plain = run._forward(batch)
+        weighted = run._forward(batch, weighted=True)
+    held = supported_targets(batch)
+    assert 0 < int(held.sum()) < plain["n_tokens"]  # the toy pairs have some of each
+    expected = (plain["token_nll"] * held).sum() / plain["n_tokens"]
+    assert float(weighted["nll"]) == pytest.approx(float(expected), rel=1e-5)
+    assert float(weighted["nll"]) < float(plain["nll"])
+    run.fit()  # and it trains
+    with pytest.raises(ConfigError, match="unsupported_weight"):
+        check(SummarizerTrainConfig(unsupported_weight=1.5), "train")
 
 
 def greedy(model, batch, max_len=20):

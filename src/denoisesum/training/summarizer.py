@@ -59,10 +59,11 @@ from denoisesum.config import (
     config_from_dict,
 )
 from denoisesum.data.reviewsets import read_review_sets
-from denoisesum.data.vocab import Vocab
+from denoisesum.data.vocab import EOS_ID, PAD_ID, Vocab
 from denoisesum.errors import ConfigError, DenoiseSumError, InputError
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.io import write_json
+from denoisesum.models.bilm import add_boundaries
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
 from denoisesum.models.precision import use_bf16
 from denoisesum.models.store import VOCAB, read_model_dir, save_model_dir
@@ -113,6 +114,12 @@ class SummarizerTrainConfig:
     # starts at zero beside word embeddings of norm ~16 in the shipped model; at a fine-tuning
     # lr of 3e-4 it had grown to norm ~0.1 after 300 steps, too small to steer anything
     opinion_lr: float = 0.0
+    # the NLL's weight on target words that no input review of the pair holds (1: the paper's
+    # loss). A pair's summary is a real review and its inputs are noised copies and similar
+    # reviews: about 11% of its content words are in none of them (studies/pair_support.py),
+    # and the loss teaches the model to write such words from nothing, the invented details
+    # judges mark unsupported; 0 leaves them out of the loss (they still condition what follows)
+    unsupported_weight: float = 1.0
     # each setting's valid values (config.py checks them)
     BOUNDS: ClassVar[dict[str, Range]] = {
         **LOOP_BOUNDS,
@@ -123,6 +130,7 @@ class SummarizerTrainConfig:
         "ema_decay": Range(0, 1, high_open=True, note="0: off"),
         "opinion_dropout": between(0, 1),
         "opinion_lr": at_least(0, "0: train.lr"),
+        "unsupported_weight": between(0, 1, "1: every target word counts alike"),
     }
 
     def validate(self) -> None:
@@ -149,6 +157,18 @@ class SummarizerRunConfig:
     summarize: SummarizerConfig = field(default_factory=SummarizerConfig)
     # reviews are cut at inference where they were cut in training: one setting for both
     DERIVED: ClassVar[dict[str, str]] = {"summarize.max_review_tokens": "data.max_review_tokens"}
+
+
+def supported_targets(batch) -> torch.Tensor:
+    """[B, S] True where the teacher-forced target (the summary's words, then </s>) is </s> or
+    a word that some input review of its pair holds; padding positions are False."""
+    target = add_boundaries(batch.summary, batch.summary_lengths)[:, 1:]  # [B, S]
+    vocab = int(max(target.max(), batch.reviews.max())) + 1
+    held = torch.zeros(batch.n_pairs, vocab, dtype=torch.bool, device=target.device)  # [B, V]
+    held[batch.review_pair.unsqueeze(1).expand_as(batch.reviews), batch.reviews] = True
+    held[:, PAD_ID] = False  # reviews' padding holds no word
+    held[:, EOS_ID] = True
+    return held.gather(1, target) & (target != PAD_ID)
 
 
 def _require_inputs(cfg: SummarizerRunConfig) -> None:
@@ -468,7 +488,8 @@ class SummarizerTrainer(ResumableTrainer):
         """One step on the global batch `pairs` (this rank's share of it when distributed)."""
         start = time.perf_counter()
         mine, counted = self.dist.shard(pairs)
-        out = self._forward(self.batch(mine, self._hidden_opinions(pairs, mine)), self.train_model)
+        batch = self.batch(mine, self._hidden_opinions(pairs, mine))
+        out = self._forward(batch, self.train_model, weighted=True)
         if self.dist.enabled:
             out = self._global_loss(out, len(mine) if counted else 0, len(pairs))
         self.optimizer.zero_grad(set_to_none=True)
@@ -515,10 +536,18 @@ class SummarizerTrainer(ResumableTrainer):
                 pairs=s["pairs"],
             )
 
-    def _forward(self, batch, model: torch.nn.Module | None = None) -> dict[str, Any]:
+    def _forward(
+        self, batch, model: torch.nn.Module | None = None, weighted: bool = False
+    ) -> dict[str, Any]:
+        """The model's losses on `batch`, summed into "loss"; `weighted` (training steps): the
+        NLL with train.unsupported_weight on the target words no input review holds (still a
+        mean over all target tokens, so its scale stays the paper's)."""
         with self._autocast():
             out = (self.model if model is None else model)(batch)
         t = self.cfg.train
+        if weighted and t.unsupported_weight != 1.0:
+            weight = torch.where(supported_targets(batch), 1.0, t.unsupported_weight)
+            out["nll"] = (out["token_nll"] * weight).sum() / out["n_tokens"]
         out["loss"] = out["nll"] + t.coverage_weight * out["coverage"] + t.kl_weight * out["kl"]
         return out
 
