@@ -29,6 +29,7 @@ import torch
 
 from denoisesum.data.batch import SummaryBatch
 from denoisesum.data.vocab import SPECIALS
+from denoisesum.models import packed
 from denoisesum.models.denoisesum import Branch, DecodeState, DenoiseSum, OutRows
 
 
@@ -56,10 +57,12 @@ class ShortlistModel:
         self.seg_rows, self.doc_rows = self._out_rows(model.seg), self._out_rows(model.doc)
 
     def _out_rows(self, branch: Branch | None) -> OutRows | None:
-        """The shortlist's rows of a decoder's output layer: (weight [V', D], bias [V'])."""
+        """The shortlist's rows of a decoder's output layer: (weight [V', D], bias [V']),
+        packed as fp16 where the decoder's other weights are (DenoiseSum.pack)."""
         if branch is None:
             return None
-        return branch.decoder.out.weight[self.rows], branch.decoder.out.bias[self.rows]
+        rows = branch.decoder.out.weight[self.rows], branch.decoder.out.bias[self.rows]
+        return (branch.decoder.packed and packed.pack(*rows)) or rows
 
     def encode(self, batch: SummaryBatch) -> DecodeState:
         if bool((self.position[batch.reviews] < 0).any()):

@@ -279,6 +279,10 @@ class SummarizerConfig:
     # without them fp32, with a warning (models/precision.py); log-probabilities change in the
     # third digit, so a close beam may go another way
     bf16: bool = False
+    # on a CPU in fp32, decoding steps read the decoders' weights packed as fp16 and multiply
+    # in fp32 (models/packed.py): for a saved model, whose weights are fp16 numbers, the same
+    # products up to the order of their sums, with half the memory traffic
+    packed_fp16: bool = True
     # decode over the `shortlist` most frequent words plus the input's words (0: the whole
     # vocabulary): cheaper output layers, normalised over fewer words (inference/shortlist.py)
     shortlist: int = 0
@@ -798,6 +802,7 @@ class Summarizer:
         the stars each summary should convey (the opinion of an opinion model, the steering
         of decode.opinion_weight; None: unknown)."""
         targets = targets or [None] * len(sources)
+        self.model.pack(self.config.packed_fp16 and self.device.type == "cpu" and not self._bf16())
         content, ends, _ = self._word_classes()
         if self.config.shortlist:  # a tensor: shortlist positions are looked up, not listed
             content = self._content_tensor()

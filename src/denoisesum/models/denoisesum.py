@@ -58,11 +58,13 @@ from denoisesum.config import Range, at_least
 from denoisesum.data.batch import BOTH, DOCUMENT, N_OPINIONS, SEGMENT, SummaryBatch, of_kind
 from denoisesum.data.vocab import PAD_ID
 from denoisesum.errors import ConfigError
+from denoisesum.models import packed
 from denoisesum.models.bilm import add_boundaries, length_mask, reverse_within_length
 
 EPS = 1e-10  # added to probabilities before the log (see the module docstring)
-# some rows of a decoder's output layer, e.g. a vocabulary shortlist: (weight [V', D], bias [V'])
-OutRows = tuple[torch.Tensor, torch.Tensor]
+# some rows of a decoder's output layer, e.g. a vocabulary shortlist: (weight [V', D], bias [V']),
+# or those rows packed (models/packed.py)
+OutRows = tuple[torch.Tensor, torch.Tensor] | packed.PackedLinear
 
 
 @dataclass
@@ -365,13 +367,17 @@ class Decoder(nn.Module):
         # training phase with coverage starts from exactly the model of the first
         self.coverage = nn.Parameter(torch.zeros(())) if c.coverage else None
         self.drop = nn.Dropout(c.dropout)
+        # fp16-packed copies of the weights one decoding step reads (pack: inference on a CPU)
+        self.packed: dict[str, packed.PackedLinear | None] = {}
+        self._packed_versions: tuple[int, ...] = ()
 
     def forward(
         self, emb: torch.Tensor, st: BranchState, out_rows: OutRows | None = None
     ) -> tuple[DecoderOut, BranchState]:
         """emb [B, S, E] embeddings of w_{t-1} -> per-step outputs and the state after S steps.
         out_rows: rows of the output layer to score instead of the whole vocabulary (V' words)."""
-        states, h, c = self._lstm(emb, st)  # [B, S, D], [B, D], [B, D]
+        fast = self._fast(emb)  # read the packed weights (pack)
+        states, h, c = self._lstm(emb, st, fast)  # [B, S, D], [B, D], [B, D]
         b, s, d = states.shape
         a, _, m = st.keys.shape  # A pairs, B = A x beams rows
         # a pair's rows (its beams) attend to its source in one matrix product: [A, beams*S, M]
@@ -387,17 +393,70 @@ class Decoder(nn.Module):
         # [A, beams*S, M] x [A, M, D(+1)] reads half of what the [.., H] token states would
         mixed = torch.bmm(attn, st.values).view(b, s, -1)  # [B, S, D(+1)]
         attn = attn.view(b, s, m)
-        w_s, bias = self._state_weights()
-        mixed = mixed + F.linear(states, w_s, bias)  # [B, S, D(+1)]
+        mixed = mixed + self._from_state(states, fast)  # [B, S, D(+1)]
         hidden = self.drop(torch.tanh(mixed[..., :d]))  # [B, S, D]
         # [B, S, V], or [B, S, V'] over the given rows
-        logits = self.out(hidden) if out_rows is None else F.linear(hidden, *out_rows)
+        logits = self._logits(hidden, out_rows, fast)
         p_gen = None
         if self.copy_gate is not None:
             e = emb.shape[-1]
             p_gen = torch.sigmoid(mixed[..., d] + F.linear(emb, self.copy_gate.weight[0, -e:]))
         new = replace(st, h=h, c=c, coverage=coverage)
         return DecoderOut(states, logits, attn, p_gen, coverage_loss), new
+
+    def pack(self, on: bool = True) -> None:
+        """Decode with fp16-packed copies of the LSTM's, the state's and the output layer's
+        weights (models/packed.py: the same products, half the memory traffic), outside
+        autograd on a CPU, where every one is fp16-exact; off: the fp32 weights. Packed again
+        when a weight has changed since."""
+        if not on or self._fresh():
+            self.packed = self.packed if on else {}
+            return
+        lstm = self.lstm
+        w_s, bias = self._state_weights()
+        ready = {
+            "ih": packed.pack(lstm.weight_ih_l0, lstm.bias_ih_l0),
+            "hh": packed.pack(lstm.weight_hh_l0, lstm.bias_hh_l0),
+            "state": packed.pack(w_s, bias),
+        }
+        self.packed = ready if all(ready.values()) else {}
+        self._packed_versions = self._versions()
+
+    def _versions(self) -> tuple[int, ...]:
+        return tuple(p._version for p in self.parameters())
+
+    def _fresh(self) -> bool:
+        """Packed, and no weight changed in place since (e.g. a training step)."""
+        return bool(self.packed) and self._versions() == self._packed_versions
+
+    def _fast(self, x: torch.Tensor) -> bool:
+        """Whether this call reads the packed weights: packed and fresh (else unpacked), outside
+        autograd and autocast."""
+        if not self.packed or torch.is_grad_enabled() or _autocast_on(x.device.type):
+            return False
+        if not self._fresh():
+            self.packed = {}
+        return bool(self.packed)
+
+    def _from_state(self, states: torch.Tensor, fast: bool) -> torch.Tensor:
+        """combine's (and copy_gate's) part that reads s_t, biases included: [B, S, D(+1)]."""
+        if fast:
+            return self.packed["state"](states)
+        w_s, bias = self._state_weights()
+        return F.linear(states, w_s, bias)
+
+    def _logits(self, hidden: torch.Tensor, out_rows: OutRows | None, fast: bool) -> torch.Tensor:
+        """The output layer over hidden [B, S, D]: every word's logit, or the given rows'."""
+        if isinstance(out_rows, packed.PackedLinear):
+            return out_rows(hidden)
+        if out_rows is not None:
+            return F.linear(hidden, *out_rows)
+        if fast:
+            if "out" not in self.packed:  # made at first use: a shortlist never needs it
+                self.packed["out"] = packed.pack(self.out.weight, self.out.bias)
+            if self.packed["out"] is not None:  # (None: not fp16-exact)
+                return self.packed["out"](hidden)
+        return self.out(hidden)
 
     def source(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The token states memory [A, M, H] as attention keys [A, D, M] and values
@@ -422,14 +481,18 @@ class Decoder(nn.Module):
         return torch.cat([w, self.copy_gate.weight[:, columns]])
 
     def _lstm(
-        self, emb: torch.Tensor, st: BranchState
+        self, emb: torch.Tensor, st: BranchState, fast: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The LSTM over emb [B, S, E] from (st.h, st.c): states [B, S, D] and the last h, c.
         One step at inference (beam search) goes through torch's fused LSTM cell: the module's
         oneDNN path costs about 3x as much for one step of 40 rows on a CPU (1.9 ms against
         0.63 ms, benchmarks/decoding_speed.py's machine). The same function, its float sums in
-        another order (1e-6); under autocast the module, which autocast knows."""
+        another order (1e-6), or with fast its packed weights (pack); under autocast the module,
+        which autocast knows."""
         one_step = emb.shape[1] == 1 and not torch.is_grad_enabled()
+        if one_step and fast:
+            h, c = packed.lstm_cell(emb[:, 0], st.h, st.c, self.packed["ih"], self.packed["hh"])
+            return h.unsqueeze(1), h, c
         if one_step and not _autocast_on(emb.device.type):
             h, c = torch.lstm_cell(emb[:, 0], (st.h, st.c), *self.lstm._flat_weights)
             return h.unsqueeze(1), h, c
@@ -528,6 +591,14 @@ class DenoiseSum(nn.Module):
 
     def branches(self) -> dict[str, Branch]:
         return {name: b for name, b in (("seg", self.seg), ("doc", self.doc)) if b is not None}
+
+    def pack(self, on: bool = True) -> bool:
+        """The decoders' step weights packed as fp16 for CPU inference (Decoder.pack), or
+        not; True when they are."""
+        decoders = [b.decoder for b in self.branches().values()]
+        for d in decoders:
+            d.pack(on)
+        return all(bool(d.packed) for d in decoders)
 
     # ---- encoder ----------------------------------------------------------------------------
 
