@@ -110,3 +110,19 @@ def test_a_model_with_weights_fp16_would_change_decodes_in_fp32(tmp_path):
     s = Summarizer.from_pretrained(save_tiny_summarizer(tmp_path / "tiny", SETTINGS))
     assert s.summarize_batch(review_sets()[:2])[0]
     assert not s.model.seg.decoder.packed and not s.model.pack()
+
+
+def test_shortlist_rows_share_one_packed_head(summarizer):
+    """A shortlist's leading words (specials, most frequent) are packed once for every batch."""
+    decoder = summarizer.model.doc.decoder
+    assert summarizer.model.pack()
+    hidden = torch.randn(3, 1, decoder.out.in_features)
+    v = decoder.out.out_features
+    heads = []
+    for rows in (torch.tensor([*range(10), 14, v - 1]), torch.tensor([*range(10), 12])):
+        out = decoder.out_rows(rows)(hidden)
+        torch.testing.assert_close(out, decoder.out(hidden)[..., rows], rtol=1e-6, atol=1e-5)
+        heads.append(decoder.packed["out:head"])
+    assert heads[0] is heads[1]  # the second batch packed only its word 12
+    decoder.out_rows(torch.arange(6))  # a shorter run: the head becomes it
+    assert decoder.packed["out:head"].out_features == 6

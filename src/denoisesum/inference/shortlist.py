@@ -29,7 +29,6 @@ import torch
 
 from denoisesum.data.batch import SummaryBatch
 from denoisesum.data.vocab import SPECIALS
-from denoisesum.models import packed
 from denoisesum.models.denoisesum import Branch, DecodeState, DenoiseSum, OutRows
 
 
@@ -57,12 +56,9 @@ class ShortlistModel:
         self.seg_rows, self.doc_rows = self._out_rows(model.seg), self._out_rows(model.doc)
 
     def _out_rows(self, branch: Branch | None) -> OutRows | None:
-        """The shortlist's rows of a decoder's output layer: (weight [V', D], bias [V']),
-        packed as fp16 where the decoder's other weights are (DenoiseSum.pack)."""
-        if branch is None:
-            return None
-        rows = branch.decoder.out.weight[self.rows], branch.decoder.out.bias[self.rows]
-        return (branch.decoder.packed and packed.pack(*rows)) or rows
+        """The shortlist's rows of a decoder's output layer: (weight [V', D], bias [V']), or
+        packed as fp16 where the decoder's other weights are (Decoder.out_rows)."""
+        return None if branch is None else branch.decoder.out_rows(self.rows)
 
     def encode(self, batch: SummaryBatch) -> DecodeState:
         if bool((self.position[batch.reviews] < 0).any()):

@@ -64,7 +64,7 @@ from denoisesum.models.bilm import add_boundaries, length_mask, reverse_within_l
 EPS = 1e-10  # added to probabilities before the log (see the module docstring)
 # some rows of a decoder's output layer, e.g. a vocabulary shortlist: (weight [V', D], bias [V']),
 # or those rows packed (models/packed.py)
-OutRows = tuple[torch.Tensor, torch.Tensor] | packed.PackedLinear
+OutRows = tuple[torch.Tensor, torch.Tensor] | packed.PackedLinear | packed.PackedBlocks
 
 
 @dataclass
@@ -447,16 +447,38 @@ class Decoder(nn.Module):
 
     def _logits(self, hidden: torch.Tensor, out_rows: OutRows | None, fast: bool) -> torch.Tensor:
         """The output layer over hidden [B, S, D]: every word's logit, or the given rows'."""
-        if isinstance(out_rows, packed.PackedLinear):
-            return out_rows(hidden)
-        if out_rows is not None:
+        if isinstance(out_rows, tuple):
             return F.linear(hidden, *out_rows)
+        if out_rows is not None:  # packed
+            return out_rows(hidden)
         if fast:
             if "out" not in self.packed:  # made at first use: a shortlist never needs it
                 self.packed["out"] = packed.pack(self.out.weight, self.out.bias)
             if self.packed["out"] is not None:  # (None: not fp16-exact)
                 return self.packed["out"](hidden)
         return self.out(hidden)
+
+    def out_rows(self, rows: torch.Tensor) -> OutRows:
+        """The output layer's rows `rows` [V'] (vocabulary ids): (weight, bias), or packed where
+        this decoder is (pack). Their leading run 0..n-1 (a shortlist's specials and most
+        frequent words, in every batch) is packed once and kept: the shortest run seen so far
+        (a block of rows gives the same numbers packed alone or with others)."""
+        weight, bias = self.out.weight, self.out.bias
+        n = int((rows == torch.arange(len(rows), device=rows.device)).cumprod(0).sum())
+        if not self.packed or not n:
+            return weight[rows], bias[rows]
+        head = self.packed.get("out:head")
+        if head is None or head.out_features > n:
+            head = self.packed["out:head"] = packed.pack(weight[:n], bias[:n])
+        if head is None:  # not fp16-exact
+            return weight[rows], bias[rows]
+        rest = rows[head.out_features :]
+        if not len(rest):
+            return head
+        tail = packed.pack(weight[rest], bias[rest])
+        if tail is None:
+            return weight[rows], bias[rows]
+        return packed.PackedBlocks([head, tail])
 
     def source(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The token states memory [A, M, H] as attention keys [A, D, M] and values

@@ -54,6 +54,16 @@ class PackedLinear:
         return out.view(*x.shape[:-1], self.out_features)
 
 
+class PackedBlocks:
+    """Blocks of rows of one linear map, each packed: x -> their outputs side by side."""
+
+    def __init__(self, blocks: list[PackedLinear]) -> None:
+        self.blocks = blocks
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([block(x) for block in self.blocks], -1)
+
+
 def pack(weight: torch.Tensor, bias: torch.Tensor | None = None) -> PackedLinear | None:
     """weight [O, I] and bias [O] packed, or None where that would change them or cannot run
     (a GPU tensor, a weight that is not fp16-exact, no fbgemm)."""
