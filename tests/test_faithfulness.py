@@ -11,12 +11,11 @@ import torch
 from typer.testing import CliRunner
 
 from conftest import save_tiny_summarizer, synthetic_reviews, write_jsonl
-from denoisesum.cli import app
-from denoisesum.config import check
+from denoisesum.cli import _summarize_settings, app
 from denoisesum.data.batch import inference_batch
 from denoisesum.data.corpus import Review
 from denoisesum.data.tokenizer import detokenize
-from denoisesum.errors import ConfigError, DenoiseSumError, InputError
+from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.evaluation.opinion import build_opinion_set, is_misleading, opinion_report
 from denoisesum.evaluation.style import unsupported_words
 from denoisesum.inference.beam import (
@@ -208,7 +207,7 @@ def test_reviews_of_both_minds_get_no_sweeping_verdict(rating):
 def test_mixed_band_takes_the_verdicts_of_reviews_of_both_minds(summarizer, monkeypatch):
     seen = []
 
-    def cut(tokens, sides, verdicts=True):
+    def cut(tokens, sides, verdicts=True, keeps=0):
         seen.append(verdicts)
         return tokens, False
 
@@ -381,10 +380,10 @@ def decode_calls(summarizer, monkeypatch) -> list[tuple]:
     """Each _decode call of the summarizer: (entities, targets, verdicts, min and max length)."""
     calls, decode = [], summarizer._decode
 
-    def spy(encoded, batch_size, targets=None, verdicts=True):
+    def spy(encoded, batch_size, targets=None, verdicts=True, side=False):
         d = summarizer.config.decode
         calls.append((len(encoded), targets, verdicts, d.min_length, d.max_length))
-        return decode(encoded, batch_size, targets, verdicts)
+        return decode(encoded, batch_size, targets, verdicts, side)
 
     monkeypatch.setattr(summarizer, "_decode", spy)
     return calls
@@ -463,14 +462,62 @@ def test_side_shares_give_the_larger_side_two_thirds_of_the_words(summarizer, de
     ]
 
 
-def test_side_shares_need_mixed_sides():
-    with pytest.raises(ConfigError, match="mixed_sides"):
-        check(DecodeConfig(mixed_band=0.5, side_shares=True), "decode")
+def test_side_polarity_keeps_each_side_to_its_side(summarizer, monkeypatch):
+    """The praise side's candidates lose their complaints, the complaints' their praise; a
+    summary told whole is cut as before."""
+    keeps, cut = [], summarizer._cut
+
+    def spy(tokens, sides, verdicts=True, keeps_side=0):
+        keeps.append(keeps_side)
+        return cut(tokens, sides, verdicts, keeps_side)
+
+    monkeypatch.setattr(summarizer, "_cut", spy)
+    old = summarizer.config.decode
+    summarizer.config.decode = replace(
+        old, avoid_contradiction=True, mixed_band=0.5, mixed_sides=True, side_polarity=True
+    )
+    try:
+        summarizer.summarize(mixed_set(), ratings=[5.0, 4.0, 5.0, 1.0, 2.0, 1.0])
+        assert set(keeps) == {1, -1}
+        keeps.clear()
+        summarizer.summarize(mixed_set(), ratings=[5.0, 4.0, 5.0, 4.0, 5.0, 4.0])
+        assert set(keeps) == {0}
+    finally:
+        summarizer.config.decode = old
 
 
-def test_mixed_sides_needs_the_band():
-    with pytest.raises(ConfigError, match="mixed_band"):
-        check(DecodeConfig(mixed_sides=True), "decode")
+def test_a_side_loses_the_sentences_of_the_other_side(summarizer):
+    praise = "the food is great . the staff was rude and slow .".split()
+    assert summarizer._cut(praise, {}, False, 1) == ("the food is great .".split(), True)
+    assert summarizer._cut(praise, {}, False, -1) == ("the staff was rude and slow .".split(), True)
+    assert summarizer._cut(praise, {}, False) == (praise, False)  # not a side: as before
+    # where every sentence is of the other side, the first stays
+    assert summarizer._cut("the staff was rude .".split(), {}, False, 1)[0] == (
+        "the staff was rude .".split()
+    )
+
+
+def test_turning_the_sides_off_turns_off_what_works_on_them(summarizer, tmp_path):
+    """mixed_sides=False (or mixed_band=0) per call or by --set: one summary, whatever
+    side_shares and side_polarity say, which only work on sides."""
+    old = summarizer.config.decode
+    summarizer.config.decode = replace(
+        old,
+        avoid_contradiction=True,
+        mixed_band=0.5,
+        mixed_sides=True,
+        side_shares=True,
+        side_polarity=True,
+    )
+    stars = [5.0, 4.0, 5.0, 1.0, 2.0, 1.0]
+    try:
+        assert summarizer.summarize(mixed_set(), ratings=stars).startswith("Some reviewers")
+        for off in ({"mixed_sides": False}, {"mixed_band": 0.0}):
+            assert not summarizer.summarize(mixed_set(), ratings=stars, **off).startswith("Some")
+        config = _summarize_settings(summarizer.config, ["decode.mixed_sides=false"], {})
+        assert not config.decode.mixed_sides and config.decode.side_shares
+    finally:
+        summarizer.config.decode = old
 
 
 def test_two_sides_of_a_summary_do_not_contradict_each_other(rating):

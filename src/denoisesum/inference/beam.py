@@ -126,6 +126,10 @@ class DecodeConfig:
     # reviewers praise it: ... One reviewer complains: ...", text.SIDE_COUNTED): halves read
     # as a place divided down the middle where one review of eight complains
     side_shares: bool = False
+    # with mixed_sides and avoid_contradiction: each side keeps only sentences that take its
+    # side: the praise loses a sentence with a complaint in it ("it's a little pricey for the
+    # price"), the complaints one with praise (the rating model's polarity of each clause)
+    side_polarity: bool = False
     # which clauses against the reviews count there: "all" (on any aspect: "a little pricey"
     # where reviewers call the prices fair), "overall" (a verdict on the place the reviews
     # contradict: "you will not be disappointed" of a one-star business), "below-positive"
@@ -165,16 +169,6 @@ class DecodeConfig:
                 "against_reviews",
                 self.against_reviews in AGAINST_SCOPES,
                 f"must be one of {', '.join(AGAINST_SCOPES)}",
-            ),
-            (
-                "mixed_sides",
-                self.mixed_band or not self.mixed_sides,
-                "needs mixed_band above 0 (the stars of the reviews it splits)",
-            ),
-            (
-                "side_shares",
-                self.mixed_sides or not self.side_shares,
-                "needs mixed_sides = true (the sides it shares the words between)",
             ),
             (
                 "subsets",

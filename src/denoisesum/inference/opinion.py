@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from denoisesum.data.tokenizer import Tokenizer
-from denoisesum.models.rating import RatingModel, polarity
+from denoisesum.models.rating import RatingModel, polarity_sign
 from denoisesum.text import SIDE_OPENING
 
 NEGATIVE_CLAUSE, POSITIVE_CLAUSE = 2.25, 3.75
@@ -280,7 +280,7 @@ def overall_side(
         if given and len(given) == len(reviews)
         else float(np.mean(model.stars(reviews)))
     )
-    return {"negative": -1, "mixed": 0, "positive": 1}[polarity(overall)]
+    return polarity_sign(overall)
 
 
 def against_reviews(parts: Sequence[Clause], sides: dict[str, int]) -> list[int]:

@@ -61,7 +61,13 @@ from denoisesum.inference.beam import (
     banned_words,
     beam_search,
 )
-from denoisesum.inference.opinion import check_clauses, clauses, clauses_to_cut, scoped_sides
+from denoisesum.inference.opinion import (
+    OpinionCheck,
+    check_clauses,
+    clauses,
+    clauses_to_cut,
+    scoped_sides,
+)
 from denoisesum.inference.rerank import choose, review_subsets
 from denoisesum.inference.selection import SELECT_MODES, select_reviews
 from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
@@ -69,7 +75,13 @@ from denoisesum.inference.support import Explanation, SupportConfig
 from denoisesum.inference.support import explain as explain_support
 from denoisesum.models.denoisesum import DenoiseSum
 from denoisesum.models.precision import resolve_device, use_bf16
-from denoisesum.models.rating import POSITIVE, RatingModel, find_rating_model, polarity
+from denoisesum.models.rating import (
+    POSITIVE,
+    RatingModel,
+    find_rating_model,
+    polarity,
+    polarity_sign,
+)
 from denoisesum.models.store import CONFIG, load_denoisesum, parse_section
 from denoisesum.text import SIDE_COUNTED, SIDE_OPENINGS, is_content_word
 
@@ -529,7 +541,7 @@ class Summarizer:
             with self.options(min_length=low, max_length=high):
                 # no verdict on the whole place in either side: the other side denies it
                 summaries = self._decode(
-                    [reviews[i] for i in todo], batch_size, [sides[i][2] for i in todo], False
+                    [reviews[i] for i in todo], batch_size, [sides[i][2] for i in todo], False, True
                 )
             for i, tokens in zip(todo, summaries, strict=True):
                 side_tokens[i] = tokens
@@ -567,7 +579,8 @@ class Summarizer:
         kind, its positions among `reviews` and its mean stars, the side of more reviews first
         (on a tie, the one nearer the target); else None."""
         cfg = self.config.decode
-        if not cfg.mixed_sides or target is None or abs(target - 3) > cfg.mixed_band:
+        off = not (cfg.mixed_sides and cfg.mixed_band)  # mixed_band 0: no reviews of both minds
+        if off or target is None or abs(target - 3) > cfg.mixed_band:
             return None
         read = self._given_or_read(reviews, stars)
         praise = [j for j, s in enumerate(read) if s >= PRAISE_STARS]
@@ -688,12 +701,13 @@ class Summarizer:
         batch_size: int,
         targets: list[float | None] | None = None,
         verdicts: bool = True,
+        side: bool = False,
     ) -> list[list[str]]:
         """Per entity, the best hypothesis; with decode.rerank, the candidate (n-best and
         review-subset hypotheses) closest to its reviews (inference/rerank.py); with
         decode.avoid_contradiction, the best that neither contradicts itself nor the reviews
         (_consistent). targets: per entity, the stars the summary should convey (None:
-        unknown); verdicts: as in _consistent."""
+        unknown); verdicts, side: as in _consistent."""
         cfg = self.config.decode
         targets = targets or [None] * len(encoded)
         sources, owner = list(encoded), list(range(len(encoded)))
@@ -713,7 +727,7 @@ class Summarizer:
             if not cands:
                 out.append([])
             elif cfg.avoid_contradiction and self.rating is not None:
-                out.append(self._consistent(cands, best, reviews, target, verdicts))
+                out.append(self._consistent(cands, best, reviews, target, verdicts, side))
             elif cfg.end_at_sentence:  # a summary stopped at max_length mid-sentence
                 out.append(_end_at_sentence(self.vocab.decode(cands[best])))
             else:
@@ -727,6 +741,7 @@ class Summarizer:
         reviews: list[list[int]],
         target: float | None,
         verdicts: bool = True,
+        side: bool = False,
     ) -> list[str]:
         """The first candidate (best first) with no self-contradiction, no clause against the
         reviews and none at odds with itself, else the first with the sentences of such clauses
@@ -735,7 +750,9 @@ class Summarizer:
         among them those whose opinion (the rating model's polarity) is the target's. With
         decode.mixed_band, a target within it of 3 stars (reviews of both minds) makes a sweeping
         verdict on the place (opinion.sweeping) a clause to cut as well, as `verdicts` False
-        does whatever the target."""
+        does whatever the target. side: the candidates are one side of a two-sided summary
+        (_decode_sides), whose clauses of the other polarity than the target's are cut too with
+        decode.side_polarity."""
         texts = [" ".join(self.vocab.decode(r)) for r in reviews]
         stars = [target] * len(texts) if target is not None else None
         scope = self.config.decode.against_reviews
@@ -745,7 +762,11 @@ class Summarizer:
         band = self.config.decode.mixed_band
         verdicts = verdicts and not (band and target is not None and abs(target - 3) <= band)
         order = [best] + [i for i in range(len(cands)) if i != best]
-        kept = (self._cut(self.vocab.decode(cands[i]), sides, verdicts) for i in order)  # lazily
+        # a side of a two-sided summary keeps to its side (decode.side_polarity)
+        keeps = 0
+        if side and target is not None and self.config.decode.side_polarity:
+            keeps = polarity_sign(target)
+        kept = (self._cut(self.vocab.decode(cands[i]), sides, verdicts, keeps) for i in order)
         if not (self.config.decode.follow_opinion and target is not None):
             best_kept, best_offends = next(kept)
             if not best_offends:
@@ -759,20 +780,26 @@ class Summarizer:
         return every[ranked[0]][0]
 
     def _cut(
-        self, tokens: list[str], sides: dict[str, int], verdicts: bool = True
+        self, tokens: list[str], sides: dict[str, int], verdicts: bool = True, keeps: int = 0
     ) -> tuple[list[str], bool]:
         """(the tokens without the sentences of clauses to cut, ending at a sentence end;
         whether the candidate held any such clause, whatever could be cut). verdicts: as in
-        opinion.clauses_to_cut."""
+        opinion.clauses_to_cut; keeps: the side the text tells (+1 praise, -1 complaints), whose
+        clauses of the other polarity are cut too (0: none)."""
         tokens = _end_at_sentence(tokens)  # a tail cut off by max_length is never shown
         parts = clauses(" ".join(tokens), self.rating)
+        other_side = {i for i, c in enumerate(parts) if keeps and c.polarity == -keeps}
+
+        def to_cut(check: OpinionCheck) -> list[int]:
+            return sorted(set(clauses_to_cut(parts, check, sides, verdicts)) | other_side)
+
         check = check_clauses(parts, sides)
-        offending = clauses_to_cut(parts, check, sides, verdicts)
+        offending = to_cut(check)
         sentences = _sentences(tokens)
         cut = {parts[i].sentence for i in offending}
         if len(cut) >= len(sentences):  # nothing would be left: not the clauses against reviews
             check = dataclasses.replace(check, against_reviews=[])
-            cut = {parts[i].sentence for i in clauses_to_cut(parts, check, sides, verdicts)}
+            cut = {parts[i].sentence for i in to_cut(check)}
         if len(cut) >= len(sentences):  # still nothing: the first sentence stays
             cut -= {0}
         kept = [t for s, x in enumerate(sentences) if s not in cut for t in x]

@@ -61,6 +61,11 @@ def polarity(stars: float) -> str:
     return "positive" if stars > POSITIVE else "mixed"
 
 
+def polarity_sign(stars: float) -> int:
+    """The polarity of a rating as a sign: -1 negative, 0 mixed, +1 positive."""
+    return {"negative": -1, "mixed": 0, "positive": 1}[polarity(stars)]
+
+
 @dataclass
 class RatingModel:
     features: list[str]  # [F] n-gram of each column

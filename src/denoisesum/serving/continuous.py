@@ -55,7 +55,7 @@ NOT_SHARED = (
     *("min_length", "max_length", "length_ratio"),
     *("rerank", "subsets", "rerank_ngrams", "opinion_tone", "opinion_reach"),
     *("avoid_contradiction", "follow_opinion", "against_reviews", "mixed_band", "mixed_sides"),
-    "side_shares",
+    *("side_shares", "side_polarity"),
 )
 MAX_GROWTH = 0.25
 
