@@ -97,6 +97,8 @@ def test_a_weight_changed_after_packing_is_read_as_it_is_now(summarizer):
     with torch.no_grad():
         before = step()
         model.doc.decoder.lstm.weight_hh_l0.mul_(2)  # still fp16 numbers
+        assert model.doc.decoder.packed  # stale now: a shortlist's rows are not read from it
+        assert isinstance(model.doc.decoder.out_rows(torch.arange(5)), tuple)
         after = step()
         assert not model.doc.decoder.packed  # dropped at that step, which read fp32
         model.pack(False)

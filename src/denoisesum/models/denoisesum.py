@@ -465,7 +465,7 @@ class Decoder(nn.Module):
         (a block of rows gives the same numbers packed alone or with others)."""
         weight, bias = self.out.weight, self.out.bias
         n = int((rows == torch.arange(len(rows), device=rows.device)).cumprod(0).sum())
-        if not self.packed or not n:
+        if not self._fresh() or not n:  # (never from packs of weights since changed)
             return weight[rows], bias[rows]
         head = self.packed.get("out:head")
         if head is None or head.out_features > n:
