@@ -176,13 +176,13 @@ def dump(args: argparse.Namespace) -> None:
     log: list[dict] = []
     every: list[tuple[list[str], bool]] = []  # this choice's candidates, as _cut returned them
 
-    def cutting(self, tokens, sides, verdicts=True):
-        every.append(cut(self, tokens, sides, verdicts))
+    def cutting(self, *args):
+        every.append(cut(self, *args))
         return every[-1]
 
-    def keeping(self, cands, best, reviews, target, verdicts=True):
+    def keeping(self, cands, best, reviews, target, *rest):
         every.clear()
-        chosen = shipped(self, cands, best, reviews, target, verdicts)
+        chosen = shipped(self, cands, best, reviews, target, *rest)
         if len(every) == len(cands) and target is not None:
             agree = self.rating.stars([" ".join(k) for k, _ in every])
             keys = [

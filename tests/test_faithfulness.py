@@ -377,13 +377,14 @@ def mixed_set() -> list[str]:
 
 @pytest.fixture
 def decode_calls(summarizer, monkeypatch) -> list[tuple]:
-    """Each _decode call of the summarizer: (entities, targets, verdicts, min and max length)."""
+    """Each _decode call of the summarizer: (entities, targets, verdicts (not a side), min and
+    max length)."""
     calls, decode = [], summarizer._decode
 
-    def spy(encoded, batch_size, targets=None, verdicts=True, side=False):
+    def spy(encoded, batch_size, targets=None, side=False):
         d = summarizer.config.decode
-        calls.append((len(encoded), targets, verdicts, d.min_length, d.max_length))
-        return decode(encoded, batch_size, targets, verdicts, side)
+        calls.append((len(encoded), targets, not side, d.min_length, d.max_length))
+        return decode(encoded, batch_size, targets, side)
 
     monkeypatch.setattr(summarizer, "_decode", spy)
     return calls

@@ -329,16 +329,20 @@ def clauses_to_cut(
     check: OpinionCheck,
     sides: dict[str, int],
     verdicts: bool = True,
+    keeps: int = 0,
 ) -> list[int]:
     """Clause indices whose removal leaves neither a contradiction, nor a clause against the
     reviews, nor one at odds with itself (at_odds), nor with verdicts=False a sweeping verdict
-    on the place. Of a contradicting pair goes the clause against the reviews' opinion of the
+    on the place, nor with keeps (+1 a text of praise, -1 of complaints) a clause of the other
+    polarity. Of a contradicting pair goes the clause against the reviews' opinion of the
     place; where they take no side, the verdict on the place (a mixed place keeps its details,
     not a sweeping "this is the best place" or "worst ever"); else the later clause."""
     side = sides.get(OVERALL, 0)
     cut = set(check.against_reviews) | {i for i, c in enumerate(parts) if at_odds(c)}
     if not verdicts:
         cut |= {i for i, c in enumerate(parts) if sweeping(c)}
+    if keeps:
+        cut |= {i for i, c in enumerate(parts) if c.polarity == -keeps}
     for i, j in check.contradictions:
         a, b = parts[i], parts[j]
         if side:  # the pair's polarities are opposite: one of them is against the reviews

@@ -61,13 +61,7 @@ from denoisesum.inference.beam import (
     banned_words,
     beam_search,
 )
-from denoisesum.inference.opinion import (
-    OpinionCheck,
-    check_clauses,
-    clauses,
-    clauses_to_cut,
-    scoped_sides,
-)
+from denoisesum.inference.opinion import check_clauses, clauses, clauses_to_cut, scoped_sides
 from denoisesum.inference.rerank import choose, review_subsets
 from denoisesum.inference.selection import SELECT_MODES, select_reviews
 from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
@@ -539,9 +533,8 @@ class Summarizer:
             todo = [i for i, (_, s) in enumerate(plans) if s == share]
             low, high = int(cfg.min_length * share), max(1, int(cfg.max_length * share))
             with self.options(min_length=low, max_length=high):
-                # no verdict on the whole place in either side: the other side denies it
                 summaries = self._decode(
-                    [reviews[i] for i in todo], batch_size, [sides[i][2] for i in todo], False, True
+                    [reviews[i] for i in todo], batch_size, [sides[i][2] for i in todo], side=True
                 )
             for i, tokens in zip(todo, summaries, strict=True):
                 side_tokens[i] = tokens
@@ -700,14 +693,13 @@ class Summarizer:
         encoded: list[list[list[int]]],
         batch_size: int,
         targets: list[float | None] | None = None,
-        verdicts: bool = True,
         side: bool = False,
     ) -> list[list[str]]:
         """Per entity, the best hypothesis; with decode.rerank, the candidate (n-best and
         review-subset hypotheses) closest to its reviews (inference/rerank.py); with
         decode.avoid_contradiction, the best that neither contradicts itself nor the reviews
         (_consistent). targets: per entity, the stars the summary should convey (None:
-        unknown); verdicts, side: as in _consistent."""
+        unknown); side: as in _consistent."""
         cfg = self.config.decode
         targets = targets or [None] * len(encoded)
         sources, owner = list(encoded), list(range(len(encoded)))
@@ -727,7 +719,7 @@ class Summarizer:
             if not cands:
                 out.append([])
             elif cfg.avoid_contradiction and self.rating is not None:
-                out.append(self._consistent(cands, best, reviews, target, verdicts, side))
+                out.append(self._consistent(cands, best, reviews, target, side))
             elif cfg.end_at_sentence:  # a summary stopped at max_length mid-sentence
                 out.append(_end_at_sentence(self.vocab.decode(cands[best])))
             else:
@@ -740,7 +732,6 @@ class Summarizer:
         best: int,
         reviews: list[list[int]],
         target: float | None,
-        verdicts: bool = True,
         side: bool = False,
     ) -> list[str]:
         """The first candidate (best first) with no self-contradiction, no clause against the
@@ -749,10 +740,10 @@ class Summarizer:
         else all but the first), ending at its last sentence end. With decode.follow_opinion, first
         among them those whose opinion (the rating model's polarity) is the target's. With
         decode.mixed_band, a target within it of 3 stars (reviews of both minds) makes a sweeping
-        verdict on the place (opinion.sweeping) a clause to cut as well, as `verdicts` False
-        does whatever the target. side: the candidates are one side of a two-sided summary
-        (_decode_sides), whose clauses of the other polarity than the target's are cut too with
-        decode.side_polarity."""
+        verdict on the place (opinion.sweeping) a clause to cut as well, as `side` does whatever
+        the target: the candidates are one side of a two-sided summary (_decode_sides), whose
+        other side denies any verdict; with decode.side_polarity its clauses of the other
+        polarity than the target's are cut too."""
         texts = [" ".join(self.vocab.decode(r)) for r in reviews]
         stars = [target] * len(texts) if target is not None else None
         scope = self.config.decode.against_reviews
@@ -760,7 +751,7 @@ class Summarizer:
             scope = "all" if target is not None and target <= POSITIVE else "overall"
         sides = scoped_sides(texts, self.rating, stars, scope)  # once for every candidate
         band = self.config.decode.mixed_band
-        verdicts = verdicts and not (band and target is not None and abs(target - 3) <= band)
+        verdicts = not side and not (band and target is not None and abs(target - 3) <= band)
         order = [best] + [i for i in range(len(cands)) if i != best]
         # a side of a two-sided summary keeps to its side (decode.side_polarity)
         keeps = 0
@@ -784,22 +775,16 @@ class Summarizer:
     ) -> tuple[list[str], bool]:
         """(the tokens without the sentences of clauses to cut, ending at a sentence end;
         whether the candidate held any such clause, whatever could be cut). verdicts: as in
-        opinion.clauses_to_cut; keeps: the side the text tells (+1 praise, -1 complaints), whose
-        clauses of the other polarity are cut too (0: none)."""
+        opinion.clauses_to_cut; keeps: as there, the side the text tells (0: none)."""
         tokens = _end_at_sentence(tokens)  # a tail cut off by max_length is never shown
         parts = clauses(" ".join(tokens), self.rating)
-        other_side = {i for i, c in enumerate(parts) if keeps and c.polarity == -keeps}
-
-        def to_cut(check: OpinionCheck) -> list[int]:
-            return sorted(set(clauses_to_cut(parts, check, sides, verdicts)) | other_side)
-
         check = check_clauses(parts, sides)
-        offending = to_cut(check)
+        offending = clauses_to_cut(parts, check, sides, verdicts, keeps)
         sentences = _sentences(tokens)
         cut = {parts[i].sentence for i in offending}
         if len(cut) >= len(sentences):  # nothing would be left: not the clauses against reviews
             check = dataclasses.replace(check, against_reviews=[])
-            cut = {parts[i].sentence for i in to_cut(check)}
+            cut = {parts[i].sentence for i in clauses_to_cut(parts, check, sides, verdicts, keeps)}
         if len(cut) >= len(sentences):  # still nothing: the first sentence stays
             cut -= {0}
         kept = [t for s, x in enumerate(sentences) if s not in cut for t in x]

@@ -409,8 +409,9 @@ class Decoder(nn.Module):
         weights (models/packed.py: the same products, half the memory traffic), outside
         autograd on a CPU, where every one is fp16-exact; off: the fp32 weights. Packed again
         when a weight has changed since."""
+        if not on:
+            self.packed = {}
         if not on or self._fresh():
-            self.packed = self.packed if on else {}
             return
         lstm = self.lstm
         w_s, bias = self._state_weights()
