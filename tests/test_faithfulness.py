@@ -16,7 +16,12 @@ from denoisesum.data.batch import inference_batch
 from denoisesum.data.corpus import Review
 from denoisesum.data.tokenizer import detokenize
 from denoisesum.errors import DenoiseSumError, InputError
-from denoisesum.evaluation.opinion import build_opinion_set, is_misleading, opinion_report
+from denoisesum.evaluation.opinion import (
+    build_opinion_set,
+    is_misleading,
+    opinion_report,
+    summary_stars,
+)
 from denoisesum.evaluation.style import unsupported_words
 from denoisesum.inference.beam import (
     DecodeConfig,
@@ -263,6 +268,21 @@ def test_opinion_set_is_stratified_and_the_report_counts(rating):
     assert report.strata["negative"].misleading == 1.0
     assert report.strata["positive"].agree == 1.0
     assert len(rows) == len(sets)
+
+
+def test_a_summary_is_read_by_sentence_and_by_side(rating):
+    praise = ["The food was great.", "The staff was friendly.", "The room was clean."]
+    complaint = "The service was slow."
+    # one-sided: the mean of its sentences, each read alone
+    one = " ".join(praise)
+    assert summary_stars(one, rating) == pytest.approx(float(np.mean(rating.stars(praise))))
+    # two-sided: each side's mean, then the sides' mean, however long each side is
+    two = f"Most reviewers praise it: {one} One reviewer complains: {complaint}"
+    sides = [float(np.mean(rating.stars(praise))), rating.star(complaint)]
+    assert summary_stars(two, rating) == pytest.approx(float(np.mean(sides)))
+    assert polarity(summary_stars(two, rating)) == "mixed"
+    assert polarity(rating.star(without_openings(two))) == "positive"  # read at once
+    assert summary_stars("", rating) == rating.star("")
 
 
 def test_length_bounds_follow_the_input():

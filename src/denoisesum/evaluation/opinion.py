@@ -10,7 +10,8 @@ every business great. These measures need review sets with stars across the whol
 `build_opinion_set` draws `size` reviews of each business and keeps those whose mean stars fall
 in a STRATA band (mostly negative ≤ 2.0, mixed 2.75-3.25, mostly positive ≥ 4.5), up to
 `per_stratum` businesses each. `opinion_report` reads each summary's stars with the rating
-model and compares its polarity with the reviews' (their mean stars, models.rating.polarity):
+model (summary_stars: sentence by sentence, each side of a two-sided summary apart) and compares
+its polarity with the reviews' (their mean stars, models.rating.polarity):
 per stratum the share of positive / mixed / negative summaries, the share that agrees, the
 share that misleads (the opposite polarity, or a reading 1.5 stars or more from the reviews'
 mean), and over all sets Pearson's r between summary and review stars; with it the share of
@@ -27,7 +28,9 @@ import numpy as np
 
 from denoisesum.data.corpus import Review
 from denoisesum.inference.opinion import check_opinion
+from denoisesum.inference.support import split_sentences
 from denoisesum.models.rating import POLARITIES, RatingModel, polarity
+from denoisesum.text import SIDE_OPENING
 
 STRATA: dict[str, tuple[float, float]] = {
     "negative": (0.0, 2.0),
@@ -123,10 +126,25 @@ def _stratum_report(rows: list[dict]) -> StratumReport:
     )
 
 
+def summary_stars(summary: str, model: RatingModel) -> float:
+    """The opinion a reader takes from a summary: the mean reading of its sentences, each
+    read alone; of a two-sided summary ("Some reviewers praise it: ... Others complain: ..."),
+    the mean of its sides' such readings. The rating model reads whole reviews, and read at
+    once a summary's strongest words outweigh the rest: against the judges' reading of 1,506
+    judged summaries this agrees with 82% (two-sided ones 88%), reading the whole text at once
+    with 76% (62%); docs/results/opinion-reading.md."""
+    means = []
+    for side in SIDE_OPENING.split(summary):
+        sentences = [side[a:b] for a, b in split_sentences(side) if side[a:b].strip()]
+        if sentences:
+            means.append(float(np.mean(model.stars(sentences))))
+    return float(np.mean(means)) if means else model.star(summary)
+
+
 def opinion_rows(summaries: Sequence[str], sets: Sequence[dict], model: RatingModel) -> list[dict]:
-    """Per set: its stratum, the review and summary stars, polarity, agreement, misleading,
-    self-contradiction and clauses against the reviews."""
-    stars = model.stars(summaries)
+    """Per set: its stratum, the review and summary stars (summary_stars), polarity, agreement,
+    misleading, self-contradiction and clauses against the reviews."""
+    stars = [summary_stars(s, model) for s in summaries]
     rows = []
     for summary, rs, s in zip(summaries, sets, stars, strict=True):
         ratings = rs.get("ratings") or []
