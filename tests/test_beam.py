@@ -58,7 +58,7 @@ class Markov:
 def banning(always: torch.Tensor) -> WordMasks:
     """Word masks that ban exactly `always` [V] and list no content words."""
     none = torch.zeros(V, dtype=torch.bool)
-    return WordMasks(always, none, none, none)
+    return WordMasks(always, none, none)
 
 
 def fake_batch(n: int = 1):
@@ -390,22 +390,6 @@ def test_input_words_only_bans_the_content_words_no_review_uses():
     cfg = DecodeConfig(min_length=0, no_repeat_ngram=0, input_words_only=True)
     found = beam_search(Markov(t[None]), bonus_batch([[B, A]]), cfg, words=words)[0]
     assert found[0].tokens == [D] and all(C not in h.tokens for h in found)
-
-
-def test_said_opinions_bans_only_the_opinion_words_no_review_uses():
-    # C (an opinion) and D (a content word, no opinion) are likelier than B, and no review
-    # says either: C is banned, D stays
-    t = table(
-        {BOS_ID: {C: 0.5, D: 0.3, B: 0.2}, B: {EOS_ID: 0.9}, C: {EOS_ID: 0.9}, D: {EOS_ID: 0.9}},
-        floor=1e-4,
-    )
-    words = WordLists((), [A, B, C, D], [DOT], opinion=[A, C])
-    cfg = DecodeConfig(min_length=0, no_repeat_ngram=0, said_opinions=True)
-    found = beam_search(Markov(t[None]), bonus_batch([[B, D]]), cfg, words=words)[0]
-    assert found[0].tokens == [D] and all(C not in h.tokens for h in found)
-    # a review that says C allows it again
-    found = beam_search(Markov(t[None]), bonus_batch([[B, C]]), cfg, words=words)[0]
-    assert found[0].tokens == [C]
 
 
 def test_unsaid_penalty_lowers_the_words_no_review_uses():

@@ -84,27 +84,6 @@ def test_searches_that_join_at_other_steps_get_what_each_gets_alone(summarizer):
         assert delivered(merged, entry) == alone(summarizer, reviews, max_words=10 - i)
 
 
-def test_searches_that_ban_the_opinions_no_review_gives_join_as_alone(tmp_path_factory):
-    # decode.said_opinions: each entity's own ban ("great", "rude", "cold" for OTHER, whose
-    # reviews never use them) moves with its columns when it joins and when the union grows
-    decode = dataclasses.replace(SETTINGS.decode, said_opinions=True)
-    settings = dataclasses.replace(SETTINGS, shortlist=8, decode=decode)
-    said = Summarizer.from_pretrained(
-        save_tiny_summarizer(tmp_path_factory.mktemp("models") / "said", settings)
-    )
-    entries = [fresh(said, s) for s in SETS]
-    merged = continuous.Merged(entries[0])
-    for entry, wait in zip(entries[1:], (1, 0, 2), strict=True):
-        steps(merged, wait)
-        assert merged.admit(entry)
-    search = merged.search
-    banned = search._unsaid(len(search.masks.always)) & search.masks.opinion  # [entities, V]
-    assert banned.any(1).tolist() == [True] * len(SETS)  # every set has opinions it never gives
-    steps(merged)
-    for reviews, entry in zip(SETS, entries, strict=True):
-        assert delivered(merged, entry) == alone(said, reviews)
-
-
 def test_the_union_drops_the_words_of_answered_requests_to_take_more(summarizer, monkeypatch):
     first, second = fresh(summarizer, SETS[0], max_words=4), fresh(summarizer, SETS[1])
     merged = continuous.Merged(first)

@@ -44,10 +44,7 @@ words, not repeating them). It is a score, not a constraint: a word the model fi
 stays unlikely. `input_words_only` is the hard form: a content word that none of the entity's
 reviews uses is never produced (against stock phrases that no review supports, "a little
 pricey for the price" about a business no review calls expensive); `unsaid_penalty` = u the soft
-one: such a word costs u more log-probability each time. `said_opinions` bans only the words of
-opinion (WordLists.opinion: "pricey", "rude", "slow", "friendly", ...) that no review uses: a
-summary then gives only opinions its reviewers put in those words, and keeps the rest of its
-wording free (docs/results/said-opinions.md).
+one: such a word costs u more log-probability each time.
 """
 
 from __future__ import annotations
@@ -88,7 +85,6 @@ class DecodeConfig:
     input_bonus: float = 0.0
     input_words_only: bool = False  # no content word that none of the entity's reviews uses
     unsaid_penalty: float = 0.0  # the soft form: subtracted from log p of such a word; 0: off
-    said_opinions: bool = False  # no word of opinion (WordLists.opinion) that no review uses
     # input-aware choice (inference/rerank.py): among the beam's finished hypotheses, plus those
     # decoded from `subsets` subsets of the reviews, keep the one closest to the input reviews
     rerank: bool = False
@@ -203,7 +199,6 @@ class WordLists:
     banned: Sequence[int] = ()  # never produced (e.g. first-person pronouns)
     content: Sequence[int] = ()  # for no_repeat_in_sentence, max_word_repeats, restate_overlap
     sentence_ends: Sequence[int] = ()  # a sentence ends after one of these (. ! ?)
-    opinion: Sequence[int] = ()  # words of opinion, for said_opinions (content words among them)
 
 
 @dataclass
@@ -213,7 +208,6 @@ class WordMasks:
     always: torch.Tensor  # banned at every step: specials but </s>, and WordLists.banned
     content: torch.Tensor
     ends: torch.Tensor
-    opinion: torch.Tensor
 
     @classmethod
     def build(cls, words: WordLists, vocab_size: int, device) -> WordMasks:
@@ -227,12 +221,11 @@ class WordMasks:
         always = mask(words.banned)
         always[: len(SPECIALS)] = True
         always[EOS_ID] = False
-        content = mask(words.content)
-        return cls(always, content, mask(words.sentence_ends), mask(words.opinion) & content)
+        return cls(always, mask(words.content), mask(words.sentence_ends))
 
 
 def _mask_fields(masks: WordMasks) -> tuple[torch.Tensor, ...]:
-    return masks.always, masks.content, masks.ends, masks.opinion
+    return masks.always, masks.content, masks.ends
 
 
 class DecodeStateLike(Protocol):
@@ -630,7 +623,7 @@ class _Search:
 
     def _reads_share(self) -> bool:
         c = self.config
-        return bool(c.input_bonus or c.input_words_only or c.unsaid_penalty or c.said_opinions)
+        return bool(c.input_bonus or c.input_words_only or c.unsaid_penalty)
 
     def _word_masks(self, vocab_size: int) -> WordMasks:
         if self.masks is None:
@@ -748,17 +741,14 @@ class _Search:
     def _input_terms(
         self, log_probs: torch.Tensor, ban: torch.Tensor, history: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The input-aware settings on one step's log p and ban mask [A*K, V]: input_words_only,
-        said_opinions and unsaid_penalty on the words no review uses, input_bonus on those the
-        reviews use."""
+        """The input-aware settings on one step's log p and ban mask [A*K, V]: input_words_only
+        and unsaid_penalty on the words no review uses, input_bonus on those the reviews use."""
         c, v = self.config, log_probs.shape[1]
-        if c.input_words_only or c.unsaid_penalty or c.said_opinions:
+        if c.input_words_only or c.unsaid_penalty:
             unsaid = self._unsaid(v)[self.entity].repeat_interleave(self.k, 0)  # [A*K, V]
             if c.input_words_only:
                 ban = ban | unsaid
-            elif c.said_opinions:
-                ban = ban | (unsaid & self._word_masks(v).opinion)
-            if c.unsaid_penalty:
+            else:
                 log_probs = log_probs - c.unsaid_penalty * unsaid
         if c.input_bonus:
             bonus = c.input_bonus * self._share(v)[self.entity].repeat_interleave(self.k, 0)

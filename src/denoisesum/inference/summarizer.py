@@ -61,13 +61,7 @@ from denoisesum.inference.beam import (
     banned_words,
     beam_search,
 )
-from denoisesum.inference.opinion import (
-    CUES,
-    check_clauses,
-    clauses,
-    clauses_to_cut,
-    scoped_sides,
-)
+from denoisesum.inference.opinion import check_clauses, clauses, clauses_to_cut, scoped_sides
 from denoisesum.inference.rerank import choose, review_subsets
 from denoisesum.inference.selection import SELECT_MODES, select_reviews
 from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
@@ -824,9 +818,7 @@ class Summarizer:
         content, ends, _ = self._word_classes()
         if self.config.shortlist:  # a tensor: shortlist positions are looked up, not listed
             content = self._content_tensor()
-        index = self.vocab.index
-        opinion = [index[w] for w in CUES if w in index]  # for decode.said_opinions
-        lists = WordLists(banned_words(self.config.decode, index), content, ends, opinion)
+        lists = WordLists(banned_words(self.config.decode, self.vocab.index), content, ends)
         out: list[list[list[int]]] = []
         for start in range(0, len(sources), batch_size):
             wanted = targets[start : start + batch_size]
@@ -838,7 +830,7 @@ class Summarizer:
                 words = WordLists(
                     *(
                         model.positions(x)
-                        for x in (lists.banned, lists.content, lists.sentence_ends, lists.opinion)
+                        for x in (lists.banned, lists.content, lists.sentence_ends)
                     )
                 )
                 ids, reviews = model.vocab_ids, model.position[batch.reviews]
