@@ -140,3 +140,14 @@ def of_kind(review_kind: torch.Tensor, kind: int) -> torch.Tensor:
     """review_kind [R] -> [R] bool: the reviews a branch of noise kind `kind` (SEGMENT or
     DOCUMENT) reads, those of its kind and those of kind BOTH."""
     return (review_kind == kind) | (review_kind == BOTH)
+
+
+def review_word_counts(
+    reviews: torch.Tensor, review_pair: torch.Tensor, n_pairs: int, vocab_size: int
+) -> torch.Tensor:
+    """[B, V] how many of pair b's reviews use word w (each review once, however often).
+    reviews [R, T] word ids, padding included (callers ignore PAD_ID's count); review_pair [R]."""
+    uses = torch.zeros(len(reviews), vocab_size, device=reviews.device)  # [R, V]
+    uses.scatter_(1, reviews, 1.0)
+    counts = torch.zeros(n_pairs, vocab_size, device=reviews.device)  # [B, V]
+    return counts.index_add_(0, review_pair, uses)

@@ -59,6 +59,7 @@ from typing import ClassVar, Protocol
 import torch
 
 from denoisesum.config import Range, at_least, between, check
+from denoisesum.data.batch import review_word_counts
 from denoisesum.data.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS
 from denoisesum.errors import ConfigError
 
@@ -305,10 +306,7 @@ def input_salience(
     """[E, V]: the share of entity e's reviews that use content word w (0 for other words).
     reviews [R, T] word ids in the decoder's output space, review_pair [R] their entity,
     content [V] bool."""
-    uses = torch.zeros(len(reviews), len(content), device=reviews.device)  # [R, V]
-    uses.scatter_(1, reviews, 1.0)
-    per_entity = torch.zeros(n_entities, len(content), device=reviews.device)  # [E, V]
-    per_entity.index_add_(0, review_pair, uses)
+    per_entity = review_word_counts(reviews, review_pair, n_entities, len(content))  # [E, V]
     counts = torch.bincount(review_pair, minlength=n_entities).clamp(min=1)  # [E]
     return per_entity / counts.unsqueeze(1) * content
 

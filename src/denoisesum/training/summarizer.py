@@ -58,6 +58,7 @@ from denoisesum.config import (
     check_choice,
     config_from_dict,
 )
+from denoisesum.data.batch import review_word_counts
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.vocab import EOS_ID, PAD_ID, Vocab
 from denoisesum.errors import ConfigError, DenoiseSumError, InputError
@@ -164,8 +165,8 @@ def supported_targets(batch) -> torch.Tensor:
     a word that some input review of its pair holds; padding positions are False."""
     target = add_boundaries(batch.summary, batch.summary_lengths)[:, 1:]  # [B, S]
     vocab = int(max(target.max(), batch.reviews.max())) + 1
-    held = torch.zeros(batch.n_pairs, vocab, dtype=torch.bool, device=target.device)  # [B, V]
-    held[batch.review_pair.unsqueeze(1).expand_as(batch.reviews), batch.reviews] = True
+    counts = review_word_counts(batch.reviews, batch.review_pair, batch.n_pairs, vocab)
+    held = counts > 0  # [B, V]
     held[:, PAD_ID] = False  # reviews' padding holds no word
     held[:, EOS_ID] = True
     return held.gather(1, target) & (target != PAD_ID)
