@@ -72,7 +72,9 @@ def test_fit_runs_every_stage_into_one_directory(fitted):
     weights, trained = (
         load_file(str(d / "model.safetensors")) for d in (model, model / "work" / "train")
     )
-    assert all(torch.equal(weights[k], trained[k]) for k in trained)
+    # stored as fp16 (decode.fp16_weights): the trained weights rounded
+    assert all(weights[k].dtype == torch.float16 for k in trained if trained[k].is_floating_point())
+    assert all(torch.equal(weights[k], trained[k].half()) for k in trained)
     # the LM had the summarizer's sizes: every LSTM was copied
     init = json.loads((model / "work" / "train" / "lm-init.json").read_text())
     assert init["skipped"] == [] and len(init["copied"]) == 4
@@ -109,7 +111,7 @@ def test_a_truncated_exported_model_is_made_again(fitted, tmp_path):
     )
     assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 6 + ["ran"]
     assert (model / "model.safetensors").read_bytes() == (
-        model / "work" / "train" / "model.safetensors"
+        fitted["model"] / "model.safetensors"
     ).read_bytes()
 
 
@@ -229,6 +231,20 @@ def test_a_changed_decoding_setting_remakes_the_last_stages_only(fitted, tmp_pat
     assert again.exit_code == 0 and "fit: 7 skipped" in again.output
     bad = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--set", "decode.shortlist=-1"))
     assert "'decode.shortlist': -1 must be at least 0" in str(bad.exception)
+
+
+def test_fp16_weights_false_exports_the_trained_weights_as_they_are(fitted, tmp_path):
+    model = tmp_path / "model"
+    shutil.copytree(fitted["model"], model)
+    result = CliRunner().invoke(
+        app, fit_args(fitted["corpus"], model, "--set", "decode.fp16_weights=false")
+    )
+    assert result.exit_code == 0, result.output
+    assert "parameters (fp32)" in result.output
+    assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 6 + ["ran"]
+    assert (model / "model.safetensors").read_bytes() == (
+        model / "work" / "train" / "model.safetensors"
+    ).read_bytes()
 
 
 def test_a_setting_added_since_a_stage_ran_is_no_change_at_its_default():

@@ -237,6 +237,13 @@ class Recipe:
         except ValueError:
             return str(path)
 
+    def _decode_settings(self) -> dict[str, Any]:
+        """The decode.* settings the decoding choice reads (how the weights are stored is the
+        export's alone: changing it exports again without choosing again)."""
+        settings = flatten(self.cfg.decode, "decode")
+        settings.pop("decode.fp16_weights")
+        return settings
+
     # ---- the stages -------------------------------------------------------------------------
 
     def stages(self) -> list[Stage]:
@@ -312,7 +319,7 @@ class Recipe:
             Stage(
                 "decode",
                 ledger.record_path(self.work, "decode"),
-                {**flatten(c.decode, "decode"), "dev": self.request.dev is not None},
+                {**self._decode_settings(), "dev": self.request.dev is not None},
                 lambda: self._digests("train", "synthesize", "dev"),
                 lambda: True,
                 self.choose_decoding,
@@ -325,12 +332,13 @@ class Recipe:
             Stage(
                 "export",
                 self.root,
-                {},
+                {"decode.fp16_weights": c.decode.fp16_weights},
                 lambda: self._digests("train", "decode"),
                 lambda: all((self.root / f).is_file() for f in (WEIGHTS, CONFIG, VOCAB)),
                 self.export,
                 "exporting the model",
                 remake=True,
+                settings_remake=True,
                 made=lambda: [self.root / f for f in (WEIGHTS, CONFIG, VOCAB)],
             )
         )
@@ -604,11 +612,12 @@ class Recipe:
         if self.base_dir is not None:
             config["fit"]["from"] = self.request.base
             adapt.export_rating(self.base_dir, self.root)
-        export_model_dir(source, self.root, config)
+        export_model_dir(source, self.root, config, fp16=self.cfg.decode.fp16_weights)
         model, vocab, _ = load_model(self.root)  # what `summarize --model` will load
         params = sum(p.numel() for p in model.parameters())
         return (
-            f"{params:,} parameters, vocabulary {len(vocab):,}, min_length "
+            f"{params:,} parameters ({'fp16' if self.cfg.decode.fp16_weights else 'fp32'}), "
+            f"vocabulary {len(vocab):,}, min_length "
             f"{decode['min_length']}: denoisesum summarize REVIEW_SETS --model {self.root}"
         ), {"parameters": params}
 
