@@ -76,7 +76,7 @@ class DecodeChoiceConfig:
     # which the dev searches above decode with too; None: the training's summarize.shortlist
     shortlist: int | None = None
     # the exported weights stored as fp16: half the size on disk, and on a CPU decoding reads
-    # them packed (models/packed.py), 1.14-1.17x the speed of the fp32 export; the rounding
+    # them packed (models/packed.py), 1.16x the speed of the fp32 export; the rounding
     # changed 7 of 183 summaries of an adapted model, its measures within chance
     # (docs/results/fit-fp16.md); false: fp32, the trained weights byte for byte
     fp16_weights: bool = True
