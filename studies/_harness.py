@@ -30,7 +30,7 @@ from denoisesum.evaluation.style import style_report
 from denoisesum.inference import summarizer as summarizer_module
 from denoisesum.inference.beam import DecodingModel
 from denoisesum.inference.summarizer import Summarizer
-from denoisesum.io import write_json
+from denoisesum.io import atomic_write, write_json
 
 Wrap = Callable[[DecodingModel], DecodingModel]
 
@@ -168,3 +168,11 @@ def paired_tests(rows: dict[str, dict]) -> None:
     for name, row in rows.items():
         if name != "base":
             row["vs_base"] = {m: paired_test(row["per_entity"][m], base[m]).to_dict() for m in base}
+
+
+def publish(text: str, markdown: Path | None) -> None:
+    """Print a study's tables and, given a --markdown path, write them there too."""
+    print(text)
+    if markdown:
+        with atomic_write(markdown) as handle:
+            handle.write(text)

@@ -31,9 +31,10 @@ import numpy as np
 
 from denoisesum.evaluation.opinion import summary_stars
 from denoisesum.inference.support import split_sentences
-from denoisesum.io import atomic_write, iter_jsonl
+from denoisesum.io import iter_jsonl
 from denoisesum.models.rating import POLARITIES, RatingModel, polarity
 from denoisesum.text import SIDE_OPENING, without_openings
+from studies._harness import publish
 
 
 def judged_summaries(directory: Path) -> list[dict]:
@@ -130,10 +131,7 @@ def main() -> None:
     for row in rows:
         row.update({name: fn(row["text"]) for name, fn in read.items()})
     text = report(rows, list(read))
-    print(text)
-    if args.markdown:
-        with atomic_write(args.markdown) as f:
-            f.write(text)
+    publish(text, args.markdown)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,9 @@ import argparse
 import statistics
 from pathlib import Path
 
-from denoisesum.io import atomic_write, iter_jsonl
+from denoisesum.io import iter_jsonl
 from denoisesum.text import is_content_word
+from studies._harness import publish
 
 
 def pair_counts(pair: dict) -> dict[str, int]:
@@ -88,10 +89,7 @@ def main() -> None:
     args = p.parse_args()
     result = shares([pair_counts(pair) for pair in read_pairs(args.pairs)])
     text = markdown(args.pairs, result)
-    print(text)
-    if args.markdown:
-        with atomic_write(args.markdown) as f:
-            f.write(text)
+    publish(text, args.markdown)
 
 
 if __name__ == "__main__":
