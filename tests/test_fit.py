@@ -2,6 +2,7 @@
 stage; a changed setting is refused; a run killed in the middle of training finishes, when run
 again, with the same model as an uninterrupted run."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -73,8 +74,9 @@ def test_fit_runs_every_stage_into_one_directory(fitted):
         load_file(str(d / "model.safetensors")) for d in (model, model / "work" / "train")
     )
     # stored as fp16 (decode.fp16_weights): the trained weights rounded
-    assert all(weights[k].dtype == torch.float16 for k in trained if trained[k].is_floating_point())
-    assert all(torch.equal(weights[k], trained[k].half()) for k in trained)
+    for k, v in trained.items():
+        assert torch.equal(weights[k], v.half() if v.is_floating_point() else v)
+        assert weights[k].dtype == (torch.float16 if v.is_floating_point() else v.dtype)
     # the LM had the summarizer's sizes: every LSTM was copied
     init = json.loads((model / "work" / "train" / "lm-init.json").read_text())
     assert init["skipped"] == [] and len(init["copied"]) == 4
@@ -244,6 +246,26 @@ def test_fp16_weights_false_exports_the_trained_weights_as_they_are(fitted, tmp_
     assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 6 + ["ran"]
     assert (model / "model.safetensors").read_bytes() == (
         model / "work" / "train" / "model.safetensors"
+    ).read_bytes()
+
+
+def test_an_fp32_export_made_before_fp16_weights_existed_is_made_again_in_fp16(fitted, tmp_path):
+    """Its record has no decode.fp16_weights: it wrote fp32, which the default no longer does."""
+    model = tmp_path / "model"
+    shutil.copytree(fitted["model"], model)
+    fp32 = (model / "work" / "train" / "model.safetensors").read_bytes()
+    (model / "model.safetensors").write_bytes(fp32)
+    path = model / "work" / "export.stage.json"
+    record = json.loads(path.read_text())
+    record["settings"] = {}
+    made = {"bytes": len(fp32), "sha256": hashlib.sha256(fp32).hexdigest()}
+    record["made"]["model.safetensors"] = made
+    path.write_text(json.dumps(record))
+    result = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
+    assert result.exit_code == 0, result.output
+    assert "export: decode.fp16_weights changed since it ran: making it again" in result.output
+    assert (model / "model.safetensors").read_bytes() == (
+        fitted["model"] / "model.safetensors"
     ).read_bytes()
 
 

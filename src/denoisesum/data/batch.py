@@ -145,7 +145,7 @@ def of_kind(review_kind: torch.Tensor, kind: int) -> torch.Tensor:
 def review_word_counts(
     reviews: torch.Tensor, review_pair: torch.Tensor, n_pairs: int, vocab_size: int
 ) -> torch.Tensor:
-    """[B, V] how many of pair b's reviews use word w (each review once, however often).
+    """[B, V] float: how many of pair b's reviews use word w (each review once, however often).
     reviews [R, T] word ids, padding included (callers ignore PAD_ID's count); review_pair [R]."""
     uses = torch.zeros(len(reviews), vocab_size, device=reviews.device)  # [R, V]
     uses.scatter_(1, reviews, 1.0)

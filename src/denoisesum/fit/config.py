@@ -6,7 +6,7 @@ dataclass that stage's own command reads (so any setting of `train-lm`, `synthes
     [synthesize]  SynthesisConfig      (denoisesum synthesize)
     [topics]      TopicsStageConfig    (denoisesum topics: kind, source and the LDA settings)
     [train]       SummarizerRunConfig  (denoisesum train: [train.model], [train.train], ...)
-    [decode]      DecodeChoiceConfig   (how the decoding min_length is chosen)
+    [decode]      DecodeChoiceConfig   (how the decoding is chosen; the exported weights' format)
     [evaluate]    HeldOutConfig        (the businesses held out and scored at the end)
     workers, budget_lm_share           (top level)
 
@@ -59,7 +59,8 @@ class TopicsStageConfig(LDAConfig):
 
 @dataclass
 class DecodeChoiceConfig:
-    """How the exported model's decoding is chosen. With a dev set: the min_length with the best
+    """How the exported model's decoding is chosen (and how its weights are stored:
+    fp16_weights). With a dev set: the min_length with the best
     mean of rouge-score R1/R2/RL F1 over `min_lengths` on its first `dev_entities` review sets
     (0: all); then, when `levers` are given, each is decoded with that min_length and compared
     with it (paired tests), and the best mean is kept (evaluation.decoded.choose_variant: never a

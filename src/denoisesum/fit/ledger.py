@@ -18,7 +18,8 @@ their last checkpoint, synthesis makes the missing shards, the short stages star
 *refused* when its settings or inputs differ from the record's: its output cannot be reused with
 other settings, and the error names the stage and the first setting that differs. The decoding
 choice (recipe.py's `settings_remake`), which nothing but the export reads, is made again instead,
-and the export after it. A trainer
+and the export after it; so is the export when its own setting (the weights' format) changed. A
+trainer
 whose *limits* changed since it finished is *continued* from its last checkpoint up to the new
 ones (recipe.py: a later session's time budget), not refused.
 """

@@ -72,7 +72,9 @@ Log = Callable[[str], None]
 LIMITS = ("train.max_steps", "train.max_minutes")
 # every setting's default: a setting added to the code since a stage was recorded is taken at
 # its default there (ledger.changed_settings), so an upgrade does not refuse finished stages
-DEFAULT_SETTINGS = flatten(FitConfig())
+# what a setting missing from a stage's record means: its default, which does what the stage did
+# before the setting existed; but for the export's weights, fp32 (decode.fp16_weights came later)
+DEFAULT_SETTINGS = {**flatten(FitConfig()), "decode.fp16_weights": False}
 
 
 @dataclass
@@ -110,7 +112,7 @@ class Stage:
     what: str  # shown when it starts
     remake: bool = False  # made whole from its inputs: made again when they changed
     # made again, not refused, when its settings changed too: only a stage that nothing but the
-    # export reads (the decoding choice; the export, which has no settings, follows its input)
+    # export reads (the decoding choice), and the export itself (decode.fp16_weights)
     settings_remake: bool = False
     limits: dict[str, Any] = field(default_factory=dict)  # flattened LIMITS (trainers only)
     # the files it makes, recorded by size and SHA-256: it is skipped only while they are intact
