@@ -73,7 +73,7 @@ def test_fit_runs_every_stage_into_one_directory(fitted):
     weights, trained = (
         load_file(str(d / "model.safetensors")) for d in (model, model / "work" / "train")
     )
-    # stored as fp16 (decode.fp16_weights): the trained weights rounded
+    # stored as fp16 (export.fp16_weights): the trained weights rounded
     for k, v in trained.items():
         assert torch.equal(weights[k], v.half() if v.is_floating_point() else v)
         assert weights[k].dtype == (torch.float16 if v.is_floating_point() else v.dtype)
@@ -239,7 +239,7 @@ def test_fp16_weights_false_exports_the_trained_weights_as_they_are(fitted, tmp_
     model = tmp_path / "model"
     shutil.copytree(fitted["model"], model)
     result = CliRunner().invoke(
-        app, fit_args(fitted["corpus"], model, "--set", "decode.fp16_weights=false")
+        app, fit_args(fitted["corpus"], model, "--set", "export.fp16_weights=false")
     )
     assert result.exit_code == 0, result.output
     assert "parameters (fp32)" in result.output
@@ -250,7 +250,7 @@ def test_fp16_weights_false_exports_the_trained_weights_as_they_are(fitted, tmp_
 
 
 def test_an_fp32_export_made_before_fp16_weights_existed_is_made_again_in_fp16(fitted, tmp_path):
-    """Its record has no decode.fp16_weights: it wrote fp32, which the default no longer does."""
+    """Its record has no export.fp16_weights: it wrote fp32, which the default no longer does."""
     model = tmp_path / "model"
     shutil.copytree(fitted["model"], model)
     fp32 = (model / "work" / "train" / "model.safetensors").read_bytes()
@@ -263,7 +263,7 @@ def test_an_fp32_export_made_before_fp16_weights_existed_is_made_again_in_fp16(f
     path.write_text(json.dumps(record))
     result = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
     assert result.exit_code == 0, result.output
-    assert "export: decode.fp16_weights changed since it ran: making it again" in result.output
+    assert "export: export.fp16_weights changed since it ran: making it again" in result.output
     assert (model / "model.safetensors").read_bytes() == (
         fitted["model"] / "model.safetensors"
     ).read_bytes()

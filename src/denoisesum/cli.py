@@ -1115,7 +1115,7 @@ def fit_command(
         Path | None,
         typer.Option(
             help="TOML file of settings, one table per stage: lm, synthesize, topics, train, "
-            "decode, evaluate."
+            "decode, export, evaluate."
         ),
     ] = None,
     overrides: Annotated[

@@ -6,7 +6,8 @@ dataclass that stage's own command reads (so any setting of `train-lm`, `synthes
     [synthesize]  SynthesisConfig      (denoisesum synthesize)
     [topics]      TopicsStageConfig    (denoisesum topics: kind, source and the LDA settings)
     [train]       SummarizerRunConfig  (denoisesum train: [train.model], [train.train], ...)
-    [decode]      DecodeChoiceConfig   (how the decoding is chosen; the exported weights' format)
+    [decode]      DecodeChoiceConfig   (how the decoding min_length is chosen)
+    [export]      ExportConfig         (how the exported weights are stored)
     [evaluate]    HeldOutConfig        (the businesses held out and scored at the end)
     workers, budget_lm_share           (top level)
 
@@ -59,8 +60,7 @@ class TopicsStageConfig(LDAConfig):
 
 @dataclass
 class DecodeChoiceConfig:
-    """How the exported model's decoding is chosen (and how its weights are stored:
-    fp16_weights). With a dev set: the min_length with the best
+    """How the exported model's decoding is chosen. With a dev set: the min_length with the best
     mean of rouge-score R1/R2/RL F1 over `min_lengths` on its first `dev_entities` review sets
     (0: all); then, when `levers` are given, each is decoded with that min_length and compared
     with it (paired tests), and the best mean is kept (evaluation.decoded.choose_variant: never a
@@ -76,11 +76,6 @@ class DecodeChoiceConfig:
     # the exported model's vocabulary shortlist (SummarizerConfig.shortlist, 0: every word),
     # which the dev searches above decode with too; None: the training's summarize.shortlist
     shortlist: int | None = None
-    # the exported weights stored as fp16: half the size on disk, and on a CPU decoding reads
-    # them packed (models/packed.py), 1.16x the speed of the fp32 export; the rounding
-    # changed 7 of 183 summaries of an adapted model, its measures within chance
-    # (docs/results/fit-fp16.md); false: fp32, the trained weights byte for byte
-    fp16_weights: bool = True
     # each setting's valid values (config.py checks them; None is no value)
     BOUNDS: ClassVar[dict[str, Range]] = {
         "min_length": at_least(0),
@@ -93,6 +88,17 @@ class DecodeChoiceConfig:
     def validate(self) -> None:
         for name, changes in self.levers.items():
             build(DecodeConfig, changes, f"levers.{name}.")  # known keys, right types, ranges
+
+
+@dataclass
+class ExportConfig:
+    """How the exported model's weights are stored."""
+
+    # as fp16: half the size on disk, and on a CPU decoding reads them packed
+    # (models/packed.py), 1.16x the speed of the fp32 export; the rounding changed 7 of 183
+    # summaries of an adapted model, its measures within chance (docs/results/fit-fp16.md);
+    # false: fp32, the trained weights byte for byte
+    fp16_weights: bool = True
 
 
 @dataclass
@@ -111,6 +117,7 @@ class FitConfig:
     decode: DecodeChoiceConfig = field(
         default_factory=DecodeChoiceConfig, metadata={"command": "fit"}
     )
+    export: ExportConfig = field(default_factory=ExportConfig, metadata={"command": "fit"})
     # the businesses held out of training and scored at the end (evaluation/heldout.py)
     evaluate: HeldOutConfig = field(default_factory=HeldOutConfig, metadata={"command": "fit"})
     workers: int = 0  # tokenizer and synthesis processes; 0: one per core; 1: in this process

@@ -2,11 +2,11 @@
 
 Each preset is what a fit config file (TOML) would hold, as a dict: sections [lm] (LMRunConfig),
 [synthesize] (SynthesisConfig), [topics] (TopicsStageConfig), [train] (SummarizerRunConfig),
-[decode] (DecodeChoiceConfig) and the top-level keys of FitConfig. Keys a preset leaves out keep
-their dataclass defaults (the paper's). In every preset the LM has the summarizer's LSTM sizes
-(lm.model.hidden_dim = train.model.hidden_dim = train.model.encoder_dim, equal embedding sizes),
-so that train.init_lm copies the embeddings and all four LSTMs (training/lm_init.py): SIZES
-gives both their sizes at once.
+[decode] (DecodeChoiceConfig), [export] (ExportConfig) and the top-level keys of FitConfig. Keys
+a preset leaves out keep their dataclass defaults (the paper's). In every preset the LM has the
+summarizer's LSTM sizes (lm.model.hidden_dim = train.model.hidden_dim = train.model.encoder_dim,
+equal embedding sizes), so that train.init_lm copies the embeddings and all four LSTMs
+(training/lm_init.py): SIZES gives both their sizes at once.
 
     tiny       for tests: seconds on one core (a corpus of a few hundred short reviews)
     cpu-small  a laptop, a few hours: 128-unit LSTMs, ~20k pairs, 10,000 summarizer steps

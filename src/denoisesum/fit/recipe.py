@@ -71,10 +71,9 @@ Log = Callable[[str], None]
 # its checkpoint instead of being refused as other settings (the trainers resume with new limits)
 LIMITS = ("train.max_steps", "train.max_minutes")
 # every setting's default: a setting added to the code since a stage was recorded is taken at
-# its default there (ledger.changed_settings), so an upgrade does not refuse finished stages
-# what a setting missing from a stage's record means: its default, which does what the stage did
-# before the setting existed; but for the export's weights, fp32 (decode.fp16_weights came later)
-DEFAULT_SETTINGS = {**flatten(FitConfig()), "decode.fp16_weights": False}
+# its default there (ledger.changed_settings), so an upgrade does not refuse finished stages;
+# but exports recorded before export.fp16_weights existed wrote fp32, and are made again
+DEFAULT_SETTINGS = {**flatten(FitConfig()), "export.fp16_weights": False}
 
 
 @dataclass
@@ -112,7 +111,7 @@ class Stage:
     what: str  # shown when it starts
     remake: bool = False  # made whole from its inputs: made again when they changed
     # made again, not refused, when its settings changed too: only a stage that nothing but the
-    # export reads (the decoding choice), and the export itself (decode.fp16_weights)
+    # export reads (the decoding choice), and the export itself (export.fp16_weights)
     settings_remake: bool = False
     limits: dict[str, Any] = field(default_factory=dict)  # flattened LIMITS (trainers only)
     # the files it makes, recorded by size and SHA-256: it is skipped only while they are intact
@@ -239,13 +238,6 @@ class Recipe:
         except ValueError:
             return str(path)
 
-    def _decode_settings(self) -> dict[str, Any]:
-        """The decode.* settings the decoding choice reads (how the weights are stored is the
-        export's alone: changing it exports again without choosing again)."""
-        settings = flatten(self.cfg.decode, "decode")
-        settings.pop("decode.fp16_weights")
-        return settings
-
     # ---- the stages -------------------------------------------------------------------------
 
     def stages(self) -> list[Stage]:
@@ -321,7 +313,7 @@ class Recipe:
             Stage(
                 "decode",
                 ledger.record_path(self.work, "decode"),
-                {**self._decode_settings(), "dev": self.request.dev is not None},
+                {**flatten(c.decode, "decode"), "dev": self.request.dev is not None},
                 lambda: self._digests("train", "synthesize", "dev"),
                 lambda: True,
                 self.choose_decoding,
@@ -334,7 +326,7 @@ class Recipe:
             Stage(
                 "export",
                 self.root,
-                {"decode.fp16_weights": c.decode.fp16_weights},
+                flatten(c.export, "export"),
                 lambda: self._digests("train", "decode"),
                 lambda: all((self.root / f).is_file() for f in (WEIGHTS, CONFIG, VOCAB)),
                 self.export,
@@ -614,11 +606,12 @@ class Recipe:
         if self.base_dir is not None:
             config["fit"]["from"] = self.request.base
             adapt.export_rating(self.base_dir, self.root)
-        export_model_dir(source, self.root, config, fp16=self.cfg.decode.fp16_weights)
+        fp16 = self.cfg.export.fp16_weights
+        export_model_dir(source, self.root, config, fp16=fp16)
         model, vocab, _ = load_model(self.root)  # what `summarize --model` will load
         params = sum(p.numel() for p in model.parameters())
         return (
-            f"{params:,} parameters ({'fp16' if self.cfg.decode.fp16_weights else 'fp32'}), "
+            f"{params:,} parameters ({'fp16' if fp16 else 'fp32'}), "
             f"vocabulary {len(vocab):,}, min_length "
             f"{decode['min_length']}: denoisesum summarize REVIEW_SETS --model {self.root}"
         ), {"parameters": params}
