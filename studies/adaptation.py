@@ -179,6 +179,9 @@ MEASURES = [
     ("terms_covered", "hotel terms covered", "pct", 1),
     ("words", "words per summary", "num", 0),
 ]
+# the measures the issue asks the adapted model to beat the default on; misleading opinion (0% for
+# the default on these hotels, so it cannot fall) must only not be worse
+ASKED = ("opinion_agrees", "supported", "unsaid_words", "terms_covered")
 
 
 def _shown(value, kind: str) -> str:
@@ -420,8 +423,11 @@ def _run_lines(name: str, fact: dict) -> list[str]:
         "| stage | status | time | what it did |",
         "|---|---|--:|---|",
     ]
+    notes = [line[2:] for line in fact["script"].splitlines() if line.startswith("# ")]
+    if notes:
+        lines[1:1] = ["", f"From the run's script: {' '.join(notes)}"]
     lines += [
-        f"| {s['stage']} | {s['status']} | {s['seconds'] / 60:.1f} min | {s['summary']} |"
+        f"| {s['stage']} | {s['status']} | {_stage_minutes(s)} | {s['summary']} |"
         for s in report["stages"]
     ]
     quality = report.get("quality") or {}
@@ -436,6 +442,13 @@ def _run_lines(name: str, fact: dict) -> list[str]:
             f"{'usable' if quality.get('usable') else 'not usable yet'}.",
         ]
     return [*lines, ""]
+
+
+def _stage_minutes(stage: dict) -> str:
+    """A stage's time in this command, or where it was skipped, what it took when made."""
+    if stage["status"] == "skipped" and stage.get("seconds_when_done") is not None:
+        return f"{stage['seconds_when_done'] / 60:.1f} min earlier"
+    return f"{stage['seconds'] / 60:.1f} min"
 
 
 def _setting(script: str, key: str, default: str) -> str:
@@ -460,8 +473,8 @@ def _machine(fact: dict) -> str:
             "each step took several times what it takes on an idle machine)"
         )
     return (
-        f"on the 2-core CPU with nothing else running (the 1-minute load average, sampled "
-        f"every 30 s, at most {fact['load']:.1f}), with {threads} "
+        f"on the 2-core CPU (the 1-minute load average, sampled every 30 s, at most "
+        f"{fact['load']:.1f}; the fit alone keeps it near 3), with {threads} "
         f"torch threads (`train.train.threads={_setting(script, 'train.train.threads', '1')}`) "
         f"and `workers={_setting(script, 'workers', '0')}` synthesis processes"
     )
@@ -683,6 +696,15 @@ def _decoding_note(fits: dict[str, str], out: Path) -> str:
         config = json.loads((model / "config.json").read_text())["summarize"]["decode"]
         return {**asdict(DecodeConfig()), **config, **(_run_options(out, name) if name else {})}
 
+    def why(key: str, name: str, model: Path) -> str:
+        if key in _run_options(out, name):
+            return "decoded with that option"
+        record = model / "work" / "decode.stage.json"
+        chosen = json.loads(record.read_text())["result"] if record.is_file() else {}
+        if key == "mixed_band" and "bands" in chosen:
+            return "chosen by fit on its held-out businesses"
+        return "the shipped decoding of its fit's day"
+
     shipped = decoding(DEFAULT_MODEL_DIR)
     notes, keys = [], set()
     for name, model in fits.items():  # a -raw run decodes with its fit's exported config.json
@@ -690,14 +712,14 @@ def _decoding_note(fits: dict[str, str], out: Path) -> str:
         diff = [k for k in sorted(own) if k in shipped and own[k] != shipped[k]]
         keys.update(diff)
         if diff:
-            notes.append(f"**{name}** ({', '.join(f'{k} {own[k]}' for k in diff)})")
+            said = ", ".join(f"{k} {own[k]}: {why(k, name, Path(model))}" for k in diff)
+            notes.append(f"**{name}** ({said})")
     if not notes:
         return "**Decoding**: every run decodes with the shipped model's decoding settings."
     return (
         "**Decoding**: the default decodes with the shipped model's settings as they are now "
         f"({', '.join(f'{k} {shipped[k]}' for k in sorted(keys))}"
-        "). A fit copies the shipped decoding of its day, and these runs were made before it "
-        f"changed, so they decode otherwise: {'; '.join(notes)}; the others decode as the default."
+        f"); these runs decode otherwise: {'; '.join(notes)}; the others decode as the default."
     )
 
 
@@ -773,9 +795,8 @@ def _conclusion(args, runs, tests) -> str:
             f"{label} {_shown(runs[args.base]['pooled'][key], kind)} -> "
             f"{_shown(runs[name]['pooled'][key], kind)} (p {t.p_value:.3f})"
         )
-    met = _beaten(tests[name])
+    met = [k for k in _beaten(tests[name]) if k in ASKED]
     worse = [k for k, _, _, sign in MEASURES if sign and tests[name][k]["worse"]]
-    n_measures = sum(1 for *_, sign in MEASURES if sign)
     again = [  # the same fit with other seeds: how much of the result is the draw
         f"**{other}** beats the default on {len(_beaten(tests[other]))}"
         for other in tests
@@ -784,11 +805,13 @@ def _conclusion(args, runs, tests) -> str:
     return (
         f"**In short**: `fit --from` as it is now (**{name}**) against the default on "
         f"{len(set(runs[name]['entities']))} held-out hotels: {'; '.join(parts)}. It beats the "
-        f"default on {len(met)} of the {n_measures} measures at p < 0.05, is worse on "
-        f"{len(worse)}, and the others are within chance on this many hotels"
+        f"default at p < 0.05 on {len(met)} of the issue's {len(ASKED)} measures (opinion "
+        f"agreement, supported sentences, words no review says, the domain's terms), is worse "
+        f"on {len(worse)} of all {sum(1 for *_, sign in MEASURES if sign)}, and the others are "
+        "within chance on this many hotels"
         + (f" (the same fit with other seeds: {'; '.join(again)})" if again else "")
-        + ". The issue asked for a gain on every measure, and that is "
-        + ("met." if len(met) == n_measures else "not met.")
+        + ". The issue asked for a gain on each of those four and no loss on any, and that is "
+        + ("met." if len(met) == len(ASKED) and not worse else "not met.")
     )
 
 

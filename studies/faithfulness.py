@@ -56,10 +56,12 @@ SETS = {
 
 
 def load_sets(name: str) -> list[dict]:
-    strata = [r.get("stratum", "all") for _, r in iter_jsonl(SETS[name])]
+    """The review sets of a set named in SETS, or of a review-set file given by its path."""
+    path = SETS.get(name, Path(name))
+    strata = [r.get("stratum", "all") for _, r in iter_jsonl(path)]
     return [
         {**rs.model_dump(), "stratum": s}
-        for rs, s in zip(read_review_sets(SETS[name]), strata, strict=True)
+        for rs, s in zip(read_review_sets(path), strata, strict=True)
     ]
 
 

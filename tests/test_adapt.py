@@ -19,6 +19,7 @@ from denoisesum.evaluation.heldout import (
     held_out_entities,
     terms_covered,
 )
+from denoisesum.fit.recipe import best_band
 from denoisesum.inference.summarizer import DEFAULT_MODEL_DIR
 
 # a few steps and greedy decoding: the 30k-word model is slow on one CPU thread
@@ -60,7 +61,15 @@ def test_fit_from_the_installed_model_works_the_first_time(adapted):
     assert read(model / "vocab.json")["tokens"] == read(base / "vocab.json")["tokens"]
     decode, base_decode = config["summarize"]["decode"], shipped["summarize"]["decode"]
     assert decode["block_first_person"] and decode["restate_overlap"] == 0.5
-    assert all(decode[k] == v for k, v in base_decode.items() if k != "beam_size")
+    assert all(
+        decode[k] == v for k, v in base_decode.items() if k not in ("beam_size", "mixed_band")
+    )
+    # but mixed_band: the one of [0.25, 0.5] its held-out summaries chose
+    bands = read(model / "work" / "decode.stage.json")["result"]["bands"]
+    assert [row["mixed_band"] for row in bands["rows"]] == [base_decode["mixed_band"], 0.5]
+    assert (
+        decode["mixed_band"] == bands["mixed_band"] == best_band(bands["rows"], 0.25)["mixed_band"]
+    )
     assert config["fit"]["from"] == "denoisesum-yelp"
     assert (model / "rating.npz").read_bytes() == (base / "rating.npz").read_bytes()
     # it started from the base weights (three small steps away), not from an LM
@@ -158,6 +167,35 @@ def test_a_failed_stage_starts_over_when_fixed(tmp_path):
     assert fixed.returncode == 0, fixed.stderr[-2000:]
     assert "train: it failed earlier" in fixed.stderr and "starting it over" in fixed.stderr
     assert "[5/7] train: done" in fixed.stderr
+
+
+def test_the_band_kept_is_the_one_whose_summaries_agree_most():
+    def rows(*agree):
+        return [
+            {"mixed_band": b, "opinion_agrees": a}
+            for b, a in zip((0.25, 0.5, 0.75), agree, strict=True)
+        ]
+
+    assert best_band(rows(0.7, 0.9, 0.8), own=0.25)["mixed_band"] == 0.5
+    assert best_band(rows(0.9, 0.9, 0.9), own=0.25)["mixed_band"] == 0.25  # a tie: its own
+    assert best_band(rows(0.5, 0.9, 0.9), own=0.25)["mixed_band"] == 0.5  # then the narrower
+
+
+def test_no_bands_keep_the_base_decoding_and_a_bad_band_is_refused(tmp_path):
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", synthetic_reviews(n_entities=12))
+    bad = run_cli(
+        "fit",
+        corpus,
+        "-o",
+        tmp_path / "bad",
+        "--from",
+        "denoisesum-yelp",
+        *QUICK,
+        "--set",
+        "decode.mixed_bands=[0.5, 3]",
+    )
+    assert refused(bad, "decode.mixed_bands"), bad.stderr[-1000:]
+    assert not (tmp_path / "bad" / "work").exists()
 
 
 def test_held_out_businesses_are_drawn_from_those_with_enough_reviews():

@@ -10,7 +10,9 @@ loop that runs them in order, skipping, resuming or refusing each (ledger.py).
     train       the summarizer in work/train                  training.summarizer
     decode      the decoding min_length: best dev ROUGE       evaluation.decoded
                 (--dev), else the candidate summaries' median
-                length; with --dev, the decoding levers kept
+                length; with --dev, the decoding levers kept;
+                the mixed_band whose summaries of the held-    evaluation.heldout
+                out businesses agree most with their reviews
     export      model.safetensors, config.json, vocab.json at MODEL_DIR's root
     evaluate    the exported model on businesses held out of   evaluation.heldout
                 training: work/heldout, fit-report.json
@@ -42,8 +44,8 @@ from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.synthetic import find_shards, iter_pairs
 from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.errors import ConfigError, DenoiseSumError, InputError
+from denoisesum.evaluation import heldout
 from denoisesum.evaluation.decoded import choose_variant
-from denoisesum.evaluation.heldout import held_out_entities
 from denoisesum.fit import adapt, ledger
 from denoisesum.fit.config import (
     FitConfig,
@@ -313,11 +315,16 @@ class Recipe:
             Stage(
                 "decode",
                 ledger.record_path(self.work, "decode"),
-                {**flatten(c.decode, "decode"), "dev": self.request.dev is not None},
+                # the held-out businesses' settings too: decode.mixed_bands is chosen on them
+                {
+                    **flatten(c.decode, "decode"),
+                    **flatten(c.evaluate, "evaluate"),
+                    "dev": self.request.dev is not None,
+                },
                 lambda: self._digests("train", "synthesize", "dev"),
                 lambda: True,
                 self.choose_decoding,
-                "choosing the decoding (min_length, levers)",
+                "choosing the decoding (min_length, levers, mixed_band)",
                 remake=True,
                 settings_remake=True,
             )
@@ -390,7 +397,8 @@ class Recipe:
 
     def held_out(self) -> list[str]:
         """The ids of the businesses held out of training for the evaluate stage."""
-        return held_out_entities(self.corpus.entity, self.corpus.entities, self.cfg.evaluate)
+        corpus = self.corpus
+        return heldout.held_out_entities(corpus.entity, corpus.entities, self.cfg.evaluate)
 
     def _synthesis_inputs(self) -> dict[str, str]:
         """The corpus and the LM the pairs were noised with (its key stays "lm": the one LM of
@@ -549,7 +557,58 @@ class Recipe:
         if d.shortlist is not None:
             result["shortlist"] = d.shortlist
             line += f"; shortlist {d.shortlist} (set)"
+        if d.mixed_bands:
+            band_line, bands = self._choose_band(result)
+            result["bands"] = bands
+            changes = result.setdefault("changes", {})
+            changes["mixed_band"] = bands["mixed_band"]
+            line += f"; {band_line}"
         return line, result
+
+    def _choose_band(self, choice: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """decode.mixed_bands: the held-out businesses summarized with the decoding's own
+        mixed_band and with each of these; the band kept is the one whose summaries' opinion
+        agrees with their reviews' most often (the decoding's own on a tie). The shipped band
+        was narrowed for MeanSum's ROUGE; a corpus without reference summaries has only the
+        readers' side of that trade (docs/results/adaptation-choice.md)."""
+        d = self.cfg.decode
+        summarizer = dev_summarizer(self.dirs["train"], d.shortlist, self.cfg.train.train.device)
+        own = summarizer.config.decode
+        base = dataclasses.replace(
+            own,
+            **choice.get("changes", {}),
+            min_length=min(choice["min_length"], own.max_length),
+        )
+        ids, rating = self.held_out(), self._rating_model()
+        why = (
+            "its decoding does not avoid contradiction"
+            if not base.avoid_contradiction
+            else "no business held out"
+            if not ids
+            else "no rating model"
+            if rating is None
+            else None
+        )
+        if why:
+            return f"mixed_band {base.mixed_band:g} kept ({why})", {
+                "mixed_band": base.mixed_band,
+                "how": why,
+            }
+        summarizer.rating = rating
+        sets = held_out_sets(self.corpus, ids, self.cfg.evaluate)
+        rows = []
+        for band in dict.fromkeys([base.mixed_band, *d.mixed_bands]):
+            summarizer.config.decode = dataclasses.replace(base, mixed_band=band)
+            scores = self._held_out_scores(given_stars_summaries(summarizer, sets), sets, rating)
+            scores.pop("domain_terms")
+            rows.append({"mixed_band": band, **scores})
+            self.log(f"  mixed_band {band:g}: {heldout.scores_line(scores)}")
+        best = best_band(rows, base.mixed_band)
+        line = (
+            f"mixed_band {best['mixed_band']:g} of {[r['mixed_band'] for r in rows]}: opinion "
+            f"agrees {best['opinion_agrees']:.0%} on {len(sets)} held-out businesses"
+        )
+        return line, {"mixed_band": best["mixed_band"], "how": "held-out-agreement", "rows": rows}
 
     def _choose_decoding(self) -> tuple[str, dict[str, Any]]:
         d = self.cfg.decode
@@ -619,7 +678,7 @@ class Recipe:
     def evaluate(self) -> tuple[str, dict[str, Any]]:
         """Summarize the held-out businesses with the exported model and score the summaries
         (evaluation/heldout.py); a warning when the model is not usable yet."""
-        from denoisesum.evaluation import heldout
+        from denoisesum.inference.summarizer import Summarizer
 
         out, e = self.dirs["evaluate"], self.cfg.evaluate
         ids = self.held_out()
@@ -629,15 +688,15 @@ class Recipe:
                 f"least {e.min_reviews} reviews: too few)"
             ), {"scores": None}
         sets = held_out_sets(self.corpus, ids, e)
-        summaries, rating = self._held_out_summaries(sets)
+        summarizer = Summarizer.from_pretrained(self.root, device=self.cfg.train.train.device)
+        if summarizer.rating is None:
+            summarizer.rating = self._rating_model()
+        rating = summarizer.rating
         if rating is None:
             return "no rating model to read the summaries' opinion", {"scores": None}
-        base_tokens = None
-        if self.base_dir is not None:
-            base_tokens = read_json(self.base_dir / VOCAB).get("tokens")
-        terms = heldout.domain_terms(self.corpus.types, self.corpus.counts, base_tokens)
-        tokenize = self.corpus.tokenizer.tokenize
-        scores = heldout.score(summaries, sets, rating, terms, tokenize)
+        summaries = given_stars_summaries(summarizer, sets)
+        scores = self._held_out_scores(summaries, sets, rating)
+        terms = scores.pop("domain_terms")
         out.mkdir(parents=True, exist_ok=True)
         write_json(
             out / "summaries.json",
@@ -653,20 +712,24 @@ class Recipe:
         }
         return f"{len(ids)} held-out businesses: {heldout.scores_line(scores)}", result
 
-    def _held_out_summaries(self, sets: list[dict]) -> tuple[list[str], Any]:
-        """The exported model's summaries of `sets` (their stars given) and the rating model
-        that reads them: the model's own, else the installed default model's."""
-        from denoisesum.inference.summarizer import DEFAULT_MODEL_DIR, Summarizer
+    def _rating_model(self):
+        """The rating model that reads the held-out summaries: the base model's (--from; the
+        export copies it), else the installed default model's, else None."""
+        from denoisesum.inference.summarizer import DEFAULT_MODEL_DIR
         from denoisesum.models.rating import find_rating_model
 
-        summarizer = Summarizer.from_pretrained(self.root, device=self.cfg.train.train.device)
-        if summarizer.rating is None and DEFAULT_MODEL_DIR.is_dir():
-            summarizer.rating = find_rating_model(DEFAULT_MODEL_DIR)
-        ratings = [s["ratings"] if any(r is not None for r in s["ratings"]) else None for s in sets]
-        summaries = summarizer.summarize_batch(
-            [s["reviews"] for s in sets], warn=False, ratings=ratings
-        )
-        return summaries, summarizer.rating
+        source = self.base_dir or DEFAULT_MODEL_DIR
+        return find_rating_model(source) if source.is_dir() else None
+
+    def _held_out_scores(self, summaries: list[str], sets: list[dict], rating) -> dict[str, Any]:
+        """evaluation/heldout.py's measures of the summaries, with the domain's terms they
+        count (`domain_terms`: the corpus's own words, against the base model's vocabulary)."""
+        base_tokens = None
+        if self.base_dir is not None:
+            base_tokens = read_json(self.base_dir / VOCAB).get("tokens")
+        terms = heldout.domain_terms(self.corpus.types, self.corpus.counts, base_tokens)
+        tokenize = self.corpus.tokenizer.tokenize
+        return {**heldout.score(summaries, sets, rating, terms, tokenize), "domain_terms": terms}
 
     def _not_usable(self, failed: list[str], businesses: int) -> str:
         """The plain warning, with what to change (the trainer's steps, the pairs made)."""
@@ -910,6 +973,19 @@ def held_out_sets(corpus: EncodedCorpus, ids: list[str], cfg) -> list[dict]:
             }
         )
     return sets
+
+
+def best_band(rows: list[dict[str, Any]], own: float) -> dict[str, Any]:
+    """The row of the band whose summaries agree most often with their reviews' opinion; on a
+    tie the decoding's `own` band, then the narrower (the fewer two-sided summaries)."""
+    return max(rows, key=lambda r: (r["opinion_agrees"], r["mixed_band"] == own, -r["mixed_band"]))
+
+
+def given_stars_summaries(summarizer, sets: list[dict]) -> list[str]:
+    """The summaries of held_out_sets' `sets`, each review's stars given where the corpus has
+    them, as a user with a rated corpus would."""
+    ratings = [s["ratings"] if any(r is not None for r in s["ratings"]) else None for s in sets]
+    return summarizer.summarize_batch([s["reviews"] for s in sets], warn=False, ratings=ratings)
 
 
 def candidate_lengths(pairs_dir: Path, limit: int) -> np.ndarray:
