@@ -66,23 +66,23 @@ def test_equals_full_decoding_when_left_out_words_cannot_win(summarizer):
 
 
 def test_the_input_bonus_scores_the_same_words_over_a_shortlist(summarizer):
-    """The bonus needs the reviews in the shortlist's positions: where the words outside it
-    cannot win, shortlist and whole vocabulary decode alike with the bonus on as well."""
-    sets = review_sets(2)
-    model = copy.deepcopy(summarizer.model)
-    batch = inference_batch([summarizer.encode_reviews(r) for r in sets])
-    outside = torch.ones(model.config.vocab_size, dtype=torch.bool)
-    outside[shortlist_rows(batch.reviews, 2, model.config.vocab_size)] = False
-    with torch.no_grad():
-        for branch in model.branches().values():
-            branch.decoder.out.bias[outside] = -1e4
+    """The bonus needs the reviews in the shortlist's positions: where the words outside a set's
+    shortlist cannot win, shortlist and whole vocabulary decode it alike with the bonus on."""
     bonus = replace(SETTINGS.decode, input_bonus=5.0)
-    full = Summarizer(model, summarizer.vocab, replace(SETTINGS, decode=bonus))
-    short = Summarizer(model, summarizer.vocab, replace(SETTINGS, shortlist=2, decode=bonus))
-    plain = Summarizer(model, summarizer.vocab, SETTINGS)
-    expected = full.summarize_tokens_batch(sets, batch_size=2)
-    assert short.summarize_tokens_batch(sets, batch_size=2) == expected
-    assert plain.summarize_tokens_batch(sets, batch_size=2) != expected  # the bonus did act
+    for reviews in review_sets(2):
+        model = copy.deepcopy(summarizer.model)
+        batch = inference_batch([summarizer.encode_reviews(reviews)])
+        outside = torch.ones(model.config.vocab_size, dtype=torch.bool)
+        outside[shortlist_rows(batch.reviews, 2, model.config.vocab_size)] = False
+        with torch.no_grad():
+            for branch in model.branches().values():
+                branch.decoder.out.bias[outside] = -1e4
+        full = Summarizer(model, summarizer.vocab, replace(SETTINGS, decode=bonus))
+        short = Summarizer(model, summarizer.vocab, replace(SETTINGS, shortlist=2, decode=bonus))
+        plain = Summarizer(model, summarizer.vocab, SETTINGS)
+        expected = full.summarize_tokens(reviews)
+        assert short.summarize_tokens(reviews) == expected
+        assert plain.summarize_tokens(reviews) != expected  # the bonus did act
 
 
 def test_a_shortlist_of_every_word_gives_the_same_summaries(summarizer):

@@ -111,6 +111,16 @@ def test_batch_equals_one_at_a_time(summarizer):
     assert summarizer.summarize_batch(sets, batch_size=3) == one_by_one
 
 
+def test_with_a_shortlist_a_set_summarized_beside_others_is_summarized_as_alone(summarizer):
+    # each set decodes over its own shortlist (the 2 most frequent words and its reviews'), not
+    # the union of the batch's, which would let it write and normalise over others' words
+    short = Summarizer(summarizer.model, summarizer.vocab, replace(summarizer.config, shortlist=2))
+    sets = list(texts_by_entity(6).values())
+    one_by_one = [short.summarize(s) for s in sets]
+    assert short.summarize_batch(sets) == one_by_one
+    assert short.summarize_batch(sets[::-1]) == one_by_one[::-1]
+
+
 def test_reviews_are_truncated(summarizer):
     reviews = texts_by_entity()["biz-000"]
     ids = summarizer.encode_reviews([*reviews, "extra review"])

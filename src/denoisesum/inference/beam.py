@@ -367,12 +367,14 @@ def beam_search(
     words: WordLists | None = None,
     reviews: torch.Tensor | None = None,
     bias: torch.Tensor | None = None,
+    allowed: torch.Tensor | None = None,
 ) -> list[list[Hypothesis]]:
     """Decode every entity of `batch` (a SummaryBatch from `inference_batch`). banned_ids:
     words never produced (joined to words.banned). reviews: batch.reviews in the model's output
     space, for input_bonus and input_words_only (None: batch.reviews; a ShortlistModel's
     positions differ from ids). bias [B, V]: added to each step's log p of entity b's words,
-    times config.opinion_weight.
+    times config.opinion_weight. allowed [B, V] bool: the words entity b's distribution is
+    over (ShortlistModel.entity_words; None: every word).
 
     Returns, per entity in batch order, up to beam_size hypotheses, best first.
     """
@@ -382,6 +384,7 @@ def beam_search(
     words = dataclasses.replace(words, banned=[*map(int, words.banned), *banned_ids])
     search = _Search(model, batch, config, words, batch.reviews if reviews is None else reviews)
     search.bias = bias if config.opinion_weight else None
+    search.allowed = allowed
     run = getattr(_STEPPER, "run", None)
     return search.run() if run is None else run(search)
 

@@ -17,7 +17,9 @@ sets 5000.
 
 The shortlist's positions stand in for word ids during the search: the special tokens come first
 (so <pad>, <unk>, <s>, </s> keep their ids), and n-gram blocking works on positions exactly as on
-ids, since the map is one-to-one.
+ids, since the map is one-to-one. Several entities decoded together share one ShortlistModel over
+the union of their shortlists, each entity masked to its own (`entity_words`): a review set's
+summary is the same whether it is decoded alone or beside others.
 """
 
 from __future__ import annotations
@@ -76,6 +78,18 @@ class ShortlistModel:
         return self.model.decode_step(
             state, self.rows[prev_positions], self.seg_rows, self.doc_rows, words
         )
+
+    def entity_words(self, batch: SummaryBatch, top: int) -> torch.Tensor:
+        """[B, V'] bool: the shortlist each entity of `batch` would decode over alone (the
+        specials, the `top` most frequent words, its own reviews' words), as positions among
+        the rows (the batch's union): a summary then does not depend on the entities decoded
+        beside it."""
+        n, v = batch.n_pairs, len(self.rows)
+        own = torch.zeros(n, v, dtype=torch.bool, device=self.rows.device)
+        own[:, : min(len(SPECIALS) + top, v)] = True  # the common ids are the first rows
+        entity = batch.review_pair.unsqueeze(1).expand_as(batch.reviews)  # [R, T]
+        own[entity.flatten(), self.position[batch.reviews].flatten()] = True
+        return own
 
     def positions(self, ids: Sequence[int] | torch.Tensor) -> torch.Tensor:
         """Vocabulary ids -> shortlist positions [N'], leaving out words not in the shortlist."""

@@ -824,6 +824,7 @@ class Summarizer:
             wanted = targets[start : start + batch_size]
             batch = inference_batch(sources[start : start + batch_size], wanted).to(self.device)
             model, words, ids, reviews = self.model, lists, list, batch.reviews
+            allowed = None
             if self.config.shortlist:
                 rows = shortlist_rows(batch.reviews, self.config.shortlist, len(self.vocab))
                 model = ShortlistModel(self.model, rows)
@@ -834,6 +835,8 @@ class Summarizer:
                     )
                 )
                 ids, reviews = model.vocab_ids, model.position[batch.reviews]
+                if batch.n_pairs > 1:  # each entity over its own shortlist, as alone
+                    allowed = model.entity_words(batch, self.config.shortlist)
             bias = self._bias(wanted, model)
             with self._autocast():
                 found = beam_search(
@@ -843,6 +846,7 @@ class Summarizer:
                     words=words,
                     reviews=reviews,
                     bias=bias,
+                    allowed=allowed,
                 )
             out.extend([ids(h.tokens) for h in hyps] for hyps in found)
         return out
