@@ -79,7 +79,7 @@ class DecodeChoiceConfig:
     # decoding's own on the businesses held out of training ([evaluate]): the one whose summaries
     # agree most often with their reviews' opinion is kept, the decoding's own on a tie. The
     # shipped 0.25 was narrowed for MeanSum's ROUGE; on held-out hotels 0.5 took agreement on
-    # mixed reviews from 57% to 95% (docs/results/adaptation-choice.md). []: no choice
+    # mixed reviews from 53% to 88% (docs/results/adaptation-choice.md). []: no choice
     mixed_bands: list[float] = field(default_factory=lambda: [0.5])
     # the exported model's vocabulary shortlist (SummarizerConfig.shortlist, 0: every word),
     # which the dev searches above decode with too; None: the training's summarize.shortlist
