@@ -45,6 +45,19 @@ def fresh(summarizer: Summarizer, reviews: list[str], **options) -> continuous.E
     return continuous.Entry(caught[0], lambda: False, (False, torch.bfloat16))
 
 
+def grouped(summarizer: Summarizer, sets: list[list[str]]) -> continuous.Entry:
+    """The one beam search summarize_batch starts for several sets (a request's group)."""
+    caught = []
+
+    def catch(search):
+        caught.append(search)
+        raise Caught
+
+    with pytest.raises(Caught), beam.stepped_by(catch):
+        summarizer.summarize_batch(sets)
+    return continuous.Entry(caught[0], lambda: False, (False, torch.bfloat16))
+
+
 def alone(summarizer: Summarizer, reviews: list[str], **options) -> list[list[tuple]]:
     with torch.no_grad():
         found = fresh(summarizer, reviews, **options).search.run()
@@ -151,3 +164,19 @@ def test_the_stepper_fails_what_it_cannot_place_or_finish_not_its_thread(summari
     assert running.merged is not None and not running.done.is_set()
     stepper.cancel_all()  # shutting down: an error, not a merged search's positions
     assert running.done.is_set() and isinstance(running.error, DenoiseSumError)
+
+
+def test_sets_of_one_group_get_what_each_gets_alone(summarizer):
+    # a group shares one search over the union of its sets' shortlists, each set kept to its own
+    def words(rows: torch.Tensor, found: list[list[tuple]]) -> list[list[tuple]]:
+        return [[(rows[tokens].tolist(), score) for tokens, score in hyps] for hyps in found]
+
+    entry = grouped(summarizer, SETS[:2])
+    union = continuous._vocab_rows(entry.search)
+    own = [continuous._vocab_rows(fresh(summarizer, s).search) for s in SETS[:2]]
+    assert not torch.equal(own[0], own[1])
+    merged = continuous.Merged(entry)
+    assert merged.admit(fresh(summarizer, SETS[2]))
+    steps(merged)
+    expected = [words(r, alone(summarizer, s)) for r, s in zip(own, SETS[:2], strict=True)]
+    assert words(union, delivered(merged, entry)) == expected[0] + expected[1]
