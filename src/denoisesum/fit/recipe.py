@@ -580,27 +580,25 @@ class Recipe:
             min_length=min(choice["min_length"], own.max_length),
         )
         ids, rating = self.held_out(), self._rating_model()
-        why = (
-            "its decoding does not avoid contradiction"
-            if not base.avoid_contradiction
-            else "no business held out"
-            if not ids
-            else "no rating model"
-            if rating is None
-            else None
-        )
-        if why:
-            return f"mixed_band {base.mixed_band:g} kept ({why})", {
-                "mixed_band": base.mixed_band,
-                "how": why,
-            }
+        unused = [
+            why
+            for missing, why in (
+                (not base.avoid_contradiction, "its decoding does not avoid contradiction"),
+                (not ids, "no business held out"),
+                (rating is None, "no rating model"),
+            )
+            if missing
+        ]
+        if unused:
+            kept = {"mixed_band": base.mixed_band, "how": unused[0]}
+            return f"mixed_band {base.mixed_band:g} kept ({unused[0]})", kept
         summarizer.rating = rating
         sets = held_out_sets(self.corpus, ids, self.cfg.evaluate)
         rows = []
         for band in dict.fromkeys([base.mixed_band, *d.mixed_bands]):
             summarizer.config.decode = dataclasses.replace(base, mixed_band=band)
             scores = self._held_out_scores(given_stars_summaries(summarizer, sets), sets, rating)
-            scores.pop("domain_terms")
+            scores.pop("domain_terms")  # the same for every band: evaluate records them
             rows.append({"mixed_band": band, **scores})
             self.log(f"  mixed_band {band:g}: {heldout.scores_line(scores)}")
         best = best_band(rows, base.mixed_band)
