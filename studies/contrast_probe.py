@@ -120,14 +120,15 @@ class ContrastModel:
         return state
 
     def decode_step(
-        self, state: ContrastState, prev_tokens: torch.Tensor
+        self, state: ContrastState, prev_tokens: torch.Tensor, words: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, ContrastState]:
-        """prev_tokens [B*] -> contrasted log p(w_t) [B*, V'], next states."""
-        given, inner = self.model.decode_step(state.inner, prev_tokens)  # [B*, V']
+        """prev_tokens [B*] -> contrasted log p(w_t) [B*, V'], next states. words [B*, V']
+        bool: each row's own words (sets decoded together over a shortlist)."""
+        given, inner = self.model.decode_step(state.inner, prev_tokens, words=words)  # [B*, V']
         scores, null = given, None
         if state.null is not None:
             # the models' log(p + EPS) keeps both finite: no -inf - -inf = nan to guard against
-            generic, null = self.model.decode_step(state.null, prev_tokens)  # [B*, V']
+            generic, null = self.model.decode_step(state.null, prev_tokens, words=words)
             scores = (1 + self.alpha) * given - self.alpha * generic
         if self.log_plausible is not None:  # against the most likely word the search may produce
             producible = given.clone()

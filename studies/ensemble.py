@@ -43,11 +43,13 @@ class EnsembleModel:
         return EnsembleState(tuple(m.encode(batch) for m in self.models))
 
     def decode_step(
-        self, state: EnsembleState, prev_tokens: torch.Tensor
+        self, state: EnsembleState, prev_tokens: torch.Tensor, words: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, EnsembleState]:
-        """prev_tokens [B*] -> log of the mean of the models' p(w_t) [B*, V], next states."""
+        """prev_tokens [B*] -> log of the mean of the models' p(w_t) [B*, V], next states.
+        words [B*, V] bool: each row's own words (sets decoded together over a shortlist)."""
         steps = [
-            m.decode_step(s, prev_tokens) for m, s in zip(self.models, state.states, strict=True)
+            m.decode_step(s, prev_tokens, words=words)
+            for m, s in zip(self.models, state.states, strict=True)
         ]
         log_probs = torch.stack([lp for lp, _ in steps])  # [k, B*, V]
         mean = torch.logsumexp(log_probs, 0) - math.log(len(steps))  # [B*, V]

@@ -95,9 +95,10 @@ class SteeredModel:
         return SteeredState(self.model.encode(batch), bias.to(batch.reviews.device))
 
     def decode_step(
-        self, state: SteeredState, prev_tokens: torch.Tensor
+        self, state: SteeredState, prev_tokens: torch.Tensor, words: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, SteeredState]:
-        log_probs, inner = self.model.decode_step(state.inner, prev_tokens)  # [B*, V']
+        """words [B*, V'] bool: each row's own words (sets decoded together)."""
+        log_probs, inner = self.model.decode_step(state.inner, prev_tokens, words=words)
         return torch.log_softmax(log_probs + state.bias, -1), SteeredState(inner, state.bias)
 
 

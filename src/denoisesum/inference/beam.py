@@ -236,8 +236,10 @@ class DecodeStateLike(Protocol):
 class DecodingModel(Protocol):
     def encode(self, batch) -> DecodeStateLike: ...
 
+    # words [B*, V] bool: each row's own words, given where a search has per-entity vocabularies
+    # (sets decoded together over their own shortlists, searches joined in the service)
     def decode_step(
-        self, state: DecodeStateLike, prev_tokens: torch.Tensor
+        self, state: DecodeStateLike, prev_tokens: torch.Tensor, words: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, DecodeStateLike]: ...
 
 
