@@ -181,7 +181,7 @@ def test_the_band_kept_is_the_one_whose_summaries_agree_most():
     assert best_band(rows(0.5, 0.9, 0.9), own=0.25)["mixed_band"] == 0.5  # then the narrower
 
 
-def test_no_bands_keep_the_base_decoding_and_a_bad_band_is_refused(tmp_path):
+def test_a_band_out_of_range_is_refused_before_any_work(tmp_path):
     corpus = write_jsonl(tmp_path / "corpus.jsonl", synthetic_reviews(n_entities=12))
     bad = run_cli(
         "fit",

@@ -31,6 +31,7 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -598,7 +599,6 @@ class Recipe:
         for band in dict.fromkeys([base.mixed_band, *d.mixed_bands]):
             summarizer.config.decode = dataclasses.replace(base, mixed_band=band)
             scores = self._held_out_scores(given_stars_summaries(summarizer, sets), sets, rating)
-            scores.pop("domain_terms")  # the same for every band: evaluate records them
             rows.append({"mixed_band": band, **scores})
             self.log(f"  mixed_band {band:g}: {heldout.scores_line(scores)}")
         best = best_band(rows, base.mixed_band)
@@ -694,13 +694,12 @@ class Recipe:
             return "no rating model to read the summaries' opinion", {"scores": None}
         summaries = given_stars_summaries(summarizer, sets)
         scores = self._held_out_scores(summaries, sets, rating)
-        terms = scores.pop("domain_terms")
         out.mkdir(parents=True, exist_ok=True)
         write_json(
             out / "summaries.json",
             [{**s, "summary": summary} for s, summary in zip(sets, summaries, strict=True)],
         )
-        write_json(out / "scores.json", {**scores, "domain_terms": terms})
+        write_json(out / "scores.json", {**scores, "domain_terms": self.domain_terms})
         failed = heldout.failures(scores)
         result = {
             "scores": scores,
@@ -719,15 +718,20 @@ class Recipe:
         source = self.base_dir or DEFAULT_MODEL_DIR
         return find_rating_model(source) if source.is_dir() else None
 
-    def _held_out_scores(self, summaries: list[str], sets: list[dict], rating) -> dict[str, Any]:
-        """evaluation/heldout.py's measures of the summaries, with the domain's terms they
-        count (`domain_terms`: the corpus's own words, against the base model's vocabulary)."""
+    @cached_property
+    def domain_terms(self) -> list[str]:
+        """The domain's terms the held-out measures count: the corpus's own words, against the
+        base model's vocabulary (heldout.domain_terms); read once for the band choice and the
+        evaluate stage."""
         base_tokens = None
         if self.base_dir is not None:
             base_tokens = read_json(self.base_dir / VOCAB).get("tokens")
-        terms = heldout.domain_terms(self.corpus.types, self.corpus.counts, base_tokens)
+        return heldout.domain_terms(self.corpus.types, self.corpus.counts, base_tokens)
+
+    def _held_out_scores(self, summaries: list[str], sets: list[dict], rating) -> dict[str, Any]:
+        """evaluation/heldout.py's measures of the summaries of held-out `sets`."""
         tokenize = self.corpus.tokenizer.tokenize
-        return {**heldout.score(summaries, sets, rating, terms, tokenize), "domain_terms": terms}
+        return heldout.score(summaries, sets, rating, self.domain_terms, tokenize)
 
     def _not_usable(self, failed: list[str], businesses: int) -> str:
         """The plain warning, with what to change (the trainer's steps, the pairs made)."""

@@ -85,8 +85,7 @@ class ShortlistModel:
         the rows (the batch's union): a summary then does not depend on the entities decoded
         beside it."""
         n, v = batch.n_pairs, len(self.rows)
-        own = torch.zeros(n, v, dtype=torch.bool, device=self.rows.device)
-        own[:, : min(len(SPECIALS) + top, v)] = True  # the common ids are the first rows
+        own = (self.rows < len(SPECIALS) + top).expand(n, v).clone()  # specials and common
         entity = batch.review_pair.unsqueeze(1).expand_as(batch.reviews)  # [R, T]
         own[entity.flatten(), self.position[batch.reviews].flatten()] = True
         return own
