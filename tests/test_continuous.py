@@ -59,7 +59,7 @@ def grouped(summarizer: Summarizer, sets: list[list[str]]) -> continuous.Entry:
 
 
 def alone(summarizer: Summarizer, reviews: list[str], **options) -> list[list[tuple]]:
-    with torch.no_grad():
+    with torch.inference_mode():  # as summarize runs it
         found = fresh(summarizer, reviews, **options).search.run()
     return [[(h.tokens, round(h.score, 4)) for h in hyps] for hyps in found]
 
@@ -70,7 +70,7 @@ def delivered(merged: continuous.Merged, entry: continuous.Entry) -> list[list[t
 
 
 def steps(merged: continuous.Merged, n: int = 1000) -> None:
-    with torch.no_grad():
+    with torch.inference_mode():  # as Stepper.round: the searches were made in it
         for _ in range(n):
             if not len(merged.search.entity):
                 return

@@ -459,6 +459,7 @@ class Decoder(nn.Module):
                 return self.packed["out"](hidden)
         return self.out(hidden)
 
+    @torch.no_grad()  # decoding's (a shortlist's rows), whatever the caller's grad mode
     def out_rows(self, rows: torch.Tensor) -> OutRows:
         """The output layer's rows `rows` [V'] (vocabulary ids): (weight, bias), or packed where
         this decoder is (pack). Their leading run 0..n-1 (a shortlist's specials and most

@@ -111,6 +111,7 @@ class Stepper:
             entry.error = DenoiseSumError("the service is shutting down")
             entry.done.set()
 
+    @torch.inference_mode()  # as the requests' own threads encode (Summarizer)
     def round(self) -> None:
         """One step of every running search (in the worker thread): new searches join a merged
         one first, those of late requests end, then each merged search takes one step."""
@@ -167,7 +168,7 @@ class Stepper:
     def _step(self, search, entries: list[Entry], autocast: tuple[bool, torch.dtype]) -> None:
         enabled, dtype = autocast
         try:
-            with torch.no_grad(), torch.autocast(search.device.type, dtype, enabled=enabled):
+            with torch.autocast(search.device.type, dtype, enabled=enabled):
                 rows = len(search.prev)
                 search.step()
             self.steps += 1
