@@ -467,7 +467,8 @@ class Summarizer:
         return self._summarize_tokens(review_sets, batch_size, ratings, slice)[0]
 
     # inference mode, not only no_grad: each of a decoding step's few hundred small ops skips
-    # autograd's bookkeeping (version counters, views' metadata), about 8% of bulk decoding
+    # autograd's bookkeeping (version counters, views' metadata): 1.13x the CPU time of steps
+    # of 4 short review sets, as the service takes (docs/results/service.md)
     @torch.inference_mode()
     def _summarize_tokens(
         self,
