@@ -4,6 +4,7 @@ step, with shortlists and lengths of their own, get the hypotheses each gets alo
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -31,9 +32,8 @@ class Caught(Exception):
     pass
 
 
-def fresh(summarizer: Summarizer, reviews: list[str], **options) -> continuous.Entry:
-    """The beam search summarize starts for `reviews` (encoded, not stepped), as the stepper
-    gets it."""
+def started(summarize: Callable[[], object]) -> continuous.Entry:
+    """The beam search a summarize call starts (encoded, not stepped), as the stepper gets it."""
     caught = []
 
     def catch(search):
@@ -41,21 +41,18 @@ def fresh(summarizer: Summarizer, reviews: list[str], **options) -> continuous.E
         raise Caught
 
     with pytest.raises(Caught), beam.stepped_by(catch):
-        summarizer.summarize(reviews, **options)
+        summarize()
     return continuous.Entry(caught[0], lambda: False, (False, torch.bfloat16))
+
+
+def fresh(summarizer: Summarizer, reviews: list[str], **options) -> continuous.Entry:
+    """The beam search summarize starts for `reviews`."""
+    return started(lambda: summarizer.summarize(reviews, **options))
 
 
 def grouped(summarizer: Summarizer, sets: list[list[str]]) -> continuous.Entry:
     """The one beam search summarize_batch starts for several sets (a request's group)."""
-    caught = []
-
-    def catch(search):
-        caught.append(search)
-        raise Caught
-
-    with pytest.raises(Caught), beam.stepped_by(catch):
-        summarizer.summarize_batch(sets)
-    return continuous.Entry(caught[0], lambda: False, (False, torch.bfloat16))
+    return started(lambda: summarizer.summarize_batch(sets))
 
 
 def alone(summarizer: Summarizer, reviews: list[str], **options) -> list[list[tuple]]:
