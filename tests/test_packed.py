@@ -84,6 +84,14 @@ def test_summaries_are_the_same_packed_or_not(summarizer, shortlist):
     assert fast == plain
 
 
+def test_the_freshness_check_reads_every_weight_of_a_decoder(summarizer):
+    """_versions reads the decoder's modules' own parameters, not the whole tree: it must still
+    see every weight (a module nested deeper would go unseen, its packs read stale)."""
+    for name in ("seg", "doc"):
+        decoder = getattr(summarizer.model, name).decoder
+        assert len(decoder._versions()) == len(list(decoder.parameters()))
+
+
 def test_a_weight_changed_after_packing_is_read_as_it_is_now(summarizer):
     """A step never reads packs of weights that changed since (a training step, a load)."""
     model = summarizer.model
