@@ -251,10 +251,10 @@ def banned_words(config: DecodeConfig, index: dict[str, int]) -> list[int]:
 
 
 def _mark(ban: torch.Tensor, ids: torch.Tensor, hit: torch.Tensor) -> None:
-    """ban[i, ids[i, j]] = True wherever hit[i, j]; ids, hit [N, W]. scatter_add, not scatter:
-    the same word may be both hit and not hit at two places."""
-    counts = torch.zeros_like(ban, dtype=torch.long).scatter_add_(1, ids, hit.long())
-    ban |= counts > 0
+    """ban[i, ids[i, j]] = True wherever hit[i, j]; ids, hit [N, W]. A max, not a scatter: the
+    same word may be both hit and not hit at two places (bool as bytes: scatter_reduce has no
+    bool kernel)."""
+    ban.view(torch.uint8).scatter_reduce_(1, ids, hit.view(torch.uint8), "amax")
 
 
 def _content_repeats(
@@ -333,13 +333,14 @@ def constraint_mask(
         ban[:, EOS_ID] = False
         return ban
     length = t if lengths is None else lengths
+    eos: list[torch.Tensor] = []  # [N] rows whose </s> is banned: set once, at the end
     if isinstance(low, torch.Tensor):  # per row
-        ban[:, EOS_ID] |= length < low
+        eos.append(length < low)
     elif t < low:
         ban[:, EOS_ID] = True
     if config.end_at_sentence and t > 0:
         ends = masks.ends[history[:, -1]]
-        ban[:, EOS_ID] |= ~ends if lengths is None else ~ends & (lengths > 0)
+        eos.append(~ends if lengths is None else ~ends & (lengths > 0))
     if config.no_immediate_repeat and t > 0:
         ban.scatter_(1, history[:, -1:], True)
     size = config.no_repeat_ngram
@@ -351,13 +352,16 @@ def constraint_mask(
     if t > 0:
         _content_repeats(ban, history, masks, config)
     if t > 0 and config.restate_overlap:
-        rows = restating(history, masks, config.restate_overlap).unsqueeze(1)  # [N, 1]
-        ban |= rows & masks.ends
-        ban[:, EOS_ID : EOS_ID + 1] |= rows
+        rows = restating(history, masks, config.restate_overlap)  # [N]
+        ban |= rows.unsqueeze(1) & masks.ends
+        eos.append(rows)
+    column = ban[:, EOS_ID]  # a view: in place, one op per condition
+    for rows in eos:
+        column |= rows
     if bounds is not None:  # rows at their max_length: only </s> is left
-        full = (length >= high).unsqueeze(1)  # [N, 1] (no boolean indexing: no device sync)
-        ban |= full
-        ban[:, EOS_ID : EOS_ID + 1] &= ~full
+        full = length >= high  # [N] (no boolean indexing: no device sync)
+        ban |= full.unsqueeze(1)
+        column &= ~full
     return ban
 
 
@@ -667,7 +671,7 @@ class _Search:
         if self.bias is not None:
             weight = self.config.opinion_weight
             log_probs = log_probs + weight * rows["bias"]
-        log_probs = log_probs.masked_fill(ban, -torch.inf)
+        log_probs = torch.where(ban, -torch.inf, log_probs)
         cand = (self.scores.unsqueeze(-1) + log_probs.view(a, k, v)).view(a, k * v)
         top, idx = cand.topk(min(2 * k, k * v), dim=1)  # [A, 2K], best first
         beam, word = idx // v, idx % v  # [A, 2K]
@@ -689,9 +693,12 @@ class _Search:
         done = enough | stuck | (length >= high)  # [A]
         if self.cancelled is not None:  # entities whose caller gave up (a request's deadline)
             done |= self.cancelled[self.entity]
-        for i in torch.nonzero(stuck & ~enough).flatten().tolist():
-            words = old_tokens[i] if self.born is None else old_tokens[i, :, t - int(length[i]) :]
-            self._fallback(i, words, old_scores[i])
+        if bool(stuck.any()):  # (only with a tiny vocabulary)
+            for i in torch.nonzero(stuck & ~enough).flatten().tolist():
+                words = (
+                    old_tokens[i] if self.born is None else old_tokens[i, :, t - int(length[i]) :]
+                )
+                self._fallback(i, words, old_scores[i])
         live = torch.nonzero(~done).flatten()  # [A']
         rows = (live.unsqueeze(1) * k + beam[live]).flatten()  # [A'*K] rows of the next state
         if len(live) < a:  # (else the same entities: their per-row views stay valid: _rows)
@@ -765,12 +772,16 @@ class _Search:
         """Move the hypotheses that just produced </s> (ended [A, K]) to the finished lists.
         length: the words of each (t, or per entity [A])."""
         alpha, width = self.config.length_penalty, self.tokens.shape[2]
-        for i, j in torch.nonzero(ended).tolist():
-            log_prob = float(scores[i, j])
-            t = length if isinstance(length, int) else int(length[i])
-            words = self.tokens[i, int(beam[i, j]), width - t :].tolist()
-            self.finished[int(self.entity[i])].append(
-                Hypothesis(words, log_prob / (t + 1) ** alpha, log_prob)
+        i, j = torch.nonzero(ended).unbind(1)  # [E] each: entity i's beam j ended
+        if not len(i):
+            return
+        # every list made at once: a few ops a step, not a few per hypothesis
+        log_probs, entities = scores[i, j].tolist(), self.entity[i].tolist()
+        rows = self.tokens[i, beam[i, j]].tolist()
+        lengths = [length] * len(i) if isinstance(length, int) else length[i].tolist()
+        for log_prob, row, entity, t in zip(log_probs, rows, entities, lengths, strict=True):
+            self.finished[entity].append(
+                Hypothesis(row[width - t :], log_prob / (t + 1) ** alpha, log_prob)
             )
 
     def _fallback(self, i: int, tokens: torch.Tensor, scores: torch.Tensor) -> None:

@@ -120,7 +120,7 @@ def group_by_pair(
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor, dim: int) -> torch.Tensor:
     """Softmax over `dim` restricted to mask (broadcastable); all-masked slices give all zeros
     (not NaN, not uniform), which is what an empty branch needs."""
-    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    scores = torch.where(mask, scores, torch.finfo(scores.dtype).min)
     return torch.softmax(scores, dim) * mask
 
 
@@ -773,8 +773,8 @@ class DenoiseSum(nn.Module):
 
         def generated(o: DecoderOut) -> torch.Tensor:  # [B*, V]
             logits = o.logits[:, 0]
-            if words is not None:
-                logits = logits.masked_fill(~words, -torch.inf)
+            if words is not None:  # (where: one op, and faster than masked_fill here)
+                logits = torch.where(words, logits, -torch.inf)
             return torch.softmax(logits, -1)
 
         lam = None if parts.lam is None else parts.lam[:, 0:1]  # [B*, 1]

@@ -49,6 +49,8 @@ class PackedLinear:
         )
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() == 2:  # (a decoding step's LSTM: no reshaping, two ops fewer)
+            return torch.ops.quantized.linear_dynamic_fp16(x, self.packed)
         flat = x.reshape(-1, x.shape[-1])  # the op takes 2-D inputs
         out = torch.ops.quantized.linear_dynamic_fp16(flat, self.packed)
         return out.view(*x.shape[:-1], self.out_features)
@@ -61,7 +63,9 @@ class PackedBlocks:
         self.blocks = blocks
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cat([block(x) for block in self.blocks], -1)
+        flat = x.reshape(-1, x.shape[-1])  # (once, not once per block)
+        out = torch.cat([block(flat) for block in self.blocks], -1)
+        return out.view(*x.shape[:-1], out.shape[-1])
 
 
 def pack(weight: torch.Tensor, bias: torch.Tensor | None = None) -> PackedLinear | None:
