@@ -209,8 +209,8 @@ def load_null(path: Path, sources: list[str], count: int, words: tuple[int, int]
     return texts
 
 
-def contrast(probe: dict, null_ids: list[list[int]]):
-    """The wrap of one probe (the identity when alpha and plausible are both 0)."""
+def probe_values(probe: dict) -> tuple[float, float]:
+    """A probe's (alpha, plausible), checked: a bad one is one line, before any work."""
     check_keys(probe, PROBE_KEYS)
     try:
         alpha, plausible = float(probe.get("alpha", 0)), float(probe.get("plausible", 0))
@@ -218,6 +218,12 @@ def contrast(probe: dict, null_ids: list[list[int]]):
         raise SystemExit(f"--probes: alpha and plausible must be numbers ({probe})") from None
     if not (math.isfinite(alpha) and alpha >= 0 and 0 <= plausible < 1):
         raise SystemExit(f"--probes: alpha must be a number >= 0 and plausible in [0, 1) ({probe})")
+    return alpha, plausible
+
+
+def contrast(probe: dict, null_ids: list[list[int]]):
+    """The wrap of one probe (the identity when alpha and plausible are both 0)."""
+    alpha, plausible = probe_values(probe)
     if alpha == 0 and plausible == 0:
         return unchanged
     return lambda model: ContrastModel(model, null_ids, alpha, plausible)
@@ -246,6 +252,9 @@ def main() -> None:
         "given for every entity (what the contrast divides out, alone)",
     )
     args = parser.parse_args()
+    probes = parse_variants(args.probes)
+    for probe in probes.values():
+        probe_values(probe)
     sets = list(read_review_sets(args.dev))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     null_texts = load_null(args.null, args.null_from, args.null_count, args.null_words)
@@ -263,7 +272,7 @@ def main() -> None:
         summarizer.wrap = contrast(probe, null_ids)
         return run_variant(summarizer, base, sets, {})
 
-    measure_rows(rows, parse_variants(args.probes), args.json, measure, {"null": null})
+    measure_rows(rows, probes, args.json, measure, {"null": null})
     if args.generic and rows.get("generic", {}).get("null") != null:
         summarizer.wrap = unchanged
         tokens = summarizer.summarize_tokens_batch([null_texts])[0]

@@ -121,14 +121,13 @@ def test_pick_null_takes_one_review_per_business(probe, tmp_path):
         probe.pick_null([str(corpus)], 50, words=(5, 40))
 
 
-def test_the_command_line_pairs_every_probe_and_refuses_bad_ones(tmp_path):
+def test_the_command_line_pairs_every_probe_and_refuses_bad_ones(tmp_path, monkeypatch):
     model = save_tiny_summarizer(tmp_path / "m", SummarizerConfig(shortlist=5))
     reviews = synthetic_reviews()
     corpus = write_jsonl(tmp_path / "corpus.jsonl", reviews)
     dev = write_dev_sets(tmp_path / "dev.jsonl")
     out, md, null = tmp_path / "c.json", tmp_path / "c.md", tmp_path / "null.json"
-    common = [
-        *STUDY,
+    flags = [
         str(model),
         str(dev),
         "--null-from",
@@ -141,6 +140,7 @@ def test_the_command_line_pairs_every_probe_and_refuses_bad_ones(tmp_path):
         "--null",
         str(null),
     ]
+    common = [*STUDY, *flags]
     run = subprocess.run(
         [
             *common,
@@ -165,19 +165,16 @@ def test_the_command_line_pairs_every_probe_and_refuses_bad_ones(tmp_path):
     assert len(json.loads(null.read_text())) == 4 and "| p | alpha=1" in md.read_text()
     # the three references are one text: another business's summary matches it exactly
     assert "its 6 ordered pairs), has R1/R2/RL 100.00 / 100.00 / 100.00" in md.read_text()
-    for probes, message in (
-        ("x:beta=2", "unknown key(s) beta"),
-        ("x:alpha=1,plausible=1", "plausible in [0, 1)"),
-        ("x:alpha='x'", "must be numbers"),
-        ("x:alpha=nan", "alpha must be"),
-    ):
-        bad = subprocess.run(
-            [*common, "--probes", probes, "--json", str(tmp_path / "x.json")],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-        )
-        assert bad.returncode != 0 and message in bad.stderr and "Traceback" not in bad.stderr
+    # refusals are one line (SystemExit with a message), before any decoding: run in-process
+    refusals = [
+        (["--probes", "x:beta=2"], "unknown key(s) beta"),
+        (["--probes", "x:alpha=1,plausible=1"], "plausible in [0, 1)"),
+        (["--probes", "x:alpha='x'"], "must be numbers"),
+        (["--probes", "x:alpha=nan"], "alpha must be"),
+    ]
+    for extra, message in refusals:
+        refuse(monkeypatch, [*flags, *extra, "--json", str(tmp_path / "x.json")], message)
+    assert not (tmp_path / "x.json").exists()  # refused before the base row was decoded
     # rows decoded against other null reviews are decoded again
     first = rows["a"]["null"]
     null.write_text(json.dumps(json.loads(null.read_text())[:3]))
@@ -190,27 +187,15 @@ def test_the_command_line_pairs_every_probe_and_refuses_bad_ones(tmp_path):
     assert again.returncode == 0, again.stderr
     assert json.loads(out.read_text())["a"]["null"] not in (first, None)
     null.write_text("[1, 2]")
-    bad = subprocess.run(
-        [*common, "--probes", "a:alpha=0.5", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert bad.returncode != 0 and "not a JSON list of review texts" in bad.stderr
-    missing = subprocess.run(
-        [
-            *STUDY,
-            str(model),
-            str(dev),
-            "--probes",
-            "a:alpha=1",
-            "--null",
-            str(tmp_path / "none.json"),
-            "--json",
-            str(tmp_path / "y.json"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert missing.returncode != 0 and "--null-from is needed" in missing.stderr
+    args = [*flags, "--probes", "a:alpha=0.5", "--json", str(out)]
+    refuse(monkeypatch, args, "not a JSON list of review texts")
+    args = [str(model), str(dev), "--probes", "a:alpha=1", "--null", str(tmp_path / "none.json")]
+    refuse(monkeypatch, [*args, "--json", str(tmp_path / "y.json")], "--null-from is needed")
+
+
+def refuse(monkeypatch, args: list[str], message: str) -> None:
+    """The study, run on args in this process, stops with a one-line message holding `message`."""
+    monkeypatch.setattr(sys, "argv", ["contrast_probe", *args])
+    with pytest.raises(SystemExit) as stop:
+        contrast_probe.main()
+    assert isinstance(stop.value.code, str) and message in stop.value.code
