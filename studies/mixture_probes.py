@@ -149,6 +149,9 @@ def main() -> None:
         "teacher-forced on its held-out synthetic pairs",
     )
     args = parser.parse_args()
+    probes = parse_variants(args.probes)
+    for probe in probes.values():  # a bad key is one line, before any work
+        check_keys(probe, PROBE_KEYS)
     sets = list(read_review_sets(args.dev))
     summarizer = ProbeSummarizer.from_pretrained(args.model)
     original, base = summarizer.model, summarizer.config
@@ -160,7 +163,7 @@ def main() -> None:
         # the probe is no decode setting: run_variant gets none, and the row records the probe
         return {**run_variant(summarizer, base, sets, {}), "mixture": means.means()}
 
-    measure_rows(rows, parse_variants(args.probes), args.json, measure)
+    measure_rows(rows, probes, args.json, measure)
     paired_tests(rows)
     write_json(args.json, rows)
     command = (

@@ -175,6 +175,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=Path("runs/sentiment/dev.json"))
     parser.add_argument("--markdown", type=Path, help="also write the tables here")
     args = parser.parse_args()
+    probes = parse_variants(args.probes)
+    for probe in probes.values():
+        check_probe(probe)
     sets = list(read_review_sets(args.dev))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     lexicon = load_lexicon(args.lexicon, args.corpus)
@@ -188,7 +191,7 @@ def main() -> None:
         summarizer.wrap = steering(probe, weights, summarizer, sets, rows)
         return run_variant(summarizer, base, sets, {})
 
-    measure_rows(rows, parse_variants(args.probes), args.json, measure)
+    measure_rows(rows, probes, args.json, measure)
     paired_tests(rows)
     write_json(args.json, rows)
     corpus = " ".join(f"'{c}'" for c in args.corpus)
@@ -208,14 +211,20 @@ def main() -> None:
     )
 
 
-def steering(probe: dict, weights: torch.Tensor, summarizer: Summarizer, sets: list, rows: dict):
-    """The wrap of one probe (the identity for an empty one)."""
+def check_probe(probe: dict) -> None:
+    """A bad probe is one line, before any work."""
     check_keys(probe, PROBE_KEYS)
-    if not probe:
-        return unchanged
     center = probe.get("center", "summaries")
     if center not in CENTERS:
         raise SystemExit(f"--probes: center must be one of {', '.join(CENTERS)}, not {center!r}")
+
+
+def steering(probe: dict, weights: torch.Tensor, summarizer: Summarizer, sets: list, rows: dict):
+    """The wrap of one probe (the identity for an empty one)."""
+    check_probe(probe)
+    if not probe:
+        return unchanged
+    center = probe.get("center", "summaries")
     texts = (
         rows["base"]["summaries"]
         if center == "summaries"

@@ -223,3 +223,12 @@ def refused(done: subprocess.CompletedProcess, message: str) -> bool:
         and lines[-1].startswith("error: ")
         and message in lines[-1]
     )
+
+
+def study_refuses(monkeypatch, main, args: list[str], message: str) -> None:
+    """A study's main(), run on args in this process (no interpreter and torch to start, as a
+    subprocess would), stops with a one-line message (SystemExit's) holding `message`."""
+    monkeypatch.setattr(sys, "argv", ["study", *args])
+    with pytest.raises(SystemExit) as stop:
+        main()
+    assert isinstance(stop.value.code, str) and message in stop.value.code

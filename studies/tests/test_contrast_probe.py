@@ -11,6 +11,7 @@ import torch
 
 from conftest import (
     save_tiny_summarizer,
+    study_refuses,
     synthetic_reviews,
     synthetic_sets,
     write_dev_sets,
@@ -173,7 +174,12 @@ def test_the_command_line_pairs_every_probe_and_refuses_bad_ones(tmp_path, monke
         (["--probes", "x:alpha=nan"], "alpha must be"),
     ]
     for extra, message in refusals:
-        refuse(monkeypatch, [*flags, *extra, "--json", str(tmp_path / "x.json")], message)
+        study_refuses(
+            monkeypatch,
+            contrast_probe.main,
+            [*flags, *extra, "--json", str(tmp_path / "x.json")],
+            message,
+        )
     assert not (tmp_path / "x.json").exists()  # refused before the base row was decoded
     # rows decoded against other null reviews are decoded again
     first = rows["a"]["null"]
@@ -188,14 +194,11 @@ def test_the_command_line_pairs_every_probe_and_refuses_bad_ones(tmp_path, monke
     assert json.loads(out.read_text())["a"]["null"] not in (first, None)
     null.write_text("[1, 2]")
     args = [*flags, "--probes", "a:alpha=0.5", "--json", str(out)]
-    refuse(monkeypatch, args, "not a JSON list of review texts")
+    study_refuses(monkeypatch, contrast_probe.main, args, "not a JSON list of review texts")
     args = [str(model), str(dev), "--probes", "a:alpha=1", "--null", str(tmp_path / "none.json")]
-    refuse(monkeypatch, [*args, "--json", str(tmp_path / "y.json")], "--null-from is needed")
-
-
-def refuse(monkeypatch, args: list[str], message: str) -> None:
-    """The study, run on args in this process, stops with a one-line message holding `message`."""
-    monkeypatch.setattr(sys, "argv", ["contrast_probe", *args])
-    with pytest.raises(SystemExit) as stop:
-        contrast_probe.main()
-    assert isinstance(stop.value.code, str) and message in stop.value.code
+    study_refuses(
+        monkeypatch,
+        contrast_probe.main,
+        [*args, "--json", str(tmp_path / "y.json")],
+        "--null-from is needed",
+    )

@@ -11,6 +11,7 @@ import torch
 
 from conftest import (
     save_tiny_summarizer,
+    study_refuses,
     synthetic_reviews,
     write_dev_sets,
     write_jsonl,
@@ -112,14 +113,13 @@ def test_steering_over_a_shortlist_biases_its_rows(probe, lexicon, tmp_path):
     assert torch.equal(steered.out_weights, weights[steered.model.rows])
 
 
-def test_the_command_line_measures_tone_and_pairs_every_probe(tmp_path):
+def test_the_command_line_measures_tone_and_pairs_every_probe(tmp_path, monkeypatch):
     model = save_tiny_summarizer(tmp_path / "m", SummarizerConfig(shortlist=5))
     reviews = synthetic_reviews()
     corpus = write_jsonl(tmp_path / "corpus.jsonl", reviews)
     dev = write_dev_sets(tmp_path / "dev.jsonl")
     out, md = tmp_path / "s.json", tmp_path / "s.md"
-    common = [
-        *STUDY,
+    flags = [
         str(model),
         str(dev),
         "--corpus",
@@ -129,6 +129,7 @@ def test_the_command_line_measures_tone_and_pairs_every_probe(tmp_path):
         "--lexicon",
         str(tmp_path / "lex.json"),
     ]
+    common = [*STUDY, *flags]
     run = subprocess.run(
         [
             *common,
@@ -149,29 +150,14 @@ def test_the_command_line_measures_tone_and_pairs_every_probe(tmp_path):
     text = md.read_text()
     assert "held-out rated reviews: Pearson r" in text and "| summaries' rating |" in text
     assert "| r | " in text and (tmp_path / "lex.json").exists()
+    # refusals: one line each, before any work (in-process: no interpreter to start)
     for probes, message in (
         ("x:temperature=2", "unknown key(s) temperature"),
         ("x:strength=1,center='middle'", "center must be one of"),
     ):
-        bad = subprocess.run(
-            [*common, "--probes", probes, "--json", str(tmp_path / "x.json")],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-        )
-        assert bad.returncode != 0 and message in bad.stderr and "Traceback" not in bad.stderr
-    missing = subprocess.run(
-        [
-            *STUDY,
-            str(model),
-            str(dev),
-            "--lexicon",
-            str(tmp_path / "none.json"),
-            "--json",
-            str(tmp_path / "y.json"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert missing.returncode != 0 and "--corpus is needed" in missing.stderr
+        args = [*flags, "--probes", probes, "--json", str(tmp_path / "x.json")]
+        study_refuses(monkeypatch, sentiment_probe.main, args, message)
+    assert not (tmp_path / "x.json").exists()
+    args = [str(model), str(dev), "--lexicon", str(tmp_path / "none.json")]
+    args += ["--json", str(tmp_path / "y.json")]
+    study_refuses(monkeypatch, sentiment_probe.main, args, "--corpus is needed")
