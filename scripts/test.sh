@@ -6,4 +6,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
-.venv/bin/python -m pytest -q -rs "$@"
+# --durations: the slowest tests, to keep the suite within its 20 minutes
+.venv/bin/python -m pytest -q -rs --durations=15 "$@"
