@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import time
 import warnings
 from pathlib import Path
@@ -91,8 +90,9 @@ def stepping(summarizer: Summarizer, variant: str, keep_ih: bool):
         for branch in model.branches().values():
             lstm = branch.decoder.lstm
             ih = lstm.weight_ih_l0, lstm.bias_ih_l0
-            fp16 = packed.PackedLinear(*ih)
-            branch.decoder.packed["ih"] = fp16 if keep_ih else Int8Linear(*ih, bound)
+            branch.decoder.packed["ih"] = (
+                packed.PackedLinear(*ih) if keep_ih else Int8Linear(*ih, bound)
+            )
         yield
 
 
@@ -124,17 +124,13 @@ def main() -> None:
     if not check_rows_alone():
         raise SystemExit("an int8 row's product depends on the rows beside it: not comparable")
     summarizer = Summarizer.from_pretrained(args.model)
-    examples = ROOT / "examples" / "review_sets.jsonl"
-    sets = [json.loads(line)["reviews"] for line in examples.read_text().splitlines() if line]
+    sets = [s.reviews for s in read_review_sets(ROOT / "examples" / "review_sets.jsonl")]
     variants = ("fp16", "int8")
     speed: dict[str, list[float]] = {v: [] for v in variants}
-    for v in variants:  # warm-up: packs made, first-call costs paid
-        with stepping(summarizer, v, args.keep_ih):
-            summarizer.summarize_batch(sets[:4])
     for r in range(args.rounds):
         for v in variants:
             with stepping(summarizer, v, args.keep_ih):
-                summarizer.summarize_batch(sets[:4])  # (the output layer's packs made)
+                summarizer.summarize_batch(sets[:4])  # warm-up: the output layer's packs made
                 speed[v].append(sets_per_second(summarizer, sets))
         print(f"round {r + 1}: " + ", ".join(f"{v} {speed[v][-1]:.2f}" for v in variants))
     dev = list(read_review_sets(args.dev))[: args.entities]

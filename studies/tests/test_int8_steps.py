@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import save_tiny_summarizer, synthetic_reviews
+from conftest import save_tiny_summarizer, synthetic_sets
 from denoisesum.inference.beam import DecodeConfig
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.models import packed
@@ -36,18 +36,16 @@ def test_a_summarizer_switched_to_int8_steps_and_back(tmp_path):
     tiny = save_tiny_summarizer(tmp_path / "tiny", settings)
     export_model_dir(tiny, tmp_path / "fp16", fp16=True)
     summarizer = Summarizer.from_pretrained(tmp_path / "fp16")
-    sets: dict[str, list[str]] = {}
-    for r in synthetic_reviews(n_entities=3, per_entity=4, seed=5):
-        sets.setdefault(r["entity_id"], []).append(r["text"])
-    fp16 = summarizer.summarize_batch(list(sets.values()))
+    sets = synthetic_sets(3)
+    fp16 = summarizer.summarize_batch(sets)
     decoder = summarizer.model.doc.decoder
     with stepping(summarizer, "int8", keep_ih=False):
         assert all(isinstance(decoder.packed[k], Int8Linear) for k in ("ih", "hh", "state"))
-        assert all(summarizer.summarize_batch(list(sets.values())))
+        assert all(summarizer.summarize_batch(sets))
         # kept through the search (not repacked), the output layer's rows int8 too
         assert all(isinstance(p, Int8Linear) for p in decoder.packed.values())
     with stepping(summarizer, "int8", keep_ih=True):
         assert not isinstance(decoder.packed["ih"], Int8Linear)
     with stepping(summarizer, "fp16", keep_ih=False):
-        assert summarizer.summarize_batch(list(sets.values())) == fp16
+        assert summarizer.summarize_batch(sets) == fp16
         assert not any(isinstance(p, Int8Linear) for p in decoder.packed.values())
