@@ -115,6 +115,34 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture
+def said_checked(monkeypatch) -> list[int]:
+    """Every search step's constraints, from what the search keeps of each beam (constraints.Said),
+    checked against the same read afresh from the beam's history: the bans and each Said's
+    fields. Yields the list of steps checked, with the rows that restated (for coverage)."""
+    from denoisesum.inference import beam, constraints
+
+    checked: list[int] = []
+
+    def fields(said: constraints.Said) -> tuple:
+        return said.sentence, said.earlier, said.overlap, said.uses, said.capped
+
+    def mask(history, masks, config, bounds=None, lengths=None, said=None):
+        ban = constraints.constraint_mask(history, masks, config, bounds, lengths, said)
+        if said is not None:
+            again = constraints.Said.of_history(history, constraints.SaidRules.of(masks, config))
+            assert list(map(fields, said)) == list(map(fields, again))
+            assert torch.equal(
+                ban, constraints.constraint_mask(history, masks, config, bounds, lengths)
+            )
+            share = config.restate_overlap
+            checked.append(sum(s.restates(share) for s in said) if share else 0)
+        return ban
+
+    monkeypatch.setattr(beam, "constraint_mask", mask)
+    return checked
+
+
 def build_wheel(work: Path) -> Path:
     """A wheel of the working tree in work/dist, built without touching the checkout (its build/
     and egg-info go to work, through DIST_EXTRA_CONFIG)."""

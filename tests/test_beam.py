@@ -1,5 +1,6 @@
 """Beam search on hand-built Markov "models" (exact expectations) and on a tiny DenoiseSum."""
 
+import contextlib
 import itertools
 import math
 import random
@@ -15,14 +16,12 @@ from denoisesum.errors import ConfigError
 from denoisesum.evaluation.style import restated_sentences
 from denoisesum.inference.beam import (
     DecodeConfig,
-    WordLists,
-    WordMasks,
     banned_words,
     beam_search,
-    constraint_mask,
     input_salience,
-    restating,
+    stepped_by,
 )
+from denoisesum.inference.constraints import WordLists, WordMasks, constraint_mask, restating
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
 
 A, B, C, D, E = range(4, 9)  # word ids after the 4 specials
@@ -39,6 +38,9 @@ class MarkovState:
     def index_select(self, index: torch.Tensor) -> "MarkovState":
         return MarkovState(self.entity.index_select(0, index))
 
+    def with_copy_ids(self, positions: torch.Tensor) -> "MarkovState":
+        return self  # nothing copied
+
 
 class Markov:
     """log p(w_t | w_{t-1}) from a fixed transition table per entity: tables [B, V, V]."""
@@ -50,7 +52,7 @@ class Markov:
     def encode(self, batch) -> MarkovState:
         return MarkovState(torch.arange(batch.n_pairs))
 
-    def decode_step(self, state: MarkovState, prev: torch.Tensor):
+    def decode_step(self, state: MarkovState, prev: torch.Tensor, words=None):
         self.steps += 1
         return self.log_tables[state.entity, prev], state
 
@@ -289,6 +291,33 @@ def test_a_sentence_that_restates_an_earlier_one_cannot_end():
     assert ban[:, DOT].tolist() == [True, True, False, False]
     assert ban[:, EOS_ID].tolist() == [True, True, False, False]
     assert not ban[0, [A, B, C, D]].any()  # only ending is banned: it must say something new
+
+
+@pytest.mark.parametrize("moved", [False, True])
+def test_the_search_keeps_what_each_beam_said_as_its_history_reads(said_checked, moved):
+    # random transitions over content words A-C, stopword D and DOT, four entities of their own
+    # tables: beams reorder and copy each other, and entities end at different steps; moved:
+    # after 6 steps every word goes to another position (_Search.in_columns, as the service's
+    # merged search does when the union of shortlists changes)
+    gen = torch.Generator().manual_seed(0)
+    tables = torch.rand(4, V, V, generator=gen) ** 4
+    tables[:, :, EOS_ID] *= 0.05
+    rules = {"no_repeat_in_sentence": True, "max_word_repeats": 3, "restate_overlap": 0.5}
+    cfg = DecodeConfig(beam_size=4, min_length=3, max_length=16, no_repeat_ngram=0, **rules)
+    cfg.no_immediate_repeat = False
+    words = WordLists((), [A, B, C], [DOT])
+
+    def run(search):
+        for _ in range(6):
+            search.step()
+        before = [s.sentence for s in search.said]
+        search.in_columns(torch.cat([torch.arange(len(SPECIALS)), torch.arange(V - 1, 3, -1)]), V)
+        assert [s.sentence for s in search.said] != before
+        return search.run()
+
+    with stepped_by(run) if moved else contextlib.nullcontext():
+        beam_search(Markov(tables), fake_batch(4), cfg, words=words)
+    assert len(said_checked) >= 10 and sum(said_checked) > 0  # some rows restated
 
 
 def test_restating_agrees_with_the_style_measure():

@@ -28,6 +28,25 @@ def summarizer(tmp_path_factory) -> Summarizer:
     )
 
 
+@pytest.fixture(scope="module")
+def constrained(summarizer) -> Summarizer:
+    """The same model with the constraints that read each beam's sentences (constraints.Said)."""
+    rules = {"no_repeat_in_sentence": True, "max_word_repeats": 2, "restate_overlap": 0.5}
+    decode = dataclasses.replace(summarizer.config.decode, **rules)
+    constrained = Summarizer.from_pretrained(summarizer.path)
+    constrained.config = dataclasses.replace(summarizer.config, decode=decode)
+    return constrained
+
+
+@pytest.fixture(params=["plain", "constrained"])
+def either(request, summarizer, constrained, said_checked):
+    """Each test twice: with the sentence constraints, what the merged search keeps of each
+    beam (constraints.Said) is checked every step as it joins, moves to other columns and
+    loses entities (conftest.said_checked)."""
+    yield summarizer if request.param == "plain" else constrained
+    assert bool(said_checked) == (request.param == "constrained")
+
+
 class Caught(Exception):
     pass
 
@@ -74,7 +93,8 @@ def steps(merged: continuous.Merged, n: int = 1000) -> None:
             merged.search.step()
 
 
-def test_searches_that_join_at_other_steps_get_what_each_gets_alone(summarizer):
+def test_searches_that_join_at_other_steps_get_what_each_gets_alone(either):
+    summarizer = either
     lengths = [{}, {"max_words": 6}, {"max_words": 9, "min_words": 3}, {}]
     options = [dict(o, first_person=False) for o in lengths]  # only lengths differ...
     entries = [fresh(summarizer, s, **o) for s, o in zip(SETS, options, strict=True)]
@@ -94,7 +114,8 @@ def test_searches_that_join_at_other_steps_get_what_each_gets_alone(summarizer):
         assert delivered(merged, entry) == alone(summarizer, reviews, max_words=10 - i)
 
 
-def test_the_union_drops_the_words_of_answered_requests_to_take_more(summarizer, monkeypatch):
+def test_the_union_drops_the_words_of_answered_requests_to_take_more(either, monkeypatch):
+    summarizer = either
     first, second = fresh(summarizer, SETS[0], max_words=4), fresh(summarizer, SETS[1])
     merged = continuous.Merged(first)
     assert merged.admit(second)

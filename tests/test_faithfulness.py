@@ -23,13 +23,8 @@ from denoisesum.evaluation.opinion import (
     summary_stars,
 )
 from denoisesum.evaluation.style import unsupported_words
-from denoisesum.inference.beam import (
-    DecodeConfig,
-    WordLists,
-    WordMasks,
-    constraint_mask,
-    length_bounds,
-)
+from denoisesum.inference.beam import DecodeConfig, length_bounds
+from denoisesum.inference.constraints import WordLists, WordMasks, constraint_mask
 from denoisesum.inference.opinion import clauses, self_contradictions, split_clauses
 from denoisesum.inference.summarizer import EmptySliceWarning, Summarizer, SummarizerConfig
 from denoisesum.inference.support import explain

@@ -18,22 +18,8 @@ both). alpha = 1 is the per-token average; alpha = 0 is plain beam search, which
 outputs. An entity stops when it has `beam_size` finished hypotheses (or at max_length, where
 `</s>` is forced), and leaves the batch then, so the others decode faster.
 
-Constraints (the released code's, docs/method.md §2), applied by setting log-probabilities to -inf:
-special tokens other than `</s>` never appear (so no `<unk>`: the model can copy it from the
-source); no `</s>` before min_length words; no word right after itself; no repeated n-gram (a
-word that would complete an n-gram already in the hypothesis is banned; n = 3, trigram blocking);
-and optionally any word the caller lists (`banned_ids`, e.g. first-person pronouns).
-
-Two more, beyond the released code, against the repetition n-gram blocking lets through ("the
-pool was clean and clean"): they apply to the words the caller lists as content words
-(`WordLists.content`; the Summarizer passes alphabetic non-stopwords). `no_repeat_in_sentence`
-bans a content word already used in the current sentence (since the last of
-`WordLists.sentence_ends`); `max_word_repeats` = k bans a content word once the hypothesis holds
-it k times. And one against restated sentences ("the staff is friendly . the staff is very
-friendly"): with `restate_overlap` = s, a sentence may not end (no sentence end, no `</s>`) while
-it has at least two content words and a share s of them were all in one earlier sentence, the
-measure of `evaluation.style.restated_sentences` at s = 0.5; the hypothesis must go on to say
-something new, or lose to one that does.
+Constraints (inference/constraints.py): what may not come next (specials, </s> before
+min_length, repeats, restated sentences), set to -inf before the beams are chosen.
 
 Input salience (beyond the paper; `input_bonus` = b): the summary of some reviews should name
 what many of them talk about (the ramen, the wait), where a denoising model trained on generic
@@ -60,8 +46,16 @@ import torch
 
 from denoisesum.config import Range, at_least, between, check
 from denoisesum.data.batch import review_word_counts
-from denoisesum.data.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS
+from denoisesum.data.vocab import BOS_ID, EOS_ID
 from denoisesum.errors import ConfigError
+from denoisesum.inference.constraints import (
+    EMPTY,
+    SaidRules,
+    WordLists,
+    WordMasks,
+    constraint_mask,
+    reads_said,
+)
 
 AGAINST_SCOPES = ("all", "overall", "below-positive", "off")
 MIN_MAX_LENGTH = 15  # length_ratio never allows fewer words than this (nor than max_length)
@@ -193,42 +187,6 @@ class Hypothesis:
     finished: bool = True  # False only for the fallback when no hypothesis could end
 
 
-@dataclass
-class WordLists:
-    """Word ids (in the model's output space) that the constraints treat specially."""
-
-    banned: Sequence[int] = ()  # never produced (e.g. first-person pronouns)
-    content: Sequence[int] = ()  # for no_repeat_in_sentence, max_word_repeats, restate_overlap
-    sentence_ends: Sequence[int] = ()  # a sentence ends after one of these (. ! ?)
-
-
-@dataclass
-class WordMasks:
-    """WordLists as [V] bool masks, built once the vocabulary size is known."""
-
-    always: torch.Tensor  # banned at every step: specials but </s>, and WordLists.banned
-    content: torch.Tensor
-    ends: torch.Tensor
-
-    @classmethod
-    def build(cls, words: WordLists, vocab_size: int, device) -> WordMasks:
-        def mask(ids: Sequence[int] | torch.Tensor) -> torch.Tensor:
-            out = torch.zeros(vocab_size, dtype=torch.bool, device=device)
-            if not isinstance(ids, torch.Tensor):
-                ids = torch.tensor(list(ids), dtype=torch.long)
-            out[ids.to(device)] = True
-            return out
-
-        always = mask(words.banned)
-        always[: len(SPECIALS)] = True
-        always[EOS_ID] = False
-        return cls(always, mask(words.content), mask(words.sentence_ends))
-
-
-def _mask_fields(masks: WordMasks) -> tuple[torch.Tensor, ...]:
-    return masks.always, masks.content, masks.ends
-
-
 class DecodeStateLike(Protocol):
     def index_select(self, index: torch.Tensor) -> DecodeStateLike: ...
 
@@ -250,58 +208,6 @@ def banned_words(config: DecodeConfig, index: dict[str, int]) -> list[int]:
     return sorted({index[w] for w in config.first_person if w in index})
 
 
-def _mark(ban: torch.Tensor, ids: torch.Tensor, hit: torch.Tensor) -> None:
-    """ban[i, ids[i, j]] = True wherever hit[i, j]; ids, hit [N, W]. A max, not a scatter: the
-    same word may be both hit and not hit at two places (bool as bytes: scatter_reduce has no
-    bool kernel)."""
-    ban.view(torch.uint8).scatter_reduce_(1, ids, hit.view(torch.uint8), "amax")
-
-
-def _content_repeats(
-    ban: torch.Tensor, history: torch.Tensor, masks: WordMasks, config: DecodeConfig
-) -> None:
-    """Ban content words used in the current sentence, or max_word_repeats times already."""
-    if not (config.no_repeat_in_sentence or config.max_word_repeats):
-        return
-    n, t = history.shape
-    content = masks.content[history]  # [N, t]
-    if config.no_repeat_in_sentence:
-        pos = torch.arange(t, device=history.device).expand(n, t)
-        last_end = torch.where(masks.ends[history], pos, -1).max(1).values  # [N]
-        _mark(ban, history, content & (pos > last_end.unsqueeze(1)))
-    if config.max_word_repeats:
-        uses = torch.zeros_like(ban, dtype=torch.long).scatter_add_(1, history, content.long())
-        ban |= uses >= config.max_word_repeats
-
-
-def restating(history: torch.Tensor, masks: WordMasks, share: float) -> torch.Tensor:
-    """[N] True where the unfinished sentence of history [N, t] restates an earlier one: >= 2
-    distinct content words, of which at least `share` all occur in one earlier sentence."""
-    n, t = history.shape
-    ends = masks.ends[history].long()  # [N, t]
-    n_sentences = int(ends.sum(1).max()) + 1
-    if n_sentences == 1:  # no earlier sentence anywhere
-        return torch.zeros(n, dtype=torch.bool, device=history.device)
-    sentence = ends.cumsum(1) - ends  # [N, t] sentence index; an end belongs to its sentence
-    # [N, t] the unfinished sentence (not the <pad>s before a row that joined late)
-    current = (sentence == ends.sum(1, keepdim=True)) & (history != PAD_ID)
-    content = masks.content[history]
-    # the current sentence lies within the last w positions: only they are compared (as i)
-    # with every position (as j), [N, w, t] rather than [N, t, t]
-    w = max(1, int(current.sum(1).max()))
-    tail = slice(t - w, t)
-    same = history[:, tail].unsqueeze(2) == history.unsqueeze(1)  # [N, w(i), t(j)] same word
-    before = torch.ones(t, t, dtype=torch.bool, device=history.device).tril(-1)[tail]  # j < i
-    again = (same & before & current.unsqueeze(1)).any(2)  # word i already said in this sentence
-    words = (content & current)[:, tail] & ~again  # [N, w] distinct content words of it
-    size = words.sum(1)  # [N]
-    earlier = (same & (content & ~current).unsqueeze(1)).long()  # [N, i, j] word i said at j
-    found = torch.zeros(n, w, n_sentences, dtype=torch.long, device=history.device)
-    found.scatter_add_(2, sentence.unsqueeze(1).expand(n, w, t), earlier)  # [N, i, sentence]
-    overlap = ((found > 0) & words.unsqueeze(2)).sum(1)  # [N, sentence] words shared with each
-    return (size >= 2) & (overlap >= share * size.unsqueeze(1)).any(1)
-
-
 def input_salience(
     reviews: torch.Tensor, review_pair: torch.Tensor, n_entities: int, content: torch.Tensor
 ) -> torch.Tensor:
@@ -311,58 +217,6 @@ def input_salience(
     per_entity = review_word_counts(reviews, review_pair, n_entities, len(content))  # [E, V]
     counts = torch.bincount(review_pair, minlength=n_entities).clamp(min=1)  # [E]
     return per_entity / counts.unsqueeze(1) * content
-
-
-def constraint_mask(
-    history: torch.Tensor,
-    masks: WordMasks,
-    config: DecodeConfig,
-    bounds: tuple[torch.Tensor, torch.Tensor] | None = None,
-    lengths: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """True where a next word is banned. history [N, t] words so far -> [N, V] bool.
-    bounds: per-row (min_length [N], max_length [N]) instead of the config's.
-    lengths: per-row words so far [N] (with bounds), where a row's history is its words after
-    t - length leading <pad>s (a search that others joined later: _Search.join); <pad> is
-    always banned, so no n-gram or repeat of it can ban a word."""
-    n, t = history.shape
-    ban = masks.always.expand(n, -1).clone()  # [N, V]
-    low, high = (config.min_length, config.max_length) if bounds is None else bounds
-    if bounds is None and t >= high:  # only </s> is left
-        ban.fill_(True)
-        ban[:, EOS_ID] = False
-        return ban
-    length = t if lengths is None else lengths
-    eos: list[torch.Tensor] = []  # [N] rows whose </s> is banned: set once, at the end
-    if isinstance(low, torch.Tensor):  # per row
-        eos.append(length < low)
-    elif t < low:
-        ban[:, EOS_ID] = True
-    if config.end_at_sentence and t > 0:
-        ends = masks.ends[history[:, -1]]
-        eos.append(~ends if lengths is None else ~ends & (lengths > 0))
-    if config.no_immediate_repeat and t > 0:
-        ban.scatter_(1, history[:, -1:], True)
-    size = config.no_repeat_ngram
-    if size > 0 and t >= size:
-        windows = history.unfold(1, size, 1)  # [N, W, size], every n-gram so far
-        prefix = history[:, t - size + 1 :]  # [N, size-1], what the next word would extend
-        match = (windows[:, :, :-1] == prefix.unsqueeze(1)).all(-1)  # [N, W]
-        _mark(ban, windows[:, :, -1], match)
-    if t > 0:
-        _content_repeats(ban, history, masks, config)
-    if t > 0 and config.restate_overlap:
-        rows = restating(history, masks, config.restate_overlap)  # [N]
-        ban |= rows.unsqueeze(1) & masks.ends
-        eos.append(rows)
-    column = ban[:, EOS_ID]  # a view: in place, one op per condition
-    for rows in eos:
-        column |= rows
-    if bounds is not None:  # rows at their max_length: only </s> is left
-        full = length >= high  # [N] (no boolean indexing: no device sync)
-        ban |= full.unsqueeze(1)
-        column &= ~full
-    return ban
 
 
 def beam_search(
@@ -516,6 +370,10 @@ class _Search:
         # [n] len(finished[e]), kept on the device: no host-to-device copy each step
         self.n_finished = torch.zeros(n, dtype=torch.long, device=device)
         self.masks: WordMasks | None = None  # built at the first step
+        # [A*K] what each row's hypothesis has said (constraints.Said), where a constraint
+        # reads it; kept row by row as the beams move
+        self.said = [EMPTY] * (n * k) if reads_said(config) else None
+        self._rules: tuple[WordMasks, SaidRules] | None = None  # (masks, SaidRules.of them)
         self.words = words
         self.batch, self.reviews = batch, reviews
         self.share: torch.Tensor | None = None  # [n, V] input_salience, at the first step
@@ -554,12 +412,18 @@ class _Search:
             out[..., to] = x[..., kept]
             return out
 
-        self.masks = WordMasks(*(move(m, False) for m in _mask_fields(masks)))
+        self.masks = WordMasks(*(move(m, False) for m in masks.fields()))
         self.share, self.unsaid = None if share is None else move(share, 0.0), None
         self.bias = None if self.bias is None else move(self.bias, 0.0)
         allowed = torch.ones(n, v, dtype=torch.bool, device=self.device)
         self.allowed = move(allowed if self.allowed is None else self.allowed, False)
         self.tokens, self.prev = cols[self.tokens], cols[self.prev]
+        if self.said is not None:
+            moved, to_list = {}, cols.tolist()  # rows share their Said: each moved once
+            self.said = [
+                moved[id(x)] if id(x) in moved else moved.setdefault(id(x), x.moved(to_list))
+                for x in self.said
+            ]
         self.state = self.state.with_copy_ids(cols)
         for hyps in self.finished:
             for h in hyps:
@@ -588,7 +452,7 @@ class _Search:
             for name in mine
             if mine[name] is not None or theirs[name] is not None
         }
-        pairs = zip(_mask_fields(self.masks), _mask_fields(other.masks), strict=True)
+        pairs = zip(self.masks.fields(), other.masks.fields(), strict=True)
         masks = WordMasks(*(a | b for a, b in pairs))
         pad = torch.zeros(len(other.entity), self.k, t, dtype=torch.long, device=self.device)
         state = self.state.joined(other.state)
@@ -600,6 +464,8 @@ class _Search:
         self.entity = torch.cat([self.entity, other.entity + n])
         self.scores = torch.cat([self.scores, other.scores])
         self.prev = torch.cat([self.prev, other.prev])
+        if self.said is not None:
+            self.said = self.said + other.said
         self.finished = self.finished + other.finished
         self.n_finished = torch.cat([self.n_finished, other.n_finished])
 
@@ -631,6 +497,11 @@ class _Search:
     def _reads_share(self) -> bool:
         c = self.config
         return bool(c.input_bonus or c.input_words_only or c.unsaid_penalty)
+
+    def _said_rules(self, masks: WordMasks) -> SaidRules:
+        if self._rules is None or self._rules[0] is not masks:  # a join or move made new masks
+            self._rules = masks, SaidRules.of(masks, self.config)
+        return self._rules[1]
 
     def _word_masks(self, vocab_size: int) -> WordMasks:
         if self.masks is None:
@@ -664,7 +535,8 @@ class _Search:
         # words so far: t, or per entity [A] where entities joined at other steps
         length = t if self.born is None else t - rows["born"]
         rows_length = None if self.born is None else length.repeat_interleave(k)
-        ban = constraint_mask(history, self._word_masks(v), self.config, bounds, rows_length)
+        masks = self._word_masks(v)
+        ban = constraint_mask(history, masks, self.config, bounds, rows_length, self.said)
         if self.allowed is not None:
             ban |= ~rows["allowed"]
         log_probs, ban = self._input_terms(log_probs, ban, history)
@@ -705,6 +577,13 @@ class _Search:
             self.entity = self.entity[live]
         self.tokens, self.scores = tokens[live], scores[live]
         self.prev = word[live].flatten()
+        if self.said is not None:
+            rules = self._said_rules(masks)
+            said = self.said
+            self.said = [
+                said[row].extend(w, rules)
+                for row, w in zip(rows.tolist(), self.prev.tolist(), strict=True)
+            ]
         if self.born is not None and len(live):  # <pad> columns no live entity needs go
             first = int(self.born[self.entity].min())
             if first:

@@ -55,12 +55,8 @@ from denoisesum.data.batch import inference_batch
 from denoisesum.data.tokenizer import detokenize
 from denoisesum.data.vocab import SPECIALS, Vocab
 from denoisesum.errors import ConfigError, DenoiseSumError
-from denoisesum.inference.beam import (
-    DecodeConfig,
-    WordLists,
-    banned_words,
-    beam_search,
-)
+from denoisesum.inference.beam import DecodeConfig, banned_words, beam_search
+from denoisesum.inference.constraints import WordLists
 from denoisesum.inference.opinion import check_clauses, clauses, clauses_to_cut, scoped_sides
 from denoisesum.inference.rerank import choose, review_subsets
 from denoisesum.inference.selection import SELECT_MODES, select_reviews
