@@ -49,10 +49,17 @@ def synthetic_reviews(n_entities: int = 30, per_entity: int = 12, seed: int = 0)
     return out
 
 
+def grouped_reviews(n_entities: int, per_entity: int, seed: int = 0) -> dict[str, list[str]]:
+    """`synthetic_reviews`' texts by entity id, in order."""
+    out: dict[str, list[str]] = {}
+    for r in synthetic_reviews(n_entities, per_entity, seed):
+        out.setdefault(r["entity_id"], []).append(r["text"])
+    return out
+
+
 def synthetic_sets(n: int = 3) -> list[list[str]]:
-    """n entities of 4 synthetic reviews each (the first 4*n of `synthetic_reviews`'s kind)."""
-    texts = [r["text"] for r in synthetic_reviews(n_entities=n, per_entity=4)]
-    return [texts[i * 4 : (i + 1) * 4] for i in range(n)]
+    """n entities of 4 synthetic reviews each."""
+    return list(grouped_reviews(n, 4).values())
 
 
 def write_dev_sets(path: Path, n: int = 3) -> Path:

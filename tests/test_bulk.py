@@ -19,8 +19,8 @@ import conftest
 from conftest import (
     all_ended,
     children,
+    grouped_reviews,
     save_tiny_summarizer,
-    synthetic_reviews,
     write_jsonl,
 )
 from denoisesum.inference import bulk
@@ -41,10 +41,7 @@ def tiny(tmp_path_factory) -> Path:
 
 
 def entity_sets(n: int = N_ENTITIES) -> list[dict]:
-    out: dict[str, list[str]] = {}
-    for r in synthetic_reviews(n_entities=n, per_entity=4, seed=3):
-        out.setdefault(r["entity_id"], []).append(r["text"])
-    return [{"entity_id": e, "reviews": texts} for e, texts in out.items()]
+    return [{"entity_id": e, "reviews": t} for e, t in grouped_reviews(n, 4, seed=3).items()]
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import conftest
-from conftest import refused, save_tiny_summarizer, synthetic_reviews, write_jsonl
+from conftest import grouped_reviews, refused, save_tiny_summarizer, write_jsonl
 from denoisesum.errors import DenoiseSumError
 from denoisesum.inference import bulk, cluster
 
@@ -34,9 +34,7 @@ def tiny(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def sets_file(tmp_path_factory) -> Path:
-    grouped: dict[str, list[str]] = {}
-    for r in synthetic_reviews(n_entities=N_ENTITIES, per_entity=4, seed=5):
-        grouped.setdefault(r["entity_id"], []).append(r["text"])
+    grouped = grouped_reviews(N_ENTITIES, 4, seed=5)
     grouped["unreadable"] = ["12345 67890", "!!!"]  # a warning, said by the command
     return write_jsonl(
         tmp_path_factory.mktemp("in") / "sets.jsonl",

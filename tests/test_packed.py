@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import save_tiny_summarizer, synthetic_reviews
+from conftest import grouped_reviews, save_tiny_summarizer
 from denoisesum.data.batch import inference_batch
 from denoisesum.data.vocab import BOS_ID
 from denoisesum.inference.beam import DecodeConfig
@@ -37,10 +37,7 @@ def summarizer(tmp_path) -> Summarizer:
 
 
 def review_sets() -> list[list[str]]:
-    out: dict[str, list[str]] = {}
-    for r in synthetic_reviews(n_entities=4, per_entity=5, seed=3):
-        out.setdefault(r["entity_id"], []).append(r["text"])
-    return list(out.values())
+    return list(grouped_reviews(4, 5, seed=3).values())
 
 
 def test_a_product_is_the_fp32_one_up_to_summation_order():

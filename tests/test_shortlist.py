@@ -8,7 +8,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from conftest import save_tiny_summarizer, synthetic_reviews
+from conftest import grouped_reviews, save_tiny_summarizer
 from denoisesum.cli import app
 from denoisesum.data.batch import inference_batch
 from denoisesum.data.vocab import BOS_ID, SPECIALS
@@ -31,10 +31,7 @@ def summarizer(tmp_path_factory) -> Summarizer:
 
 
 def review_sets(n: int = 3) -> list[list[str]]:
-    out: dict[str, list[str]] = {}
-    for r in synthetic_reviews(n_entities=n, per_entity=5, seed=1):
-        out.setdefault(r["entity_id"], []).append(r["text"])
-    return list(out.values())
+    return list(grouped_reviews(n, 5, seed=1).values())
 
 
 def test_rows_are_specials_frequent_words_and_the_input():

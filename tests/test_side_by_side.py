@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import save_tiny_summarizer, synthetic_reviews, write_jsonl
+from conftest import grouped_reviews, save_tiny_summarizer, write_jsonl
 from denoisesum.inference import bulk
 
 
@@ -67,9 +67,7 @@ def tiny(tmp_path_factory) -> Path:
 
 @pytest.fixture()
 def sets_file(tmp_path) -> Path:
-    grouped: dict[str, list[str]] = {}
-    for r in synthetic_reviews(n_entities=9, per_entity=4, seed=3):
-        grouped.setdefault(r["entity_id"], []).append(r["text"])
+    grouped = grouped_reviews(9, 4, seed=3)
     return write_jsonl(
         tmp_path / "sets.jsonl", [{"entity_id": e, "reviews": t} for e, t in grouped.items()]
     )

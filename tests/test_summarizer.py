@@ -14,7 +14,7 @@ import torch
 from typer.testing import CliRunner
 
 import denoisesum
-from conftest import save_tiny_summarizer, synthetic_reviews
+from conftest import grouped_reviews, save_tiny_summarizer
 from denoisesum.cli import app
 from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.inference import summarizer as summarizer_module
@@ -35,10 +35,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def texts_by_entity(n_entities: int = 3) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for r in synthetic_reviews(n_entities=n_entities, per_entity=5, seed=1):
-        out.setdefault(r["entity_id"], []).append(r["text"])
-    return out
+    return grouped_reviews(n_entities, 5, seed=1)
 
 
 @pytest.fixture(scope="module")
