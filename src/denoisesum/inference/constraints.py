@@ -19,7 +19,7 @@ new, or lose to one that does.
 
 Those three read each hypothesis' content words sentence by sentence. A search keeps them per
 beam as it goes (`Said`, a word at a time) rather than recomputing them from the whole history
-each step: over [N, t] and [N, V] tensors that took a tenth of a service step, in a few dozen
+each step: over [N, t] and [N, V] tensors that took 14% of a service step, in a few dozen
 small ops whose fixed cost dominates at the service's 10-40 beams.
 """
 
@@ -172,7 +172,7 @@ class Said:
         return size >= 2 and any(n >= share * size for n in self.overlap)
 
     def moved(self, cols: list[int]) -> Said:
-        """The same words at other positions: word p is now cols[p] (Search.in_columns)."""
+        """The same words at other positions: word p is now cols[p] (_Search.in_columns)."""
         return Said(
             frozenset(cols[w] for w in self.sentence),
             tuple(frozenset(cols[w] for w in e) for e in self.earlier),
@@ -185,7 +185,7 @@ class Said:
 EMPTY = Said()
 
 
-def mark(ban: torch.Tensor, ids: torch.Tensor, hit: torch.Tensor) -> None:
+def _mark(ban: torch.Tensor, ids: torch.Tensor, hit: torch.Tensor) -> None:
     """ban[i, ids[i, j]] = True wherever hit[i, j]; ids, hit [N, W]. A max, not a scatter: the
     same word may be both hit and not hit at two places (bool as bytes: scatter_reduce has no
     bool kernel)."""
@@ -237,7 +237,7 @@ def constraint_mask(
         windows = history.unfold(1, size, 1)  # [N, W, size], every n-gram so far
         prefix = history[:, t - size + 1 :]  # [N, size-1], what the next word would extend
         match = (windows[:, :, :-1] == prefix.unsqueeze(1)).all(-1)  # [N, W]
-        mark(ban, windows[:, :, -1], match)
+        _mark(ban, windows[:, :, -1], match)
     if t > 0 and reads_said(config):
         if said is None:
             said = Said.of_history(history, SaidRules.of(masks, config))
