@@ -21,7 +21,13 @@ from denoisesum.inference.beam import (
     input_salience,
     stepped_by,
 )
-from denoisesum.inference.constraints import WordLists, WordMasks, constraint_mask, restating
+from denoisesum.inference.constraints import (
+    Said,
+    SaidRules,
+    WordLists,
+    WordMasks,
+    constraint_mask,
+)
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
 
 A, B, C, D, E = range(4, 9)  # word ids after the 4 specials
@@ -328,7 +334,8 @@ def test_restating_agrees_with_the_style_measure():
     for _ in range(60):
         length = rng.randint(1, 14)
         rows = [[rng.choice([A, B, C, D, DOT]) for _ in range(length)] for _ in range(5)]
-        got = restating(torch.tensor(rows), masks(), 0.5).tolist()
+        rules = SaidRules(*masks().sets(), repeats=0, restate=True)
+        got = [said.restates(0.5) for said in Said.of_history(torch.tensor(rows), rules)]
         for history, flag in zip(rows, got, strict=True):
             done = history[: len(history) - history[::-1].index(DOT)] if DOT in history else []
             ended = restated_sentences(

@@ -373,7 +373,6 @@ class _Search:
         # [A*K] what each row's hypothesis has said (constraints.Said), where a constraint
         # reads it; kept row by row as the beams move
         self.said = [EMPTY] * (n * k) if reads_said(config) else None
-        self._rules: tuple[WordMasks, SaidRules] | None = None  # (masks, SaidRules.of them)
         self.words = words
         self.batch, self.reviews = batch, reviews
         self.share: torch.Tensor | None = None  # [n, V] input_salience, at the first step
@@ -419,11 +418,8 @@ class _Search:
         self.allowed = move(allowed if self.allowed is None else self.allowed, False)
         self.tokens, self.prev = cols[self.tokens], cols[self.prev]
         if self.said is not None:
-            moved, to_list = {}, cols.tolist()  # rows share their Said: each moved once
-            self.said = [
-                moved[id(x)] if id(x) in moved else moved.setdefault(id(x), x.moved(to_list))
-                for x in self.said
-            ]
+            to_list = cols.tolist()
+            self.said = [said.moved(to_list) for said in self.said]
         self.state = self.state.with_copy_ids(cols)
         for hyps in self.finished:
             for h in hyps:
@@ -497,11 +493,6 @@ class _Search:
     def _reads_share(self) -> bool:
         c = self.config
         return bool(c.input_bonus or c.input_words_only or c.unsaid_penalty)
-
-    def _said_rules(self, masks: WordMasks) -> SaidRules:
-        if self._rules is None or self._rules[0] is not masks:  # a join or move made new masks
-            self._rules = masks, SaidRules.of(masks, self.config)
-        return self._rules[1]
 
     def _word_masks(self, vocab_size: int) -> WordMasks:
         if self.masks is None:
@@ -578,7 +569,7 @@ class _Search:
         self.tokens, self.scores = tokens[live], scores[live]
         self.prev = word[live].flatten()
         if self.said is not None:
-            rules = self._said_rules(masks)
+            rules = SaidRules.of(masks, self.config)  # masks caches its id sets
             said = self.said
             self.said = [
                 said[row].extend(w, rules)

@@ -192,14 +192,6 @@ def _mark(ban: torch.Tensor, ids: torch.Tensor, hit: torch.Tensor) -> None:
     ban.view(torch.uint8).scatter_reduce_(1, ids, hit.view(torch.uint8), "amax")
 
 
-def restating(history: torch.Tensor, masks: WordMasks, share: float) -> torch.Tensor:
-    """[N] True where the unfinished sentence of history [N, t] restates an earlier one: >= 2
-    distinct content words, of which at least `share` all occur in one earlier sentence."""
-    rules = SaidRules(*masks.sets(), repeats=0, restate=True)
-    flags = [said.restates(share) for said in Said.of_history(history, rules)]
-    return torch.tensor(flags, dtype=torch.bool, device=history.device)
-
-
 def constraint_mask(
     history: torch.Tensor,
     masks: WordMasks,
