@@ -23,6 +23,7 @@ and h11 at most 16 KiB of a head (then 400), so neither needs a byte budget of i
 
 import asyncio
 import copy
+import gc
 import json
 import logging
 import socket
@@ -172,6 +173,7 @@ def serve(
     """Serve until interrupted (Ctrl-C); with `workers` > 1, decoding in that many processes
     of `threads` torch threads each (None: the cores shared out among them; pool.py)."""
     config = server_config(app, host, port, log_level)
+    freeze_loaded()
     if workers == 1:
         uvicorn.Server(config).run()
         return
@@ -190,6 +192,17 @@ def serve(
         queue.close()  # (again, where uvicorn's shutdown did: nothing left to do)
     if queue.failed:  # a worker died: the service was not the one started
         raise SystemExit(1)
+
+
+def freeze_loaded() -> None:
+    """Leave the objects alive now (the loaded model's vocabulary, tokenizer and lexicons,
+    about 210,000) out of the garbage collector's passes: they live as long as the service.
+    Else each full pass, about one in 20 s under load, walks them all and holds the decoding
+    thread, and with it every running request, for 110-140 ms: the slowest 1% of answers
+    (docs/results/service.md). Before forking (`--workers`), this also keeps the workers from
+    writing to the pages they share with the server (the collector marks every object it walks)."""
+    gc.collect()
+    gc.freeze()
 
 
 def _listen(host: str, port: int, backlog: int) -> socket.socket:
