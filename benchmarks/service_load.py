@@ -14,8 +14,10 @@ Reports requests/s (answered 200s per second of the run), latency percentiles of
 answers by status (4xx and 5xx counted separately, connection failures apart), the review sets
 the server decoded per summarize_batch call (its batching of concurrent requests), and the
 server's resident memory (VmRSS from /proc/PID/status, sampled every second): at the start of
-the load, at its end and the largest. Prints JSON and writes it to `--output`; `--write-doc`
-also writes a Markdown table to docs/results/service.md (`--doc` to change).
+the load, at its end and the largest. --collector: the garbage collector's passes in the server
+and its workers (benchmarks/gc_clock.py), by generation: count, total and longest time. Prints
+JSON and writes it to `--output`; `--write-doc` also writes a Markdown table to
+docs/results/service.md (`--doc` to change).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
+import gc_clock
 import httpx
 from common import percentile, system
 
@@ -91,10 +94,12 @@ class Sampler(threading.Thread):
             self.stop.wait(self.every)
 
 
-def start_server(args, port: int, log: IO[str]) -> subprocess.Popen:
+def start_server(args, port: int, log: IO[str], collector: str | None) -> subprocess.Popen:
+    python = [sys.executable, "-m"]
+    if collector is not None:
+        python = [sys.executable, str(ROOT / "benchmarks" / "gc_clock.py"), collector]
     command = [
-        sys.executable,
-        "-m",
+        *python,
         "denoisesum.cli",
         "serve",
         "--host",
@@ -175,8 +180,14 @@ def run(args) -> dict:
         raise SystemExit(f"{args.sets}: no review sets")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryFile("w+") as log:
-        return measure(args, sets, base, start_server(args, port, log), log)
+    with tempfile.TemporaryFile("w+") as log, tempfile.TemporaryDirectory() as tmp:
+        collector = os.path.join(tmp, "gc.log") if args.collector else None
+        result = measure(args, sets, base, start_server(args, port, log, collector), log)
+        since, until = result.pop("load_window")
+        if collector is not None:
+            found = os.path.exists(collector)
+            result["collector"] = gc_clock.read(collector, since, until) if found else {}
+        return result
 
 
 def measure(args, sets: list[list[str]], base: str, server: subprocess.Popen, log: IO[str]) -> dict:
@@ -288,6 +299,7 @@ def measure(args, sets: list[list[str]], base: str, server: subprocess.Popen, lo
             "load_average_1m_at_end": round(os.getloadavg()[0], 2),
         },
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "load_window": (started, started + elapsed),  # (run() drops it)
     }
 
 
@@ -430,6 +442,9 @@ def main() -> None:
         help="seconds to wait for the server to load the model",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--collector", action="store_true", help="clock the server's garbage-collector passes"
+    )
     parser.add_argument(
         "--output",
         type=Path,
