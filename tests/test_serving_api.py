@@ -640,6 +640,36 @@ def test_serving_leaves_the_loaded_objects_out_of_the_collector(summarizer, monk
     assert seen == {"loaded": False, "made": True}
 
 
+def test_the_workers_socket_answers_without_nagle():
+    """serve --workers listens on a socket of its own: asyncio must turn Nagle's algorithm off
+    on its connections, as on uvicorn's (else each answer's end waits 40 ms for the client's
+    delayed acknowledgement)."""
+    from denoisesum.serving.server import _listen
+
+    async def accept_one() -> int:
+        sock = _listen("127.0.0.1", 0, 8)
+        accepted: asyncio.Future = asyncio.get_running_loop().create_future()
+
+        class Protocol(asyncio.Protocol):
+            def connection_made(self, transport):
+                raw = transport.get_extra_info("socket")
+                accepted.set_result(raw.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                transport.close()
+
+        server = await asyncio.get_running_loop().create_server(Protocol, sock=sock)
+        try:
+            port = sock.getsockname()[1]
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            nodelay = await asyncio.wait_for(accepted, 10)
+            writer.close()
+            return nodelay
+        finally:
+            server.close()
+            await server.wait_closed()
+
+    assert asyncio.run(accept_one()) != 0
+
+
 def test_the_workers_of_a_killed_serve_stop(summarizer):
     """SIGKILL leaves the command no time to stop its workers: each notices it is orphaned."""
     server, _ = start_serve(
