@@ -197,10 +197,11 @@ def serve(
 def freeze_loaded() -> None:
     """Leave the objects alive now (the loaded model's vocabulary, tokenizer and lexicons,
     about 210,000) out of the garbage collector's passes: they live as long as the service.
-    Else each full pass, about one in 20 s under load, walks them all and holds the decoding
-    thread, and with it every running request, for 110-140 ms: the slowest 1% of answers
-    (docs/results/service.md). Before forking (`--workers`), this also keeps the workers from
-    writing to the pages they share with the server (the collector marks every object it walks)."""
+    Else each full pass, once or twice a minute per worker under load, walks them all and holds
+    the decoding thread, and with it every running request, for 110-160 ms: the slowest 1% of
+    answers (docs/results/service.md). Before forking (`--workers`), this also keeps the workers
+    from writing to the pages they share with the server (the collector marks every object it
+    walks)."""
     gc.collect()
     gc.freeze()
 
@@ -210,8 +211,8 @@ def _listen(host: str, port: int, backlog: int) -> socket.socket:
 
     Made with its protocol named (TCP), as uvicorn's own are: asyncio turns Nagle's algorithm off
     (TCP_NODELAY) only on connections of such a socket, and with it on, each answer's last
-    segment waited for the client's delayed acknowledgement, 40 ms on Linux (`socket.
-    create_server` leaves the protocol 0: every answer of `serve --workers` came 44 ms late)."""
+    segment could wait for the client's delayed acknowledgement, 40 ms on Linux (`socket.
+    create_server` leaves the protocol 0: /healthz, one request at a time, took 44 ms)."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
