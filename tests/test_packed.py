@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from conftest import grouped_reviews, save_tiny_summarizer
 from denoisesum.data.batch import inference_batch
-from denoisesum.data.vocab import BOS_ID
+from denoisesum.data.vocab import BOS_ID, SPECIALS
 from denoisesum.inference.beam import DecodeConfig
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.models import packed
@@ -133,3 +133,18 @@ def test_shortlist_rows_share_one_packed_head(summarizer):
     assert heads[0] is heads[1]  # the second batch packed only its word 12
     decoder.out_rows(torch.arange(6))  # a shorter run: the head becomes it
     assert decoder.packed["out:head"].out_features == 6
+
+
+def test_warm_packs_what_every_shortlist_reads_before_the_first_summary(summarizer):
+    """What the service's workers share when it forks them (serve --workers): the decoders'
+    weights and the rows every shortlist starts with, packed once, and summaries unchanged."""
+    summarizer.config.shortlist = 20
+    cold = summarizer.summarize_batch(review_sets())
+    warmed = Summarizer.from_pretrained(summarizer.path)
+    warmed.config.shortlist = 20
+    warmed.warm()
+    decoders = [b.decoder for b in warmed.model.branches().values()]
+    heads = [d.packed["out:head"] for d in decoders]
+    assert all(h.out_features == len(SPECIALS) + 20 for h in heads)
+    assert warmed.summarize_batch(review_sets()) == cold
+    assert [d.packed["out:head"] for d in decoders] == heads  # read, not packed again

@@ -804,6 +804,26 @@ class Summarizer:
         half = self.half and self.device.type == "cuda"
         return torch.autocast(self.device.type, torch.float16, enabled=half)
 
+    def warm(self) -> None:
+        """Do now what the first summary would do once and keep: the vocabulary's word classes,
+        the rating model's word pull, and the decoders' weights packed as fp16 (with a
+        shortlist, the output layers' rows every shortlist starts with). The service calls it
+        once: the summarizer copies its requests decode with (serving/worker.py) then share
+        these instead of each making its own, and so do the processes of `serve --workers`,
+        forked after it (the packed weights take 10.5 MiB, read at every step)."""
+        self._word_classes()
+        if self.config.shortlist:
+            self._content_tensor()
+        if self.rating is not None:
+            self._word_pull()
+        if self.model.pack(self._packing()) and self.config.shortlist:
+            no_reviews = torch.empty(0, 0, dtype=torch.long, device=self.device)
+            rows = shortlist_rows(no_reviews, self.config.shortlist, len(self.vocab))
+            ShortlistModel(self.model, rows)  # packs them (Decoder.out_rows keeps them)
+
+    def _packing(self) -> bool:
+        return self.config.packed_fp16 and self.device.type == "cpu" and not self._bf16()
+
     def _search(
         self,
         sources: list[list[list[int]]],
@@ -814,7 +834,7 @@ class Summarizer:
         the stars each summary should convey (the opinion of an opinion model, the steering
         of decode.opinion_weight; None: unknown)."""
         targets = targets or [None] * len(sources)
-        self.model.pack(self.config.packed_fp16 and self.device.type == "cpu" and not self._bf16())
+        self.model.pack(self._packing())
         content, ends, _ = self._word_classes()
         if self.config.shortlist:  # a tensor: shortlist positions are looked up, not listed
             content = self._content_tensor()

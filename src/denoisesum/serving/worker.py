@@ -73,7 +73,7 @@ class InferenceQueue:
     ) -> None:
         self._summarizer = summarizer
         self._request = threading.local()  # a request thread's own view of the summarizer
-        _warm(summarizer)
+        summarizer.warm()  # before any request's view (_view) copies it, and before forking
         self.max_batch_sets = max_batch_sets
         self.max_pending_sets = max_pending_sets
         self.support = support or SupportConfig()
@@ -324,13 +324,3 @@ def _view(summarizer: Summarizer) -> Summarizer:
     view = copy.copy(summarizer)
     view.config = copy.copy(summarizer.config)
     return view
-
-
-def _warm(summarizer: Summarizer) -> None:
-    """Fill the summarizer's lazy caches (word classes, the rating model's word pull) once,
-    so that every request's view shares them instead of computing its own."""
-    summarizer._word_classes()
-    if summarizer.config.shortlist:  # the content words as a tensor (Summarizer._search)
-        summarizer._content_tensor()
-    if summarizer.rating is not None:
-        summarizer._word_pull()
