@@ -21,12 +21,12 @@ import argparse
 import json
 import multiprocessing
 import os
-import platform
 import statistics
 import time
 from datetime import UTC, datetime
 
 import numpy as np
+from common import percentile, system
 from threadpoolctl import threadpool_limits
 
 COPY_BYTES = 100_000_000
@@ -68,19 +68,21 @@ def probe(kind: str, seconds: float, slow: float) -> dict:
         ],
         "slow_below": slow,
         "slow_together_s": together_slow(each, slow),
-        "machine": {"cpus": cores, "system": f"{platform.machine()}, {platform.system()}"},
+        "machine": {"cpus": cores, "system": system()},
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
 
 
 def fast(rates: list[float]) -> float:
     """A process's rate when the host lets it run: its 90th percentile second."""
-    return sorted(rates)[round(0.9 * (len(rates) - 1))]
+    return percentile(rates, 0.9)
 
 
 def together_slow(each: list[list[float]], slow: float) -> list[int]:
     """The seconds in which every process ran below `slow` of its own fast rate."""
-    return [s for s in range(min(len(r) for r in each)) if all(r[s] < slow * fast(r) for r in each)]
+    bars = [slow * fast(r) for r in each]
+    seconds = range(min(len(r) for r in each))
+    return [s for s in seconds if all(r[s] < bar for r, bar in zip(each, bars, strict=True))]
 
 
 def _one_thread() -> None:

@@ -810,7 +810,7 @@ class Summarizer:
         shortlist, the output layers' rows every shortlist starts with). The service calls it
         once: the summarizer copies its requests decode with (serving/worker.py) then share
         these instead of each making its own, and so do the processes of `serve --workers`,
-        forked after it (the packed weights take 10.5 MiB, read at every step)."""
+        forked after it (the packed weights take about 10 MiB, read at every step)."""
         self._word_classes()
         if self.config.shortlist:
             self._content_tensor()
@@ -819,7 +819,8 @@ class Summarizer:
         if self.model.pack(self._packing()) and self.config.shortlist:
             no_reviews = torch.empty(0, 0, dtype=torch.long, device=self.device)
             rows = shortlist_rows(no_reviews, self.config.shortlist, len(self.vocab))
-            ShortlistModel(self.model, rows)  # packs them (Decoder.out_rows keeps them)
+            for branch in self.model.branches().values():
+                branch.decoder.out_rows(rows)  # packs them, and keeps them (the "out:head")
 
     def _packing(self) -> bool:
         return self.config.packed_fp16 and self.device.type == "cpu" and not self._bf16()
