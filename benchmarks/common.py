@@ -48,6 +48,15 @@ def cpu_name() -> str:
     return processor()
 
 
+def run_module(module: str, args: list[str]) -> None:
+    """Run `module` as `python -m module args` would (the servers of gc_clock, round_clock)."""
+    import runpy
+    import sys
+
+    sys.argv = [module, *args]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
 def parse_variants(text: str) -> dict[str, dict]:
     """'name:key=value,key=value;name2:...' -> {name: {key: value}}, values read as TOML
     literals (true, 3, 0.5, "x"); a variant with no settings is the model's own decoding."""

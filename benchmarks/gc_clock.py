@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import gc
 import os
-import runpy
 import sys
 import time
+
+from common import run_module
 
 
 def clock(log: str):
@@ -58,11 +59,9 @@ def read(log: str, since: float, until: float) -> dict[str, dict[str, float]]:
 
 def main() -> None:
     if len(sys.argv) < 3:
-        raise SystemExit(__doc__.strip().splitlines()[2].strip())
-    log, module = sys.argv[1], sys.argv[2]
-    gc.callbacks.append(clock(log))
-    sys.argv = [module, *sys.argv[3:]]
-    runpy.run_module(module, run_name="__main__", alter_sys=True)
+        raise SystemExit(__doc__.strip().splitlines()[3].strip())
+    gc.callbacks.append(clock(sys.argv[1]))
+    run_module(sys.argv[2], sys.argv[3:])
 
 
 if __name__ == "__main__":

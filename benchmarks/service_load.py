@@ -15,7 +15,10 @@ answers by status (4xx and 5xx counted separately, connection failures apart), t
 the server decoded per summarize_batch call (its batching of concurrent requests), and the
 server's resident memory (VmRSS from /proc/PID/status, sampled every second): at the start of
 the load, at its end and the largest. --collector: the garbage collector's passes in the server
-and its workers (benchmarks/gc_clock.py), by generation: count, total and longest time. Prints
+and its workers (benchmarks/gc_clock.py), by generation: count, total and longest time.
+--rounds: each worker's decoding rounds (benchmarks/round_clock.py): rows, wall and thread-CPU
+time a round, how often its thread waited or was pre-empted, and its CPU time a round second by
+second (its fastest, median and slowest second), with how two workers' seconds move together. Prints
 JSON and writes it to `--output`; `--write-doc` also writes a Markdown table to
 docs/results/service.md (`--doc` to change).
 """
@@ -42,6 +45,7 @@ from typing import IO
 
 import gc_clock
 import httpx
+import round_clock
 from common import percentile, system
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,10 +98,11 @@ class Sampler(threading.Thread):
             self.stop.wait(self.every)
 
 
-def start_server(args, port: int, log: IO[str], collector: str | None) -> subprocess.Popen:
+def start_server(args, port: int, log: IO[str], clock: str | None) -> subprocess.Popen:
     python = [sys.executable, "-m"]
-    if collector is not None:
-        python = [sys.executable, str(ROOT / "benchmarks" / "gc_clock.py"), collector]
+    if clock is not None:  # the server runs under gc_clock or round_clock, logging to `clock`
+        wrapper = "gc_clock.py" if args.collector else "round_clock.py"
+        python = [sys.executable, str(ROOT / "benchmarks" / wrapper), clock]
     command = [
         *python,
         "denoisesum.cli",
@@ -181,12 +186,15 @@ def run(args) -> dict:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryFile("w+") as log, tempfile.TemporaryDirectory() as tmp:
-        collector = os.path.join(tmp, "gc.log") if args.collector else None
-        result = measure(args, sets, base, start_server(args, port, log, collector), log)
+        clock = os.path.join(tmp, "clock.log") if args.collector or args.rounds else None
+        result = measure(args, sets, base, start_server(args, port, log, clock), log)
         since, until = result.pop("load_window")
-        if collector is not None:
-            found = os.path.exists(collector)
-            result["collector"] = gc_clock.read(collector, since, until) if found else {}
+        if clock is not None:
+            found = os.path.exists(clock)
+            if args.collector:
+                result["collector"] = gc_clock.read(clock, since, until) if found else {}
+            else:
+                result["rounds"] = round_clock.read(clock, since, until) if found else {}
         return result
 
 
@@ -442,8 +450,12 @@ def main() -> None:
         help="seconds to wait for the server to load the model",
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
+    clocks = parser.add_mutually_exclusive_group()
+    clocks.add_argument(
         "--collector", action="store_true", help="clock the server's garbage-collector passes"
+    )
+    clocks.add_argument(
+        "--rounds", action="store_true", help="clock the workers' decoding rounds (CPU and wall)"
     )
     parser.add_argument(
         "--output",
