@@ -58,16 +58,18 @@ def clock(log: str) -> None:
 
 def read(log: str, since: float, until: float) -> dict:
     """The rounds that began between since and until (time.monotonic()), per process: their
-    count, means a round, and the thread-CPU milliseconds a round in each second of the window
-    (fastest, median and slowest second); across the first two processes, how their seconds'
-    CPU times move together (Pearson's r)."""
+    count, means a round, and the thread-CPU milliseconds a round in each whole second of the
+    window but the first (fastest, median and slowest second); across the first two processes,
+    how their seconds' CPU times move together (Pearson's r)."""
     rounds: dict[str, list[list[float]]] = defaultdict(list)
     with open(log, encoding="utf-8") as lines:
         for line in lines:
             pid, began, *values = line.split()
             if since <= float(began) <= until:
                 rounds[pid].append([float(began) - since, *map(float, values)])
-    workers = [summary(r) for r in rounds.values()]
+    # whole seconds only, the first left out too: the load's start and end run fewer rows
+    seconds = range(1, int(until - since))
+    workers = [summary(r, seconds) for r in rounds.values()]
     seconds = [w.pop("cpu_ms_by_second") for w in workers]
     together = None
     if len(seconds) >= 2:
@@ -78,8 +80,9 @@ def read(log: str, since: float, until: float) -> dict:
     return {"workers": workers, "cpu_seconds_together_r": together}
 
 
-def summary(rounds: list[list[float]]) -> dict:
-    """One process's rounds ([began, rows, wall ms, cpu ms, waits, pre-emptions] each)."""
+def summary(rounds: list[list[float]], seconds: range) -> dict:
+    """One process's rounds ([began, rows, wall ms, cpu ms, waits, pre-emptions] each), and its
+    CPU time a round in each of `seconds` (from the window's start)."""
     n = len(rounds)
 
     def mean(column: int) -> float:
@@ -88,7 +91,11 @@ def summary(rounds: list[list[float]]) -> dict:
     by_second: dict[int, list[float]] = defaultdict(list)
     for r in rounds:
         by_second[int(r[0])].append(r[3])
-    cpu = {s: round(statistics.mean(v), 3) for s, v in by_second.items() if len(v) >= MIN_ROUNDS}
+    cpu = {
+        s: round(statistics.mean(v), 3)
+        for s, v in by_second.items()
+        if s in seconds and len(v) >= MIN_ROUNDS
+    }
     ordered = sorted(cpu.values()) or [None]
     return {
         "rounds": n,

@@ -55,12 +55,13 @@ def test_rounds_are_summarized_per_process_and_second_within_the_window(tmp_path
             began = 100 + second + i / 100
             lines.append(f"11 {began} 17 5.0 {a} 1 2")
             lines.append(f"22 {began} 18 6.0 {b} 0 3")
-    lines.append("11 99.5 17 5.0 50.0 1 2")  # before the window: left out
+    lines.append("11 98.5 17 5.0 50.0 1 2")  # before the window: left out
+    lines.append("11 103.5 17 5.0 1.0 1 2")  # the last, partial second: counted, not a second
     log.write_text("\n".join(lines) + "\n")
-    found = round_clock.read(str(log), 100.0, 104.0)
+    found = round_clock.read(str(log), 99.0, 103.9)
     first, second = found["workers"]
-    assert first["rounds"] == 3 * round_clock.MIN_ROUNDS
-    assert (first["rows_a_round"], first["wall_ms_a_round"], first["cpu_ms_a_round"]) == (17, 5, 4)
+    assert first["rounds"] == 3 * round_clock.MIN_ROUNDS + 1
+    assert (first["rows_a_round"], first["wall_ms_a_round"]) == (17, 5)
     assert (first["waits_a_round"], first["preempted_a_round"]) == (1, 2)
     assert first["cpu_ms_a_round_by_second"] == {
         "fastest": 3.0, "median": 3.0, "slowest": 6.0, "seconds": 3
@@ -71,8 +72,8 @@ def test_rounds_are_summarized_per_process_and_second_within_the_window(tmp_path
 
 def test_a_second_of_few_rounds_does_not_count(tmp_path):
     log = tmp_path / "rounds.log"
-    log.write_text("11 100.2 17 5.0 3.0 0 0\n11 100.4 17 5.0 9.0 0 0\n")
-    found = round_clock.read(str(log), 100.0, 101.0)
+    log.write_text("11 101.2 17 5.0 3.0 0 0\n11 101.4 17 5.0 9.0 0 0\n")
+    found = round_clock.read(str(log), 100.0, 103.0)
     assert found["workers"][0]["rounds"] == 2
     assert found["workers"][0]["cpu_ms_a_round_by_second"] == {
         "fastest": None, "median": None, "slowest": None, "seconds": 0
