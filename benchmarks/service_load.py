@@ -18,8 +18,8 @@ the load, at its end and the largest. --collector: the garbage collector's passe
 and its workers (benchmarks/gc_clock.py), by generation: count, total and longest time.
 --rounds: each worker's decoding rounds (benchmarks/round_clock.py): rows, wall and thread-CPU
 time a round, how often its thread waited or was pre-empted, and its CPU time a round second by
-second (its fastest, median and slowest second), with how two workers' seconds move together. Prints
-JSON and writes it to `--output`; `--write-doc` also writes a Markdown table to
+second (its fastest, median and slowest second), with how two workers' seconds move together.
+Prints JSON and writes it to `--output`; `--write-doc` also writes a Markdown table to
 docs/results/service.md (`--doc` to change).
 """
 
