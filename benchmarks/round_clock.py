@@ -70,11 +70,11 @@ def read(log: str, since: float, until: float) -> dict:
     # whole seconds only, the first left out too: the load's start and end run fewer rows
     seconds = range(1, int(until - since))
     workers = [summary(r, seconds) for r in rounds.values()]
-    seconds = [w.pop("cpu_ms_by_second") for w in workers]
+    per_second = [w.pop("cpu_ms_by_second") for w in workers]
     together = None
-    if len(seconds) >= 2:
-        both = sorted(set(seconds[0]) & set(seconds[1]))
-        a, b = ([s[k] for k in both] for s in seconds[:2])
+    if len(per_second) >= 2:
+        both = sorted(set(per_second[0]) & set(per_second[1]))
+        a, b = ([s[k] for k in both] for s in per_second[:2])
         if len(both) >= 3 and len(set(a)) > 1 and len(set(b)) > 1:
             together = round(statistics.correlation(a, b), 2)
     return {"workers": workers, "cpu_seconds_together_r": together}
