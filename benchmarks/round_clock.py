@@ -69,8 +69,8 @@ def read(log: str, since: float, until: float) -> dict:
                 rounds[pid].append([float(began) - since, *map(float, values)])
     # whole seconds only, the first left out too: the load's start and end run fewer rows
     seconds = range(1, int(until - since))
-    workers = [summary(r, seconds) for r in rounds.values()]
-    per_second = [w.pop("cpu_ms_by_second") for w in workers]
+    summed = [summary(r, seconds) for r in rounds.values()]
+    workers, per_second = [w for w, _ in summed], [cpu for _, cpu in summed]
     together = None
     if len(per_second) >= 2:
         both = sorted(set(per_second[0]) & set(per_second[1]))
@@ -80,9 +80,9 @@ def read(log: str, since: float, until: float) -> dict:
     return {"workers": workers, "cpu_seconds_together_r": together}
 
 
-def summary(rounds: list[list[float]], seconds: range) -> dict:
-    """One process's rounds ([began, rows, wall ms, cpu ms, waits, pre-emptions] each), and its
-    CPU time a round in each of `seconds` (from the window's start)."""
+def summary(rounds: list[list[float]], seconds: range) -> tuple[dict, dict[int, float]]:
+    """One process's rounds ([began, rows, wall ms, cpu ms, waits, pre-emptions] each) summed
+    up, and its CPU time a round in each of `seconds` (from the window's start)."""
     n = len(rounds)
 
     def mean(column: int) -> float:
@@ -96,7 +96,8 @@ def summary(rounds: list[list[float]], seconds: range) -> dict:
         for s, v in by_second.items()
         if s in seconds and len(v) >= MIN_ROUNDS
     }
-    ordered = sorted(cpu.values()) or [None]
+    ordered = sorted(cpu.values())
+    spread = (ordered[0], statistics.median(ordered), ordered[-1]) if ordered else (None,) * 3
     return {
         "rounds": n,
         "rows_a_round": mean(1),
@@ -105,13 +106,10 @@ def summary(rounds: list[list[float]], seconds: range) -> dict:
         "waits_a_round": mean(4),
         "preempted_a_round": mean(5),
         "cpu_ms_a_round_by_second": {
-            "fastest": ordered[0],
-            "median": statistics.median(ordered) if cpu else None,
-            "slowest": ordered[-1],
+            **dict(zip(("fastest", "median", "slowest"), spread, strict=True)),
             "seconds": len(cpu),
         },
-        "cpu_ms_by_second": cpu,
-    }
+    }, cpu
 
 
 def main() -> None:

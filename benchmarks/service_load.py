@@ -41,6 +41,7 @@ import time
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 from typing import IO
 
 import gc_clock
@@ -51,6 +52,8 @@ from common import percentile, system
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SETS = ROOT / "examples" / "review_sets.jsonl"
 DEFAULT_DOC = ROOT / "docs" / "results" / "service.md"
+# the options that run the server under a clock (the key its summary gets in the result)
+CLOCKS = {"collector": gc_clock, "rounds": round_clock}
 
 
 def free_port() -> int:
@@ -98,11 +101,12 @@ class Sampler(threading.Thread):
             self.stop.wait(self.every)
 
 
-def start_server(args, port: int, log: IO[str], clock: str | None) -> subprocess.Popen:
+def start_server(
+    args, port: int, log: IO[str], clock: ModuleType | None, clock_log: str
+) -> subprocess.Popen:
     python = [sys.executable, "-m"]
-    if clock is not None:  # the server runs under gc_clock or round_clock, logging to `clock`
-        wrapper = "gc_clock.py" if args.collector else "round_clock.py"
-        python = [sys.executable, str(ROOT / "benchmarks" / wrapper), clock]
+    if clock is not None:  # the server runs under gc_clock or round_clock, logging to clock_log
+        python = [sys.executable, clock.__file__, clock_log]
     command = [
         *python,
         "denoisesum.cli",
@@ -186,15 +190,13 @@ def run(args) -> dict:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryFile("w+") as log, tempfile.TemporaryDirectory() as tmp:
-        clock = os.path.join(tmp, "clock.log") if args.collector or args.rounds else None
-        result = measure(args, sets, base, start_server(args, port, log, clock), log)
+        name = next((name for name in CLOCKS if getattr(args, name)), None)
+        clock, clock_log = CLOCKS.get(name), os.path.join(tmp, "clock.log")
+        result = measure(args, sets, base, start_server(args, port, log, clock, clock_log), log)
         since, until = result.pop("load_window")
         if clock is not None:
-            found = os.path.exists(clock)
-            if args.collector:
-                result["collector"] = gc_clock.read(clock, since, until) if found else {}
-            else:
-                result["rounds"] = round_clock.read(clock, since, until) if found else {}
+            found = os.path.exists(clock_log)
+            result[name] = clock.read(clock_log, since, until) if found else {}
         return result
 
 
