@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import inspect
 import json
@@ -12,7 +13,6 @@ from pathlib import Path
 from typing import Annotated, Any, NamedTuple
 
 import typer
-from typer.core import TyperCommand
 
 from denoisesum import __version__
 from denoisesum.baselines.options import (
@@ -87,9 +87,9 @@ SetOption = Annotated[
         "--set",
         metavar="KEY=VALUE",
         help="Change a summarizing setting of the model for this run, e.g. --set "
-        "decode.beam_size=3, --set decode.rerank=true, --set shortlist=0: any key of its "
-        "config.json 'summarize' section (decode.KEY: every decoding setting); an unknown key "
-        "lists the valid ones.",
+        "search.beam=3, --set policy.mixed_band=0, --set shortlist=0: any key of its "
+        "config.json 'summarize' section (search.KEY: the search's settings, policy.KEY: the "
+        "summary policy's); an unknown key lists the valid ones.",
     ),
 ]
 
@@ -166,50 +166,79 @@ def _corpus_options(*names: str):
     return decorate
 
 
-# decoding settings that had a flag of their own before --set (kept so that older commands
-# still run; not in --help): flag -> (the DecodeConfig key it sets, the value an on/off flag
-# sets or None when the flag takes a value)
-OLD_DECODE_FLAGS: dict[str, tuple[str, str | None]] = {
-    "--length-penalty": ("length_penalty", None),
-    "--rerank": ("rerank", "true"),
-    "--no-rerank": ("rerank", "false"),
-    "--subsets": ("subsets", None),
-    "--no-repeat-in-sentence": ("no_repeat_in_sentence", "true"),
-    "--allow-repeat-in-sentence": ("no_repeat_in_sentence", "false"),
-    "--max-word-repeats": ("max_word_repeats", None),
-    "--restate-overlap": ("restate_overlap", None),
-    "--input-bonus": ("input_bonus", None),
-    "--input-words-only": ("input_words_only", "true"),
-    "--any-words": ("input_words_only", "false"),
-    "--unsaid-penalty": ("unsaid_penalty", None),
-    "--opinion-weight": ("opinion_weight", None),
+# the decoding settings the summarize command takes as flags, each by its setting's name
+# (inference/policy.py; --set search.KEY=VALUE / policy.KEY=VALUE for every other one)
+DECODING_FLAGS = {
+    "beam": Annotated[
+        int | None, typer.Option(min=1, help="Beam size; 1 is greedy (default: the model's).")
+    ],
+    "min_words": Annotated[
+        int | None, typer.Option(min=0, help="No end of summary before this many words.")
+    ],
+    "max_words": Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Words at most; the summary then ends at its last sentence end within them."
+        ),
+    ],
+    "first_person": Annotated[
+        bool | None,
+        typer.Option(
+            "--allow-first-person/--block-first-person",
+            help="Allow i/me/my/mine/myself, or ban them.",
+        ),
+    ],
+    "length_penalty": Annotated[
+        float | None, typer.Option(help="alpha: finished scores are log p / (words + 1)^alpha.")
+    ],
+    "no_repeat_in_sentence": Annotated[
+        bool | None,
+        typer.Option(
+            "--no-repeat-in-sentence/--allow-repeat-in-sentence",
+            help="Ban a content word already in the current sentence, or allow it.",
+        ),
+    ],
+    "max_word_repeats": Annotated[
+        int | None, typer.Option(min=0, help="A content word's uses at most (0: no limit).")
+    ],
+    "restate_overlap": Annotated[
+        float | None,
+        typer.Option(help="No sentence ends restating an earlier one this much (0: off)."),
+    ],
+    "opinion_weight": Annotated[
+        float | None,
+        typer.Option(help="Steer toward the reviews' opinion by this weight (0: off)."),
+    ],
+}
+# the flag of each setting whose flag is not its name's
+FLAG_NAMES = {
+    "first_person": "--allow-first-person",
+    "no_repeat_in_sentence": "--no-repeat-in-sentence",
 }
 
 
-class _OldDecodeFlags(TyperCommand):
-    """A command that reads OLD_DECODE_FLAGS as the --set decode.KEY=VALUE each stands for."""
-
-    def parse_args(self, ctx, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, _as_sets(args))
-
-
-def _as_sets(args: list[str]) -> list[str]:
-    from typer._click.exceptions import BadOptionUsage
-
-    out, rest = [], iter(args)
-    for arg in rest:
-        flag, eq, given = arg.partition("=")
-        if arg == "--" or flag not in OLD_DECODE_FLAGS:
-            out.append(arg)
-            if arg == "--":  # what follows is arguments
-                out.extend(rest)
+def _decoding_flags(command):
+    """A decorator: the command takes DECODING_FLAGS where it declares its parameter
+    `decoding`, which gets the given ones as {setting: value} (None: not given)."""
+    signature = inspect.signature(command, eval_str=True)
+    params = []
+    for param in signature.parameters.values():
+        if param.name != "decoding":
+            params.append(param)
             continue
-        key, fixed = OLD_DECODE_FLAGS[flag]
-        value = fixed if fixed is not None else given if eq else next(rest, None)
-        if value is None:
-            raise BadOptionUsage(flag, f"Option '{flag}' requires an argument.")
-        out += ["--set", f"decode.{key}={value}"]
-    return out
+        params += [
+            param.replace(name=name, annotation=kind, default=None)
+            for name, kind in DECODING_FLAGS.items()
+        ]
+
+    @functools.wraps(command)
+    def run(**values):
+        given = {name: values.pop(name) for name in DECODING_FLAGS}
+        return command(**values, decoding=given)
+
+    run.__signature__ = signature.replace(parameters=params)  # what typer reads
+    run.__annotations__ = {param.name: param.annotation for param in params}
+    return run
 
 
 def _device(name: str, option: str = "--device"):
@@ -220,21 +249,21 @@ def _device(name: str, option: str = "--device"):
     return resolve_device(name, option)
 
 
-def _summarize_settings(config, overrides: list[str], flags: dict[str, tuple[str, object]]):
+def _summarize_settings(config, overrides: list[str], flags: dict[str, object]):
     """The model's summarizing settings with --set KEY=VALUE (SummarizerConfig keys) and then
-    the flags that stand for per-call options (flag -> (option, value or None)), all checked
-    by the settings' one validation; an error names the key or the flag as typed."""
+    the decoding flags (setting -> value or None), all checked by the settings' one
+    validation; an error names the key or the flag as typed."""
     from denoisesum.config import load_config
     from denoisesum.errors import ConfigError
-    from denoisesum.inference.summarizer import SummarizerConfig, decode_options
+    from denoisesum.inference.policy import SummarizerConfig, decoding_with
 
     config = load_config(SummarizerConfig, None, overrides, base=config)
     try:
-        config.decode = decode_options(config.decode, {o: v for o, v in flags.values()})
+        decoding = decoding_with(config.decoding, flags)
     except ConfigError as exc:
-        flag = next(f for f, (o, _) in flags.items() if o == exc.key)
+        flag = FLAG_NAMES.get(exc.key, "--" + str(exc.key).replace("_", "-"))
         raise ConfigError(f"{flag} {exc.reason}") from None
-    return config
+    return dataclasses.replace(config, search=decoding.search, policy=decoding.policy)
 
 
 def _report_skips(reader) -> None:
@@ -1185,8 +1214,9 @@ def fit_command(
     typer.echo(report.table())
 
 
-@app.command("summarize", cls=_OldDecodeFlags)
+@app.command("summarize")
 @_corpus_options("entity_field", "text_field")
+@_decoding_flags
 def summarize_command(
     source: Annotated[
         str,
@@ -1218,33 +1248,6 @@ def summarize_command(
             "replaced when the first batch is written).",
         ),
     ] = False,
-    beam: Annotated[
-        int | None,
-        typer.Option(
-            min=1, help="Beam size; 1 is greedy (decode.beam_size; default: the model's)."
-        ),
-    ] = None,
-    min_length: Annotated[
-        int | None,
-        typer.Option(min=0, help="No end of summary before this many words (decode.min_length)."),
-    ] = None,
-    max_length: Annotated[
-        int | None,
-        typer.Option(
-            "--max-length",
-            "--max-words",
-            min=1,
-            help="Words at most; the summary then ends at its last sentence end within them "
-            "(decode.max_length).",
-        ),
-    ] = None,
-    block_first_person: Annotated[
-        bool | None,
-        typer.Option(
-            "--block-first-person/--allow-first-person",
-            help="Ban i/me/my/mine/myself, or allow them (decode.block_first_person).",
-        ),
-    ] = None,
     overrides: SetOption = None,
     device: DeviceOption = "auto",
     slice_: Annotated[
@@ -1323,6 +1326,7 @@ def summarize_command(
         ),
     ] = None,
     corpus_options: CorpusOptions = DEFAULT_CORPUS_OPTIONS,
+    decoding: dict | None = None,
 ) -> None:
     """Summarize every entity's reviews with a trained DenoiseSum model; writes predictions
     (JSONL: entity_id, summary; reviews_read and reviews_total when the model chose which
@@ -1342,16 +1346,7 @@ def summarize_command(
         raise DenoiseSumError(f"--slice {slice_!r}: must be one of {', '.join(SLICES)}")
     summarizer = Summarizer.from_pretrained(model, device=_device(device))
     sets = [*(overrides or []), *([f"shortlist={shortlist}"] if shortlist is not None else [])]
-    summarizer.config = _summarize_settings(
-        summarizer.config,
-        sets,
-        {
-            "--beam": ("beam", beam),
-            "--min-length": ("min_words", min_length),
-            "--max-length": ("max_words", max_length),
-            "--block-first-person": ("block_first_person", block_first_person),
-        },
-    )
+    summarizer.config = _summarize_settings(summarizer.config, sets, decoding or {})
     summarizer.config.bf16 = summarizer.config.bf16 or bf16
     written_as = bulk.OutputOptions(
         slice_, raw, explain, as_text, corpus_options.entity_field, corpus_options.text_field

@@ -6,7 +6,7 @@ Works with any model exposing the DenoiseSum decoding protocol:
     log_probs, state = model.decode_step(state, prev)      # prev [B*] -> [B*, V], next state
     state = state.index_select(rows)                       # reorder / duplicate rows (beams)
 
-Every entity keeps `beam_size` live hypotheses (rows entity-major: entity a's beams are rows
+Every entity keeps `beam` live hypotheses (rows entity-major: entity a's beams are rows
 a*K .. a*K+K-1). Each step scores all K*V continuations of an entity, and takes its best 2K:
 a `</s>` among the best K ends that hypothesis (it moves to the entity's finished list), and the
 best K that do not end stay live. This is the usual scheme (fairseq's): taking 2K guarantees K
@@ -15,22 +15,11 @@ live continuations, since at most K of them (one per beam) can be `</s>`.
 Scores. Live beams are ranked by their summed log-probability; a finished hypothesis is scored
 by that sum divided by length**alpha, where length counts its words plus `</s>` (the sum covers
 both). alpha = 1 is the per-token average; alpha = 0 is plain beam search, which prefers short
-outputs. An entity stops when it has `beam_size` finished hypotheses (or at max_length, where
+outputs. An entity stops when it has `beam` finished hypotheses (or at max_words, where
 `</s>` is forced), and leaves the batch then, so the others decode faster.
 
 Constraints (inference/constraints.py): what may not come next (specials, </s> before
-min_length, repeats, restated sentences), set to -inf before the beams are chosen.
-
-Input salience (beyond the paper; `input_bonus` = b): the summary of some reviews should name
-what many of them talk about (the ramen, the wait), where a denoising model trained on generic
-pairs falls back on what every business shares ("great food, friendly staff"). Each content word
-w gets the share s(w) of the entity's reviews that use it, and a hypothesis' first use of w adds
-b * s(w) to its score (a later use adds nothing, so the bonus rewards covering the reviews'
-words, not repeating them). It is a score, not a constraint: a word the model finds unlikely
-stays unlikely. `input_words_only` is the hard form: a content word that none of the entity's
-reviews uses is never produced (against stock phrases that no review supports, "a little
-pricey for the price" about a business no review calls expensive); `unsaid_penalty` = u the soft
-one: such a word costs u more log-probability each time.
+min_words, repeats, restated sentences), set to -inf before the beams are chosen.
 """
 
 from __future__ import annotations
@@ -45,7 +34,6 @@ from typing import ClassVar, Protocol
 import torch
 
 from denoisesum.config import Range, at_least, between, check
-from denoisesum.data.batch import review_word_counts
 from denoisesum.data.vocab import BOS_ID, EOS_ID
 from denoisesum.errors import ConfigError
 from denoisesum.inference.constraints import (
@@ -57,126 +45,53 @@ from denoisesum.inference.constraints import (
     reads_said,
 )
 
-AGAINST_SCOPES = ("all", "overall", "below-positive", "off")
-MIN_MAX_LENGTH = 15  # length_ratio never allows fewer words than this (nor than max_length)
-FIRST_PERSON = ("i", "me", "my", "mine", "myself", "i'm")
+MIN_MAX_WORDS = 15  # length_ratio never allows fewer words than this (nor than max_words)
 
 
-@dataclass
-class DecodeConfig:
-    beam_size: int = 5  # 1 = greedy
-    min_length: int = 10  # words before </s> may be produced
-    max_length: int = 100  # words at most; </s> is forced after them
+@dataclass(frozen=True)
+class SearchConfig:
+    """What the beam search reads (the summary policy, inference/policy.py, steers the rest). A
+    frozen value: per-call options make a new one (policy.decoding_with), never change it."""
+
+    beam: int = 5  # beam size; 1 = greedy
+    min_words: int = 10  # words before </s> may be produced
+    max_words: int = 100  # words at most; </s> is forced after them
     length_penalty: float = 1.0  # alpha: finished scores are sum log p / (words + 1) ** alpha
     no_repeat_ngram: int = 3  # ban a word that would repeat an n-gram of the hypothesis; 0: off
     no_immediate_repeat: bool = True  # ban w_t == w_{t-1}
-    block_first_person: bool = False  # ban the `first_person` words (rt-style summaries)
-    first_person: tuple[str, ...] = FIRST_PERSON
     no_repeat_in_sentence: bool = False  # ban a content word already in the current sentence
     max_word_repeats: int = 0  # a content word appears at most this often; 0: no limit
     restate_overlap: float = 0.0  # no sentence ends restating one earlier sentence; 0: off
-    # input salience: a content word's first use adds input_bonus x (share of the entity's
-    # reviews that use it) to the hypothesis' log-probability; 0: off
-    input_bonus: float = 0.0
-    input_words_only: bool = False  # no content word that none of the entity's reviews uses
-    unsaid_penalty: float = 0.0  # the soft form: subtracted from log p of such a word; 0: off
-    # input-aware choice (inference/rerank.py): among the beam's finished hypotheses, plus those
-    # decoded from `subsets` subsets of the reviews, keep the one closest to the input reviews
-    rerank: bool = False
-    subsets: int = 0  # extra decodes per entity, each leaving out some reviews (needs rerank)
-    rerank_ngrams: int = 2  # closeness: mean ROUGE-1..n F1 against each input review
-    # length that follows the input: an entity's min_length is at most length_ratio x the
-    # words of the reviews read, and its max_length at most twice that (never below
-    # min_length); 0: the fixed min_length and max_length for every entity
+    # length that follows the input: an entity's min_words is at most length_ratio x the
+    # words of the reviews read, and its max_words at most twice that (never below
+    # min_words); 0: the fixed min_words and max_words for every entity
     length_ratio: float = 0.0
     end_at_sentence: bool = False  # </s> only right after a sentence end (. ! ?)
-    # opinion steering (inference/summarizer.py): each step adds opinion_weight x the caller's
-    # per-entity word bias (the rating model's pull of each word toward the target stars)
+    # opinion steering: each step adds opinion_weight x the caller's per-entity word bias (the
+    # rating model's pull of each word toward the target stars: policy.SummaryPolicy)
     opinion_weight: float = 0.0
-    # steering starts below these stars: an entity whose reviews read at least so is not
-    # steered, one below it toward lower stars by (target - opinion_tone) x opinion_weight
-    opinion_tone: float = 4.5
-    # the most stars steering pulls down (0: no limit): one-star reviews steered by their whole
-    # distance from opinion_tone get word salad of complaints ("avoid the puppy, shitty employees")
-    opinion_reach: float = 0.0
-    # among the finished hypotheses, the best one with no self-contradiction and no clause
-    # against the reviews (inference/opinion.py), else the best with its offending sentences cut
-    avoid_contradiction: bool = False
-    # with avoid_contradiction and a rating model: among the hypotheses, first those whose
-    # opinion (the rating model's polarity) is the target's
-    follow_opinion: bool = False
-    # with avoid_contradiction: reviews of both minds, whose stars lie within mixed_band of 3,
-    # get no sweeping verdict on the place ("the best pizza in town", "we will be back"): their
-    # summary tells what is good and what is not, and leaves the verdict to the reader; 0: off
-    mixed_band: float = 0.0
-    # with mixed_band: such reviews, when some praise (>= 4 stars) and some complain (<= 2), are
-    # summarized as their praise and their complaints apart, each side in half the words, the
-    # side of more reviews first, each opening with whose opinion it is ("Some reviewers praise
-    # it: ... Others complain: ...", text.SIDE_OPENINGS): one search over both writes praise
-    # and complaints in one breath ("great food ... the food is bland"), and cutting the
-    # contradiction leaves one side
-    mixed_sides: bool = False
-    # with mixed_sides: each side's words in proportion to its reviews (between a third and two
-    # thirds of the summary), and openings that say how many reviewers it speaks for ("Most
-    # reviewers praise it: ... One reviewer complains: ...", text.SIDE_COUNTED): halves read
-    # as a place divided down the middle where one review of eight complains
-    side_shares: bool = False
-    # with mixed_sides and avoid_contradiction: each side keeps only sentences that take its
-    # side: the praise loses a sentence with a complaint in it ("it's a little pricey for the
-    # price"), the complaints one with praise (the rating model's polarity of each clause)
-    side_polarity: bool = False
-    # which clauses against the reviews count there: "all" (on any aspect: "a little pricey"
-    # where reviewers call the prices fair), "overall" (a verdict on the place the reviews
-    # contradict: "you will not be disappointed" of a one-star business), "below-positive"
-    # (every aspect for reviews that read below positive, where praise of what reviewers
-    # complain about misleads most; the overall verdict for the others), "off"
-    against_reviews: str = "all"
-    # each setting's valid values (config.py checks them); a beam of thousands exhausts memory,
-    # a bonus or penalty of thousands outweighs every log-probability (empty summaries)
+    # each setting's valid values (config.py checks them); a beam of thousands exhausts memory
     BOUNDS: ClassVar[dict[str, Range]] = {
-        "beam_size": between(1, 1000, "1: greedy"),
-        "min_length": at_least(0),
-        "max_length": between(1, 1000),
+        "beam": between(1, 1000, "1: greedy"),
+        "min_words": at_least(0),
+        "max_words": between(1, 1000),
         "length_penalty": between(0, 10),
         "no_repeat_ngram": at_least(0, "0: off"),
         "max_word_repeats": at_least(0, "0: no limit"),
         "restate_overlap": between(0, 1, "0: off"),
-        "input_bonus": between(0, 100, "0: off"),
-        "unsaid_penalty": between(0, 100, "0: off"),
-        "subsets": at_least(0),
-        "rerank_ngrams": at_least(1),
         "length_ratio": between(0, 10, "0: off"),
         "opinion_weight": between(0, 100, "0: off"),
-        "opinion_tone": between(1, 5, "stars"),
-        "opinion_reach": between(0, 4, "stars; 0: no limit"),
-        "mixed_band": between(0, 2, "stars either side of 3; 0: off"),
     }
 
     def validate(self) -> None:
         """One setting against another (each one's range: BOUNDS)."""
-        checks = [
-            (
-                "min_length",
-                self.min_length <= self.max_length,
-                f"must be between 0 and max_length ({self.max_length})",
-            ),
-            (
-                "against_reviews",
-                self.against_reviews in AGAINST_SCOPES,
-                f"must be one of {', '.join(AGAINST_SCOPES)}",
-            ),
-            (
-                "subsets",
-                self.rerank or not self.subsets,
-                "needs rerank = true (the candidates of the subsets must be chosen among)",
-            ),
-        ]
-        for name, ok, why in checks:
-            if not ok:
-                value = getattr(self, name)
-                raise ConfigError(
-                    f"decode.{name}={value!r} {why}", key=name, reason=f"{value!r} {why}"
-                )
+        if self.min_words > self.max_words:
+            why = f"must be between 0 and max_words ({self.max_words})"
+            raise ConfigError(
+                f"min_words={self.min_words!r} {why}",
+                key="min_words",
+                reason=f"{self.min_words!r} {why}",
+            )
 
 
 @dataclass
@@ -201,48 +116,27 @@ class DecodingModel(Protocol):
     ) -> tuple[torch.Tensor, DecodeStateLike]: ...
 
 
-def banned_words(config: DecodeConfig, index: dict[str, int]) -> list[int]:
-    """Ids of the words the config bans beyond the specials (index: token -> id)."""
-    if not config.block_first_person:
-        return []
-    return sorted({index[w] for w in config.first_person if w in index})
-
-
-def input_salience(
-    reviews: torch.Tensor, review_pair: torch.Tensor, n_entities: int, content: torch.Tensor
-) -> torch.Tensor:
-    """[E, V]: the share of entity e's reviews that use content word w (0 for other words).
-    reviews [R, T] word ids in the decoder's output space, review_pair [R] their entity,
-    content [V] bool."""
-    per_entity = review_word_counts(reviews, review_pair, n_entities, len(content))  # [E, V]
-    counts = torch.bincount(review_pair, minlength=n_entities).clamp(min=1)  # [E]
-    return per_entity / counts.unsqueeze(1) * content
-
-
 def beam_search(
     model: DecodingModel,
     batch,
-    config: DecodeConfig | None = None,
+    config: SearchConfig | None = None,
     banned_ids: Sequence[int] = (),
     words: WordLists | None = None,
-    reviews: torch.Tensor | None = None,
     bias: torch.Tensor | None = None,
     allowed: torch.Tensor | None = None,
 ) -> list[list[Hypothesis]]:
     """Decode every entity of `batch` (a SummaryBatch from `inference_batch`). banned_ids:
-    words never produced (joined to words.banned). reviews: batch.reviews in the model's output
-    space, for input_bonus and input_words_only (None: batch.reviews; a ShortlistModel's
-    positions differ from ids). bias [B, V]: added to each step's log p of entity b's words,
-    times config.opinion_weight. allowed [B, V] bool: the words entity b's distribution is
-    over (ShortlistModel.entity_words; None: every word).
+    words never produced (joined to words.banned). bias [B, V]: added to each step's log p of
+    entity b's words, times config.opinion_weight. allowed [B, V] bool: the words entity b's
+    distribution is over (ShortlistModel.entity_words; None: every word).
 
-    Returns, per entity in batch order, up to beam_size hypotheses, best first.
+    Returns, per entity in batch order, up to `beam` hypotheses, best first.
     """
-    config = config or DecodeConfig()
-    check(config, "decode.")  # its bounds and validate(): it may be made in Python
+    config = config or SearchConfig()
+    check(config, "search.")  # its bounds and validate(): it may be made in Python
     words = words or WordLists()
     words = dataclasses.replace(words, banned=[*map(int, words.banned), *banned_ids])
-    search = _Search(model, batch, config, words, batch.reviews if reviews is None else reviews)
+    search = _Search(model, batch, config, words)
     search.bias = bias if config.opinion_weight else None
     search.allowed = allowed
     run = getattr(_STEPPER, "run", None)
@@ -266,17 +160,17 @@ def stepped_by(run: Callable[[_Search], list[list[Hypothesis]]]) -> Iterator[Non
         _STEPPER.run = None
 
 
-def length_bounds(batch, config: DecodeConfig) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """Per entity (min_length [B], max_length [B]) from the words of its reviews
+def length_bounds(batch, config: SearchConfig) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """Per entity (min_words [B], max_words [B]) from the words of its reviews
     (config.length_ratio; None when it is off)."""
     if not config.length_ratio:
         return None
     words = torch.zeros(batch.n_pairs, dtype=torch.long, device=batch.reviews.device)
     words.index_add_(0, batch.review_pair, batch.review_lengths)
-    low = (words * config.length_ratio).floor().long().clamp(max=config.min_length)
-    # a one-line review still gets a sentence: at least MIN_MAX_LENGTH words of room
-    high = (2 * words * config.length_ratio).ceil().long().clamp(min=MIN_MAX_LENGTH)
-    return low, torch.maximum(high.clamp(max=config.max_length), low)
+    low = (words * config.length_ratio).floor().long().clamp(max=config.min_words)
+    # a one-line review still gets a sentence: at least MIN_MAX_WORDS words of room
+    high = (2 * words * config.length_ratio).ceil().long().clamp(min=MIN_MAX_WORDS)
+    return low, torch.maximum(high.clamp(max=config.max_words), low)
 
 
 def _leaves(obj) -> list[torch.Tensor]:
@@ -344,12 +238,11 @@ class _Search:
         self,
         model: DecodingModel,
         batch,
-        config: DecodeConfig,
+        config: SearchConfig,
         words: WordLists,
-        reviews: torch.Tensor,
     ) -> None:
         self.model, self.config = model, config
-        self.k = k = config.beam_size
+        self.k = k = config.beam
         n = batch.n_pairs
         self.device = device = batch.reviews.device
         state = model.encode(batch)
@@ -374,9 +267,6 @@ class _Search:
         # reads it; kept row by row as the beams move
         self.said = [EMPTY] * (n * k) if reads_said(config) else None
         self.words = words
-        self.batch, self.reviews = batch, reviews
-        self.share: torch.Tensor | None = None  # [n, V] input_salience, at the first step
-        self.unsaid: torch.Tensor | None = None  # [n, V] bool, at the first step (_unsaid)
         self.bias: torch.Tensor | None = None  # [n, V] per-entity word bias (opinion)
         self.bounds = length_bounds(batch, config)  # per entity (min, max) lengths, or None
         self.cancelled: torch.Tensor | None = None  # [n] bool: stop decoding these entities
@@ -393,7 +283,7 @@ class _Search:
         return self.results()
 
     def results(self) -> list[list[Hypothesis]]:
-        """Per entity of the batch, up to beam_size hypotheses, best first."""
+        """Per entity of the batch, up to `beam` hypotheses, best first."""
         return [sorted(hyps, key=lambda h: -h.score)[: self.k] for hyps in self.finished]
 
     def in_columns(self, cols: torch.Tensor, width: int) -> None:
@@ -402,7 +292,7 @@ class _Search:
         cols[p] of `width`, or leaves where cols[p] is -1 (a word no live entity may produce,
         nor has); the new positions are words it may not produce."""
         n, v = len(self.finished), len(cols)
-        masks, share = self._word_masks(v), self._share(v) if self._reads_share() else None
+        masks = self._word_masks(v)
         kept = torch.nonzero(cols >= 0).flatten()
         to = cols[kept]
 
@@ -412,7 +302,6 @@ class _Search:
             return out
 
         self.masks = WordMasks(*(move(m, False) for m in masks.fields()))
-        self.share, self.unsaid = None if share is None else move(share, 0.0), None
         self.bias = None if self.bias is None else move(self.bias, 0.0)
         allowed = torch.ones(n, v, dtype=torch.bool, device=self.device)
         self.allowed = move(allowed if self.allowed is None else self.allowed, False)
@@ -452,7 +341,7 @@ class _Search:
         masks = WordMasks(*(a | b for a, b in pairs))
         pad = torch.zeros(len(other.entity), self.k, t, dtype=torch.long, device=self.device)
         state = self.state.joined(other.state)
-        self.state, self.masks, self.unsaid = state, masks, None  # unsaid: from the joined share
+        self.state, self.masks = state, masks
         self.bounds = (joined.pop("low"), joined.pop("high"))
         for name, value in joined.items():
             setattr(self, name, value)
@@ -476,23 +365,18 @@ class _Search:
             "high": high,
             "allowed": self.allowed,
             "bias": self.bias,
-            "share": self._share(len(self.masks.always)) if self._reads_share() else None,
         }
 
     def _blank(self, name: str) -> torch.Tensor:
         """A per-entity tensor where this search never set it: born at step 0, nothing
-        cancelled, the config's lengths, every word allowed, no bias, no share."""
+        cancelled, the config's lengths, every word allowed, no bias."""
         n, v, c = len(self.finished), len(self.masks.always), self.config
-        fills = {"born": 0, "cancelled": False, "low": c.min_length, "high": c.max_length}
+        fills = {"born": 0, "cancelled": False, "low": c.min_words, "high": c.max_words}
         if name in fills:
             return torch.full((n,), fills[name], device=self.device)  # long, or bool
         if name == "allowed":
             return torch.ones(n, v, dtype=torch.bool, device=self.device)
         return torch.zeros(n, v, device=self.device)
-
-    def _reads_share(self) -> bool:
-        c = self.config
-        return bool(c.input_bonus or c.input_words_only or c.unsaid_penalty)
 
     def _word_masks(self, vocab_size: int) -> WordMasks:
         if self.masks is None:
@@ -530,7 +414,6 @@ class _Search:
         ban = constraint_mask(history, masks, self.config, bounds, rows_length, self.said)
         if self.allowed is not None:
             ban |= ~rows["allowed"]
-        log_probs, ban = self._input_terms(log_probs, ban, history)
         if self.bias is not None:
             weight = self.config.opinion_weight
             log_probs = log_probs + weight * rows["bias"]
@@ -552,7 +435,7 @@ class _Search:
         )  # [A, K, t+1]
         enough = self.n_finished[self.entity] >= k  # [A]
         stuck = ~scores.isfinite().any(1)  # every word banned: no hypothesis can go on
-        high = self.config.max_length if self.bounds is None else rows["high"]
+        high = self.config.max_words if self.bounds is None else rows["high"]
         done = enough | stuck | (length >= high)  # [A]
         if self.cancelled is not None:  # entities whose caller gave up (a request's deadline)
             done |= self.cancelled[self.entity]
@@ -600,41 +483,6 @@ class _Search:
             }
             self._rows_of = e
         return self._rows_cache
-
-    def _share(self, v: int) -> torch.Tensor:
-        """[n, V] input_salience of every entity of the batch (computed once)."""
-        if self.share is None:
-            self.share = input_salience(
-                self.reviews,
-                self.batch.review_pair,
-                len(self.finished),
-                self._word_masks(v).content,
-            )
-        return self.share
-
-    def _unsaid(self, v: int) -> torch.Tensor:
-        """[n, V] the content words none of an entity's reviews uses (computed once)."""
-        if self.unsaid is None:
-            self.unsaid = self._word_masks(v).content & (self._share(v) == 0)
-        return self.unsaid
-
-    def _input_terms(
-        self, log_probs: torch.Tensor, ban: torch.Tensor, history: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The input-aware settings on one step's log p and ban mask [A*K, V]: input_words_only
-        and unsaid_penalty on the words no review uses, input_bonus on those the reviews use."""
-        c, v = self.config, log_probs.shape[1]
-        if c.input_words_only or c.unsaid_penalty:
-            unsaid = self._unsaid(v)[self.entity].repeat_interleave(self.k, 0)  # [A*K, V]
-            if c.input_words_only:
-                ban = ban | unsaid
-            else:
-                log_probs = log_probs - c.unsaid_penalty * unsaid
-        if c.input_bonus:
-            bonus = c.input_bonus * self._share(v)[self.entity].repeat_interleave(self.k, 0)
-            # only a word's first use earns it
-            log_probs = log_probs + (bonus.scatter(1, history, 0.0) if history.shape[1] else bonus)
-        return log_probs, ban
 
     def _collect(
         self, scores: torch.Tensor, beam: torch.Tensor, ended: torch.Tensor, length

@@ -286,9 +286,9 @@ def summarize_batch(
     results = summarizer.summarize_results(
         [s.reviews for s in batch],
         [s.ratings or None for s in batch],
-        options.slice_,
-        len(batch),
-        explain=options.explain,
+        options.explain,
+        slice=options.slice_,
+        batch_size=len(batch),
         raw=options.raw,
     )
     records, texts = [], []

@@ -2,7 +2,7 @@
 
 The released code's constraints, applied by setting log-probabilities to -inf: special tokens
 other than `</s>` never appear (so no `<unk>`: the model can copy it from the source); no `</s>`
-before min_length words; no word right after itself; no repeated n-gram (a word that would
+before min_words words; no word right after itself; no repeated n-gram (a word that would
 complete an n-gram already in the hypothesis is banned; n = 3, trigram blocking); and optionally
 any word the caller lists (`WordLists.banned`, e.g. first-person pronouns).
 
@@ -35,11 +35,11 @@ from denoisesum.data.vocab import EOS_ID, SPECIALS
 
 
 class DecodeSettings(Protocol):
-    """The settings of beam.DecodeConfig that the constraints read (beam.py imports this
+    """The settings of beam.SearchConfig that the constraints read (beam.py imports this
     module, so not the class itself)."""
 
-    min_length: int
-    max_length: int
+    min_words: int
+    max_words: int
     no_repeat_ngram: int
     no_immediate_repeat: bool
     no_repeat_in_sentence: bool
@@ -201,14 +201,14 @@ def constraint_mask(
     said: Sequence[Said] | None = None,
 ) -> torch.Tensor:
     """True where a next word is banned. history [N, t] words so far -> [N, V] bool.
-    bounds: per-row (min_length [N], max_length [N]) instead of the config's.
+    bounds: per-row (min_words [N], max_words [N]) instead of the config's.
     lengths: per-row words so far [N] (with bounds), where a row's history is its words after
     t - length leading <pad>s (a search that others joined later: _Search.join); <pad> is
     always banned, so no n-gram or repeat of it can ban a word.
     said: each row's Said, where the caller keeps them (else they are read from history)."""
     n, t = history.shape
     ban = masks.always.expand(n, -1).clone()  # [N, V]
-    low, high = (config.min_length, config.max_length) if bounds is None else bounds
+    low, high = (config.min_words, config.max_words) if bounds is None else bounds
     if bounds is None and t >= high:  # only </s> is left
         ban.fill_(True)
         ban[:, EOS_ID] = False
@@ -239,7 +239,7 @@ def constraint_mask(
     column = ban[:, EOS_ID]  # a view: in place, one op per condition
     for rows in eos:
         column |= rows
-    if bounds is not None:  # rows at their max_length: only </s> is left
+    if bounds is not None:  # rows at their max_words: only </s> is left
         full = length >= high  # [N] (no boolean indexing: no device sync)
         # as a [N, V] copy: an | broadcast along V runs bool by bool, 8x slower than the copy
         ban |= full.unsqueeze(1).expand_as(ban).contiguous()

@@ -1,4 +1,4 @@
-"""pandas DataFrames in and out of the Python API (`Summarizer.summarize_frame`): a frame of
+"""pandas DataFrames in and out of the Python API (`summarize_frame`): a frame of
 reviews, one row each, becomes review sets grouped by entity; the results become a frame of
 summaries, one row per entity. pandas is optional (`pip install 'denoisesum[pandas]'`): only
 this module imports it, when a frame is summarized.
@@ -7,6 +7,9 @@ this module imports it, when a frame is summarized.
                 b1        | "The ramen was rich..."   | 5
                 b1        | "Slow service, but..."    | 3
     summaries:  entity_id | summary | reviews_read | reviews_total | warnings (| support)
+
+    from denoisesum.inference.frames import summarize_frame
+    summaries = summarize_frame(summarizer, reviews, entity="business_id", text="text")
 """
 
 from __future__ import annotations
@@ -81,3 +84,22 @@ def results_frame(entity: str, ids: list[Any], results: list, explain: bool) -> 
     for column in ("reviews_read", "reviews_total"):
         out[column] = out[column].astype("Int64")
     return out
+
+
+def summarize_frame(
+    summarizer: Any,
+    frame: Any,
+    entity: str = "entity_id",
+    text: str = "text",
+    rating: str | None = None,
+    explain: bool = False,
+    **options: Any,
+) -> Any:
+    """A pandas DataFrame of reviews (one row each: its entity, its text, optionally its
+    stars) -> a DataFrame of summaries by `summarizer` (a Summarizer), one row per entity in
+    order of its first review: the entity column, summary, reviews_read, reviews_total (empty
+    when every review was read), warnings (a list), and support (a dict) with `explain`.
+    options: those of Summarizer.summarize_results (slice, batch_size, max_words, ...)."""
+    ids, sets, stars = frame_review_sets(frame, entity, text, rating)
+    results = summarizer.summarize_results(sets, stars, explain, **options)
+    return results_frame(entity, ids, results, explain)

@@ -66,6 +66,18 @@ def save_model_dir(
     )
 
 
+def save_weights(path: str | Path, model: torch.nn.Module) -> None:
+    """A model's weights as model.safetensors: each float tensor as fp16 where that is exact
+    (a model loaded from fp16 weights keeps their size), else as it is."""
+    tensors = {}
+    for key, value in model.state_dict().items():
+        value = value.detach().contiguous().cpu()
+        if value.is_floating_point() and torch.equal(value.half().to(value.dtype), value):
+            value = value.half()
+        tensors[key] = value
+    _save_tensors(Path(path), tensors)
+
+
 def export_model_dir(
     source: str | Path, target: str | Path, config: dict[str, Any] | None = None, fp16: bool = False
 ) -> None:
