@@ -28,7 +28,7 @@ from denoisesum.training import distributed
 from denoisesum.training.distributed import Distributed
 from denoisesum.training.lm import LMRunConfig, LMTrainConfig, LMTrainer, VocabConfig
 from denoisesum.training.pairs import PairDataConfig, PairVocabConfig
-from denoisesum.training.summarizer import (
+from denoisesum.training.denoiser import (
     SummarizerRunConfig,
     SummarizerTrainConfig,
     SummarizerTrainer,

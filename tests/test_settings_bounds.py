@@ -244,7 +244,7 @@ def bad_settings(case: str):
     from denoisesum.noising.pipeline import SynthesisConfig
     from denoisesum.serving.limits import ServiceLimits
     from denoisesum.training.pairs import PairVocabConfig
-    from denoisesum.training.summarizer import SummarizerRunConfig, SummarizerTrainConfig
+    from denoisesum.training.denoiser import SummarizerRunConfig, SummarizerTrainConfig
 
     return {
         "preset": (
@@ -288,7 +288,7 @@ def test_a_setting_made_in_python_is_checked_naming_its_key(case):
 def test_a_float_setting_is_never_nan_or_infinite():
     from denoisesum.config import load_config
     from denoisesum.errors import ConfigError
-    from denoisesum.training.summarizer import SummarizerRunConfig
+    from denoisesum.training.denoiser import SummarizerRunConfig
 
     for value in ("nan", "inf", "-inf"):
         with pytest.raises(ConfigError, match=rf"'train.kl_weight': {value} must be at least 0"):

@@ -33,7 +33,7 @@ from denoisesum.topics import (
     train_lda,
 )
 from denoisesum.training.pairs import PairCorpus, PairDataConfig, PairVocabConfig, collate
-from denoisesum.training.summarizer import (
+from denoisesum.training.denoiser import (
     SummarizerRunConfig,
     SummarizerTrainConfig,
     SummarizerTrainer,

@@ -1040,7 +1040,7 @@ def train_command(
     from denoisesum.data.vocab import Vocab
     from denoisesum.io import require_file
     from denoisesum.topics import load_topics
-    from denoisesum.training.summarizer import SummarizerRunConfig, SummarizerTrainer
+    from denoisesum.training.denoiser import SummarizerRunConfig, SummarizerTrainer
 
     flags = {
         "train.max_steps": max_steps,

@@ -95,7 +95,7 @@ def test_an_ensemble_over_a_shortlist_uses_the_same_words(probes, tmp_path):
 
 
 def test_teacher_forced_mixture_on_a_run_s_held_out_pairs(probes, tmp_path):
-    from denoisesum.training.summarizer import SummarizerTrainer
+    from denoisesum.training.denoiser import SummarizerTrainer
     from test_train_summarizer import make_pairs, tiny_config, write_shards
 
     run = tmp_path / "run"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from denoisesum.data.reviewsets import ReviewSet
 from denoisesum.evaluation.report import EvaluationReport, evaluate
@@ -43,13 +44,17 @@ def decode_and_score(
     sets: Iterable[ReviewSet],
     metrics: Sequence[str] | str = "rouge",
     batch_size: int = 8,
+    **options: Any,
 ) -> DecodedRun:
-    """Summarize every review set (which must have reference summaries) and score it."""
+    """Summarize every review set (which must have reference summaries) with the summarizer's
+    per-call `options` (Summarizer.summarize_results') and score it."""
     sets = list(sets)
     start = time.perf_counter()
-    tokens = summarizer.summarize_tokens_batch([s.reviews for s in sets], batch_size)
+    results = summarizer.summarize_results(
+        [s.reviews for s in sets], batch_size=batch_size, **options
+    )
     seconds = time.perf_counter() - start
-    summaries = [" ".join(t) for t in tokens]
+    summaries = [" ".join(r.tokens) for r in results]
     report = evaluate(
         {s.entity_id: h for s, h in zip(sets, summaries, strict=True)},
         {s.entity_id: s.summaries for s in sets},
@@ -58,10 +63,7 @@ def decode_and_score(
     return DecodedRun(summaries, report, seconds)
 
 
-def choose_variant(means: dict[str, float], changes: dict[str, dict]) -> str:
+def choose_variant(means: dict[str, float]) -> str:
     """The decoding variant to ship: the best mean of rouge-score R1/R2/RL (`means`, the first
-    among equals), among those that decode one candidate per entity. Reranking (`rerank`)
-    costs several times the time (docs/results/decoding-speed.md): a trade for the user to make,
-    never a default picked by a score."""
-    cheap = [name for name in means if not changes.get(name, {}).get("rerank")]
-    return max(cheap, key=lambda name: means[name])
+    among equals)."""
+    return max(means, key=lambda name: means[name])

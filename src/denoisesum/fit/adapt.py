@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from denoisesum.errors import ConfigError, DenoiseSumError, InputError
+from denoisesum.inference.policy import migrate_summarize
 from denoisesum.io import read_json
 from denoisesum.models.store import CONFIG, RATING, RATING_REPORT, VOCAB, WEIGHTS
 
@@ -88,10 +89,15 @@ def base_settings(model_dir: Path) -> dict[str, Any]:
     config = read_json(model_dir / CONFIG)
     where = model_dir / CONFIG
     model = config.get("model")
-    summarize = dict(config.get("summarize") or {})
-    if not isinstance(model, dict) or not isinstance(summarize.get("decode"), dict):
+    summarize = config.get("summarize") or {}
+    if isinstance(summarize, dict):
+        try:
+            summarize = dict(migrate_summarize(summarize))
+        except ConfigError as exc:
+            raise InputError(exc.reason, path=where, field=exc.key) from None
+    if not isinstance(model, dict) or not isinstance(summarize.get("search"), dict):
         raise InputError(
-            "has no 'model' and 'summarize.decode' sections to adapt from",
+            "has no 'model' and 'summarize.search' sections to adapt from",
             path=where,
             field="model",
         )
@@ -108,7 +114,7 @@ def base_settings(model_dir: Path) -> dict[str, Any]:
             "train": train,
         },
         "lm": {"train": {"keep_checkpoints": 1}},
-        "decode": {"min_length": summarize["decode"].get("min_length")},
+        "decode": {"min_length": summarize["search"].get("min_words")},
     }
     if reads is not None:
         layer["train"]["data"] = {"max_review_tokens": reads}

@@ -30,11 +30,12 @@ from denoisesum.config import Range, above, at_least, between, build, load_confi
 from denoisesum.errors import ConfigError
 from denoisesum.evaluation.heldout import HeldOutConfig
 from denoisesum.fit.presets import preset_settings
-from denoisesum.inference.beam import DecodeConfig
+from denoisesum.inference.beam import SearchConfig
+from denoisesum.inference.policy import SummaryPolicy, split_settings
 from denoisesum.noising.pipeline import SynthesisConfig
 from denoisesum.topics.models import LDAConfig
 from denoisesum.training.lm import LMRunConfig
-from denoisesum.training.summarizer import SummarizerRunConfig
+from denoisesum.training.denoiser import SummarizerRunConfig
 
 
 @dataclass
@@ -63,8 +64,8 @@ class DecodeChoiceConfig:
     """How the exported model's decoding is chosen. With a dev set: the min_length with the best
     mean of rouge-score R1/R2/RL F1 over `min_lengths` on its first `dev_entities` review sets
     (0: all); then, when `levers` are given, each is decoded with that min_length and compared
-    with it (paired tests), and the best mean is kept (evaluation.decoded.choose_variant: never a
-    reranking one, which costs several times the time). Without a dev set: the median length of
+    with it (paired tests), and the best mean is kept (evaluation.decoded.choose_variant).
+    Without a dev set: the median length of
     the candidate summaries the pairs were made from, and no levers. Then, dev set or not, the
     mixed_band of `mixed_bands` chosen on the held-out businesses."""
 
@@ -72,9 +73,10 @@ class DecodeChoiceConfig:
     min_lengths: list[int] = field(default_factory=list)  # [] = the 25/50/75th percentiles
     dev_entities: int = 0
     summaries_sampled: int = 10000  # candidate summaries read for the median (no dev set)
-    # name -> DecodeConfig changes, e.g. {"restate": {"restate_overlap": 0.5}} (TOML: a table)
+    # name -> decoding changes (settings of the search or the policy by their names, as
+    # inference/policy.py), e.g. {"restate": {"restate_overlap": 0.5}} (TOML: a table)
     levers: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # the mixed_band values (DecodeConfig: stars either side of 3 within which reviews of both
+    # the mixed_band values (SummaryPolicy: stars either side of 3 within which reviews of both
     # minds get no sweeping verdict, and with mixed_sides a two-sided summary) tried besides the
     # decoding's own on the businesses held out of training ([evaluate]): the one whose summaries
     # agree most often with their reviews' opinion is kept, the decoding's own on a tie. The
@@ -95,8 +97,10 @@ class DecodeChoiceConfig:
     }
 
     def validate(self) -> None:
-        for name, changes in self.levers.items():
-            build(DecodeConfig, changes, f"levers.{name}.")  # known keys, right types, ranges
+        for name, changes in self.levers.items():  # known keys, right types, ranges
+            parts = split_settings(changes, f"levers.{name}: ")
+            build(SearchConfig, parts["search"], f"levers.{name}.")
+            build(SummaryPolicy, parts["policy"], f"levers.{name}.")
 
 
 @dataclass

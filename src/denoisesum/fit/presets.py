@@ -88,7 +88,7 @@ TINY: dict[str, Any] = {
             "device": "cpu",
             "precision": "fp32",
         },
-        "summarize": {"decode": {"beam_size": 2, "max_length": 30, "no_repeat_ngram": 2}},
+        "summarize": {"search": {"beam": 2, "max_words": 30, "no_repeat_ngram": 2}},
     },
     "decode": {"dev_entities": 4},
     "evaluate": {"entities": 0, "reviews": 4},  # tests that score set evaluate.entities
@@ -118,7 +118,7 @@ CPU_SMALL: dict[str, Any] = {
             "log_every": 20,
             "patience": 5,
         },
-        "summarize": {"decode": {"no_repeat_ngram": 2}},
+        "summarize": {"search": {"no_repeat_ngram": 2}},
     },
     "decode": {"dev_entities": 40},
 }
@@ -151,7 +151,7 @@ CPU: dict[str, Any] = {  # configs/bilm-yelp-256.toml + configs/denoisesum-yelp-
             "dev_entities": 100,
             "precision": "bf16",
         },
-        "summarize": {"shortlist": 5000, "decode": {"no_repeat_ngram": 2}},
+        "summarize": {"shortlist": 5000, "search": {"no_repeat_ngram": 2}},
     },
     "decode": {"dev_entities": 100},
 }

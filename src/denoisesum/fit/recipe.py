@@ -7,7 +7,7 @@ loop that runs them in order, skipping, resuming or refusing each (ledger.py).
                 --noise-lm DIR: another one to noise with)
     synthesize  (noisy reviews, summary) pairs in work/pairs  noising.pipeline.synthesize
     topics      the discriminator's topic model               topics.build.build_topics
-    train       the summarizer in work/train                  training.summarizer
+    train       the summarizer in work/train                  training.denoiser
     decode      the decoding min_length: best dev ROUGE       evaluation.decoded
                 (--dev), else the candidate summaries' median
                 length; with --dev, the decoding levers kept;
@@ -56,6 +56,7 @@ from denoisesum.fit.config import (
 )
 from denoisesum.fit.presets import DEFAULT_PRESET, preset_settings
 from denoisesum.fit.report import FitReport, seconds_text
+from denoisesum.inference.policy import migrate_summarize, split_settings
 from denoisesum.io import read_json, write_json
 from denoisesum.models.store import (
     CONFIG,
@@ -512,7 +513,7 @@ class Recipe:
         ), {"kind": model.kind, "topics": model.n_topics}
 
     def train(self) -> tuple[str, dict[str, Any]]:
-        from denoisesum.training.summarizer import SummarizerTrainer
+        from denoisesum.training.denoiser import SummarizerTrainer
 
         cfg, out = copy.deepcopy(self.cfg.train), self.dirs["train"]
         if not cfg.train.init_model:  # else it continues a trained summarizer (its vocabulary)
@@ -574,12 +575,12 @@ class Recipe:
         readers' side of that trade (docs/results/adaptation-choice.md)."""
         d = self.cfg.decode
         summarizer = dev_summarizer(self.dirs["train"], d.shortlist, self.cfg.train.train.device)
-        own = summarizer.config.decode
-        base = dataclasses.replace(
-            own,
+        own = summarizer.config.search
+        options = {
             **choice.get("changes", {}),
-            min_length=min(choice["min_length"], own.max_length),
-        )
+            "min_words": min(choice["min_length"], own.max_words),
+        }
+        base = summarizer.denoisesum.decoding(options).policy
         ids, rating = self.held_out(), self._rating_model()
         unused = [
             why
@@ -597,8 +598,8 @@ class Recipe:
         sets = held_out_sets(self.corpus, ids, self.cfg.evaluate)
         rows = []
         for band in dict.fromkeys([base.mixed_band, *d.mixed_bands]):
-            summarizer.config.decode = dataclasses.replace(base, mixed_band=band)
-            scores = self._held_out_scores(given_stars_summaries(summarizer, sets), sets, rating)
+            summaries = given_stars_summaries(summarizer, sets, **options, mixed_band=band)
+            scores = self._held_out_scores(summaries, sets, rating)
             rows.append({"mixed_band": band, **scores})
             self.log(f"  mixed_band {band:g}: {heldout.scores_line(scores)}")
         best = best_band(rows, base.mixed_band)
@@ -640,7 +641,7 @@ class Recipe:
                 d.shortlist,
                 device,
             )
-            chosen = choose_variant({n: r["mean"] for n, r in levers.items()}, d.levers)
+            chosen = choose_variant({n: r["mean"] for n, r in levers.items()})
             result.update(levers=levers, lever=chosen, changes=d.levers.get(chosen, {}))
             line += f"; levers: {chosen} kept ({levers[chosen]['mean']:.2f})"
         return line, result
@@ -650,9 +651,14 @@ class Recipe:
 
         source, choice = self.dirs["train"], self._decoding()
         config = read_settings(source)
-        decode = config.setdefault("summarize", {}).setdefault("decode", {})
-        decode.update(choice.get("changes", {}))  # the lever kept on dev, if any
-        decode["min_length"] = min(choice["min_length"], decode.get("max_length", 100))
+        summarize = config["summarize"] = migrate_summarize(config.get("summarize", {}))
+        search = summarize.setdefault("search", {})
+        changes = {  # the lever kept on dev, if any
+            **choice.get("changes", {}),
+            "min_words": min(choice["min_length"], search.get("max_words", 100)),
+        }
+        for part, values in split_settings(changes).items():
+            summarize.setdefault(part, {}).update(values)
         if choice.get("shortlist") is not None:
             config["summarize"]["shortlist"] = choice["shortlist"]
         config["fit"] = {
@@ -670,7 +676,8 @@ class Recipe:
         return (
             f"{params:,} parameters ({'fp16' if fp16 else 'fp32'}), "
             f"vocabulary {len(vocab):,}, min_length "
-            f"{decode['min_length']}: denoisesum summarize REVIEW_SETS --model {self.root}"
+            f"{summarize['search']['min_words']}: denoisesum summarize REVIEW_SETS --model "
+            f"{self.root}"
         ), {"parameters": params}
 
     def evaluate(self) -> tuple[str, dict[str, Any]]:
@@ -983,11 +990,12 @@ def best_band(rows: list[dict[str, Any]], own: float) -> dict[str, Any]:
     return max(rows, key=lambda r: (r["opinion_agrees"], r["mixed_band"] == own, -r["mixed_band"]))
 
 
-def given_stars_summaries(summarizer, sets: list[dict]) -> list[str]:
+def given_stars_summaries(summarizer, sets: list[dict], **options: Any) -> list[str]:
     """The summaries of held_out_sets' `sets`, each review's stars given where the corpus has
-    them, as a user with a rated corpus would."""
+    them, as a user with a rated corpus would; options: per-call (Summarizer.summarize's)."""
     ratings = [s["ratings"] if any(r is not None for r in s["ratings"]) else None for s in sets]
-    return summarizer.summarize_batch([s["reviews"] for s in sets], warn=False, ratings=ratings)
+    results = summarizer.summarize_results([s["reviews"] for s in sets], ratings, **options)
+    return [r.summary for r in results]
 
 
 def candidate_lengths(pairs_dir: Path, limit: int) -> np.ndarray:
@@ -1003,10 +1011,9 @@ def dev_summarizer(model_dir: Path, shortlist: int | None, device: str = "cpu"):
     from denoisesum.inference.summarizer import Summarizer, load_model
 
     model, vocab, config = load_model(model_dir)
-    summarizer = Summarizer(model, vocab, config, device)
     if shortlist is not None:
-        summarizer.config.shortlist = shortlist
-    return summarizer
+        config = dataclasses.replace(config, shortlist=shortlist)
+    return Summarizer(model, vocab, config, device)
 
 
 def search_min_length(
@@ -1023,11 +1030,10 @@ def search_min_length(
     from denoisesum.evaluation.rouge import ROUGE_TYPES
 
     summarizer = dev_summarizer(model_dir, shortlist, device)
-    base = summarizer.config.decode
+    cap = summarizer.config.search.max_words
     rows = []
     for value in grid:
-        summarizer.config.decode = dataclasses.replace(base, min_length=min(value, base.max_length))
-        run = decode_and_score(summarizer, sets, "rouge")
+        run = decode_and_score(summarizer, sets, "rouge", min_words=min(value, cap))
         rows.append(
             {
                 "min_length": value,
@@ -1058,13 +1064,10 @@ def compare_levers(
     from denoisesum.evaluation.report import compare
 
     summarizer = dev_summarizer(model_dir, shortlist, device)
-    base = dataclasses.replace(
-        summarizer.config.decode, min_length=min(min_length, summarizer.config.decode.max_length)
-    )
+    base = {"min_words": min(min_length, summarizer.config.search.max_words)}
     out, base_report = {}, None
     for name, changes in {"base": {}, **levers}.items():
-        summarizer.config.decode = dataclasses.replace(base, **changes)
-        run = decode_and_score(summarizer, sets, "rouge")
+        run = decode_and_score(summarizer, sets, "rouge", **{**base, **changes})
         out[name] = {"changes": changes, **run.means, "mean": run.rouge_mean, "words": run.words}
         if base_report is None:
             base_report = run.report

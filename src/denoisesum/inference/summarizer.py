@@ -311,13 +311,25 @@ class Summarizer:
         )[0]
 
 
-# config.json's keys that save_pretrained writes: no training run's paths or settings
+# what a model directory's config.json keeps of the training run that made it (fit --from reads
+# "train"), without the run's paths
+PROVENANCE = ("train", "vocab", "data", "fit")
+RUN_PATHS = {"train": ("dev_set", "init_model", "init_lm"), "data": ("topics",)}
+
+
 def pretrained_config(summarizer: Summarizer) -> dict[str, Any]:
     """The config.json of a model directory for `summarizer`: kind, its default method, the
-    model's configuration and the summarizing settings (no training run's paths)."""
-    return {
+    model's configuration, the summarizing settings, and what it was loaded with of its
+    training run (PROVENANCE) without the run's paths."""
+    config: dict[str, Any] = {
         "kind": "denoisesum",
         "method": summarizer.default_method,
         "model": dataclasses.asdict(summarizer.model.config),
         "summarize": dataclasses.asdict(summarizer.config),
     }
+    saved = read_settings(summarizer.path) if summarizer.path else {}
+    for section in PROVENANCE:
+        if isinstance(saved.get(section), dict):
+            paths = RUN_PATHS.get(section, ())
+            config[section] = {k: v for k, v in saved[section].items() if k not in paths}
+    return config

@@ -48,15 +48,9 @@ from denoisesum.inference.shortlist import ShortlistModel
 from denoisesum.models.denoisesum import DenoiseSum
 
 MAX_ENTITIES = 256
-# settings a merged search applies to each entity apart (its own length bounds: beam.py), and
-# those the search never reads (the summarizer's, around it): searches that differ only in
-# them decode as one
-NOT_SHARED = (
-    *("min_length", "max_length", "length_ratio"),
-    *("rerank", "subsets", "rerank_ngrams", "opinion_tone", "opinion_reach"),
-    *("avoid_contradiction", "follow_opinion", "against_reviews", "mixed_band", "mixed_sides"),
-    *("side_shares", "side_polarity"),
-)
+# settings a merged search applies to each entity apart (its own length bounds: beam.py):
+# searches that differ only in them decode as one
+NOT_SHARED = ("min_words", "max_words", "length_ratio")
 MAX_GROWTH = 0.25
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
-import copy
 import os
 import threading
 import time
@@ -71,9 +70,10 @@ class InferenceQueue:
         max_pending_sets: int = 64,
         support: SupportConfig | None = None,
     ) -> None:
-        self._summarizer = summarizer
-        self._request = threading.local()  # a request thread's own view of the summarizer
-        summarizer.warm()  # before any request's view (_view) copies it, and before forking
+        # one summarizer for every request: a call's options make its own decoding, never
+        # change the summarizer (inference/policy.py)
+        self.summarizer = summarizer
+        summarizer.warm()  # before requests share it, and before forking
         self.max_batch_sets = max_batch_sets
         self.max_pending_sets = max_pending_sets
         self.support = support or SupportConfig()
@@ -116,11 +116,6 @@ class InferenceQueue:
         what stops the service when one of them dies."""
         self._pool = Pool(self, workers, threads, on_failure)
 
-    @property
-    def summarizer(self) -> Summarizer:
-        """The summarizer; in a request's thread, that request's own view of it (`_view`)."""
-        return getattr(self._request, "view", None) or self._summarizer
-
     def submit(
         self,
         sets: list[list[str]],
@@ -130,7 +125,7 @@ class InferenceQueue:
         options: dict | None = None,
     ) -> concurrent.futures.Future:
         """Queue review sets; past `timeout_s` from now, what is left of them is dropped.
-        options: per-call decoding options (Summarizer.summarize's CALL_OPTIONS)."""
+        options: per-call options (Summarizer.summarize's: max_words, beam, first_person)."""
         if self._pool is not None:
             return self._pool.submit(sets, ratings, slice, timeout_s, options)
         future: concurrent.futures.Future = concurrent.futures.Future()
@@ -244,7 +239,6 @@ class InferenceQueue:
 
         try:
             if jobs:
-                self._request.view = _view(self._summarizer)
                 with stepped_by(decode):
                     self._process(jobs)
         except BaseException as exc:  # never leave a future unanswered
@@ -252,7 +246,6 @@ class InferenceQueue:
                 if not job.future.done():
                     job.future.set_exception(exc)
         finally:
-            self._request.view = None
             with self._cond:
                 del self._running[key]
                 self._cond.notify_all()
@@ -265,7 +258,11 @@ class InferenceQueue:
         ratings = [r for job in jobs for r in (job.ratings or [None] * len(job.sets))]
         try:
             decoded = self.summarizer.summarize_results(
-                sets, ratings, jobs[0].slice, self.max_batch_sets, **dict(jobs[0].options)
+                sets,
+                ratings,
+                slice=jobs[0].slice,
+                batch_size=self.max_batch_sets,
+                **dict(jobs[0].options),
             )
             self._batches += 1
         except Exception as exc:
@@ -282,9 +279,10 @@ class InferenceQueue:
                 job.future.set_exception(DeadlinePassed("the time limit passed"))
                 continue
             mine = decoded[start - len(job.sets) : start]
+            evidence = self.summarizer.denoisesum.evidence
             job.future.set_result(
                 [
-                    self.summarizer.explain_result(result, reviews, self.support)
+                    result.with_explanation(evidence(reviews, result.summary, self.support))
                     for reviews, result in zip(job.sets, mine, strict=True)
                 ]
             )
@@ -315,12 +313,3 @@ class InferenceQueue:
                 return
             results.extend(part.future.result())
         job.future.set_result(results)
-
-
-def _view(summarizer: Summarizer) -> Summarizer:
-    """A request's own handle on the summarizer: the same model, vocabulary and caches, and
-    its own settings object, so that the per-request options its thread sets (Summarizer.options
-    replaces config.decode for the call) never reach a request decoding beside it."""
-    view = copy.copy(summarizer)
-    view.config = copy.copy(summarizer.config)
-    return view
