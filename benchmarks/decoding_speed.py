@@ -149,7 +149,7 @@ def count_flops(review_sets: str, entities: int, batch_size: int, model: str) ->
     ]
     try:
         sets = [s.reviews for s in list(read_review_sets(review_sets))[:entities]]
-        summarizer.summarize_batch(sets, batch_size=batch_size, warn=False)
+        summarizer.summarize_results(sets, batch_size=batch_size)
     finally:
         for cls, name, inner in originals:
             setattr(cls, name, inner)

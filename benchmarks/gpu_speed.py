@@ -46,11 +46,11 @@ def load_sets(path: str, n: int) -> list[list[str]]:
 
 def timed(summarizer, sets: list[list[str]], batch_size: int) -> tuple[float, list[list[str]]]:
     """Seconds to summarize `sets` (after one untimed warm-up batch) and the summaries."""
-    summarizer.summarize_tokens_batch(sets[:batch_size], batch_size)
+    summarizer.summarize_results(sets[:batch_size], batch_size=batch_size)
     if summarizer.device.type == "cuda":
         torch.cuda.synchronize()
     began = time.perf_counter()
-    out = summarizer.summarize_tokens_batch(sets, batch_size)
+    out = [r.tokens for r in summarizer.summarize_results(sets, batch_size=batch_size)]
     if summarizer.device.type == "cuda":
         torch.cuda.synchronize()
     return time.perf_counter() - began, out

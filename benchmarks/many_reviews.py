@@ -205,7 +205,12 @@ def main() -> None:
         summarizer.config = config
         selection_rows.append({"mode": name} | inputs(pool))
         start = time.perf_counter()
-        summaries = summarizer.summarize_tokens_batch([texts[e] for e in chosen], args.batch_size)
+        summaries = [
+            r.tokens
+            for r in summarizer.summarize_results(
+                [texts[e] for e in chosen], batch_size=args.batch_size
+            )
+        ]
         seconds = time.perf_counter() - start
         summary_sentiment = [sentiment(s, scores) for s in summaries]
         rows.append(

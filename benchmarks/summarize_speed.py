@@ -16,13 +16,13 @@ and a 30,000-word vocabulary summarizes synthetic entities of 8 reviews of about
 through the whole `Summarizer` path (tokenize, encode, beam search, detokenize), beam 5:
 latency per entity one at a time (p50/p95) and throughput in batches of 8.
 
-With --variants (`name:key=value,...;...`, keys of DecodeConfig or `shortlist`/`bf16`), every
+With --variants (`name:key=value,...;...`, decoding settings by name or `shortlist`/`bf16`), every
 variant decodes the same entities in the same run, interleaved entity by entity so that a busy
 machine slows all of them alike, and each is reported as a ratio to the first variant, with the
 absolute times beside it (absolute CPU times differ up to 3x between machines here).
 
 A random model almost never produces </s> (its probability is about 1/30,000), so every summary
-runs to max_length (100 words): an upper bound on decoding time. A trained Yelp model stops
+runs to max_words (100 words): an upper bound on decoding time. A trained Yelp model stops
 after about 60-70 words; `--max-length 70` approximates it. Prints JSON.
 """
 
@@ -40,7 +40,7 @@ from common import configured, emit, parse_variants, percentile, system
 
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.vocab import SPECIALS, Vocab
-from denoisesum.inference.beam import DecodeConfig
+from denoisesum.inference.beam import SearchConfig
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
 
@@ -72,13 +72,13 @@ def compare_variants(
         for name, config in configs.items():
             summarizer.config = config
             start = time.perf_counter()
-            summarizer.summarize_tokens(reviews)
+            summarizer.summarize_results([reviews], batch_size=1)
             latencies[name].append(time.perf_counter() - start)
     throughput = {}
     for name, config in configs.items():
         summarizer.config = config
         start = time.perf_counter()
-        summarizer.summarize_batch(entities, batch_size=batch_size, warn=False)
+        summarizer.summarize_results(entities, batch_size=batch_size)
         throughput[name] = len(entities) / (time.perf_counter() - start)
     summarizer.config = base
     first = next(iter(configs))
@@ -160,7 +160,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     if args.model:
         summarizer = Summarizer.from_pretrained(args.model)
-        summarizer.config.decode.beam_size = args.beam
+        summarizer.config = summarizer.config.with_settings(beam=args.beam)
         sets = list(read_review_sets(args.review_sets))[: args.entities + 2]
         entities = [s.reviews for s in sets]
     else:
@@ -170,7 +170,7 @@ def main() -> None:
         summarizer = Summarizer(
             model,
             vocab,
-            SummarizerConfig(decode=DecodeConfig(beam_size=args.beam, max_length=args.max_length)),
+            SummarizerConfig(search=SearchConfig(beam=args.beam, max_words=args.max_length)),
         )
         entities = make_entities(vocab, args.entities + 2, args.reviews, args.words, seed=1)
     summarizer.config.bf16 = args.bf16
@@ -178,7 +178,7 @@ def main() -> None:
         summarizer.config.shortlist = args.shortlist
     model = summarizer.model
     warmup, entities = entities[:2], entities[2:]
-    summarizer.summarize_batch(warmup, batch_size=2)
+    summarizer.summarize_results(warmup, batch_size=2)
     if args.variants:
         result = compare_variants(
             summarizer, entities, parse_variants(args.variants), args.batch_size
@@ -191,11 +191,11 @@ def main() -> None:
     latencies, lengths = [], []
     for reviews in entities:
         start = time.perf_counter()
-        tokens = summarizer.summarize_tokens(reviews)
+        tokens = summarizer.summarize_results([reviews], batch_size=1)[0].tokens
         latencies.append(time.perf_counter() - start)
         lengths.append(len(tokens))
     start = time.perf_counter()
-    summarizer.summarize_batch(entities, batch_size=args.batch_size)
+    summarizer.summarize_results(entities, batch_size=args.batch_size)
     batched = time.perf_counter() - start
 
     print(
@@ -217,7 +217,8 @@ def main() -> None:
                     ),
                 },
                 "decode": {
-                    **dataclasses.asdict(summarizer.config.decode),
+                    **dataclasses.asdict(summarizer.config.search),
+                    **dataclasses.asdict(summarizer.config.policy),
                     "bf16": args.bf16,
                     "shortlist": summarizer.config.shortlist,
                     "mean_summary_words": statistics.mean(lengths),

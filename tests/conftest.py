@@ -267,3 +267,41 @@ def study_refuses(monkeypatch, main, args: list[str], message: str) -> None:
     with pytest.raises(SystemExit) as stop:
         main()
     assert isinstance(stop.value.code, str) and message in stop.value.code
+
+
+# ---- the summarizer's one interface, as the tests read it ------------------------------------
+
+
+def summaries(
+    summarizer, review_sets, batch_size=8, warn=True, ratings=None, slice="all", **options
+):
+    """Readable summaries of review sets (Summarizer.summarize_results' summary of each); with
+    `warn`, what each result warns is warned, as Summarizer.summarize does."""
+    import warnings
+
+    from denoisesum.inference.summarizer import EmptySliceWarning, UnreadableInputWarning
+    from denoisesum.inference.methods import empty_slice_message
+
+    results = summarizer.summarize_results(
+        review_sets, ratings, slice=slice, batch_size=batch_size, **options
+    )
+    if warn:
+        empty = empty_slice_message(slice)
+        for i, result in enumerate(results):
+            for message in result.warnings:
+                kind = EmptySliceWarning if message == empty else UnreadableInputWarning
+                warnings.warn(f"review set {i}: {message}", kind, stacklevel=2)
+    return [r.summary for r in results]
+
+
+def token_summaries(summarizer, review_sets, batch_size=8, ratings=None, slice="all", **options):
+    """Tokenized summaries of review sets (each SummaryResult's tokens)."""
+    results = summarizer.summarize_results(
+        review_sets, ratings, slice=slice, batch_size=batch_size, **options
+    )
+    return [r.tokens for r in results]
+
+
+def token_summary(summarizer, reviews, ratings=None, slice="all", **options):
+    """The tokenized summary of one review set."""
+    return token_summaries(summarizer, [reviews], 1, [ratings], slice, **options)[0]

@@ -15,7 +15,7 @@ from denoisesum.data.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID
 from denoisesum.errors import ConfigError
 from denoisesum.evaluation.style import restated_sentences
 from denoisesum.inference.beam import (
-    DecodeConfig,
+    SearchConfig,
     banned_words,
     beam_search,
     input_salience,
@@ -86,7 +86,7 @@ def table(rows: dict[int, dict[int, float]], floor: float = 1e-6) -> torch.Tenso
 
 def decode(tables, **config) -> list[list[int]]:
     tables = torch.stack(tables) if isinstance(tables, list) else tables.unsqueeze(0)
-    cfg = DecodeConfig(**{"min_length": 0, **config})
+    cfg = SearchConfig(**{"min_words": 0, **config})
     hyps = beam_search(Markov(tables), fake_batch(len(tables)), cfg)
     return [h[0].tokens for h in hyps]
 
@@ -112,16 +112,16 @@ def test_beam_finds_the_sequence_greedy_misses():
             E: {EOS_ID: 1.0},
         }
     )
-    assert decode(t, beam_size=1) == [[A, C]]
-    assert decode(t, beam_size=2) == [[B, C]]
+    assert decode(t, beam=1) == [[A, C]]
+    assert decode(t, beam=2) == [[B, C]]
     assert decode(t) == [[B, C]]  # the default beam of 5
 
 
-def exhaustive(log_table: torch.Tensor, cfg: DecodeConfig) -> tuple[list[int], float]:
-    """Best hypothesis by enumerating every allowed sequence up to max_length words."""
+def exhaustive(log_table: torch.Tensor, cfg: SearchConfig) -> tuple[list[int], float]:
+    """Best hypothesis by enumerating every allowed sequence up to max_words words."""
     words = range(len(SPECIALS), log_table.shape[0])
     best, best_score = None, -math.inf
-    for length in range(cfg.min_length, cfg.max_length + 1):
+    for length in range(cfg.min_words, cfg.max_words + 1):
         for seq in itertools.product(words, repeat=length):
             if any(a == b for a, b in itertools.pairwise(seq)) or repeats_ngram(list(seq), 3):
                 continue
@@ -139,7 +139,7 @@ def test_a_beam_wider_than_the_search_space_is_exhaustive(alpha, seed):
     torch.manual_seed(seed)
     t = torch.rand(V, V) ** 3 + 1e-3  # peaked rows, so the length penalty matters
     t[:, EOS_ID] *= 4
-    cfg = DecodeConfig(beam_size=400, min_length=1, max_length=3, length_penalty=alpha)
+    cfg = SearchConfig(beam=400, min_words=1, max_words=3, length_penalty=alpha)
     hyps = beam_search(Markov(t.unsqueeze(0)), fake_batch(), cfg)[0]
     want, score = exhaustive(torch.log(t / t.sum(-1, keepdim=True)), cfg)
     assert hyps[0].tokens == want
@@ -153,19 +153,19 @@ def test_length_normalisation_prefers_a_longer_confident_summary():
     t = table(
         {BOS_ID: {A: 0.5, B: 0.45}, A: {EOS_ID: 1.0}, B: {C: 0.99}, C: {D: 0.99}, D: {EOS_ID: 0.99}}
     )
-    assert decode(t, beam_size=3, length_penalty=0.0) == [[A]]
-    assert decode(t, beam_size=3, length_penalty=1.0) == [[B, C, D]]
+    assert decode(t, beam=3, length_penalty=0.0) == [[A]]
+    assert decode(t, beam=3, length_penalty=1.0) == [[B, C, D]]
 
 
 def test_greedy_is_beam_one():
     torch.manual_seed(3)
     tables = torch.rand(4, V, V) + 1e-3
-    cfg = DecodeConfig(beam_size=1, min_length=2, max_length=8)
+    cfg = SearchConfig(beam=1, min_words=2, max_words=8)
     model = Markov(tables)
     got = [h[0].tokens for h in beam_search(model, fake_batch(4), cfg)]
     for e in range(4):  # the constrained argmax, step by step
         words, prev = [], BOS_ID
-        while len(words) <= cfg.max_length:
+        while len(words) <= cfg.max_words:
             always = torch.tensor([i in (PAD_ID, UNK_ID, BOS_ID) for i in range(V)])
             ban = constraint_mask(torch.tensor([words], dtype=torch.long), banning(always), cfg)[0]
             prev = int(model.log_tables[e, prev].masked_fill(ban, -math.inf).argmax())
@@ -180,15 +180,15 @@ def test_greedy_is_beam_one():
 
 def test_min_length_holds_back_the_end():
     t = table({i: {EOS_ID: 0.9} for i in range(V)}, floor=0.01)  # </s> is always the best
-    for min_length in (0, 1, 4):
-        assert len(decode(t, min_length=min_length)[0]) == min_length
+    for min_words in (0, 1, 4):
+        assert len(decode(t, min_words=min_words)[0]) == min_words
 
 
 def test_max_length_forces_the_end():
     t = table({}, floor=1.0)  # uniform; </s> is rare enough never to win early
     t[:, EOS_ID] = 1e-9
-    for max_length in (1, 3, 7):
-        assert len(decode(t, max_length=max_length)[0]) == max_length
+    for max_words in (1, 3, 7):
+        assert len(decode(t, max_words=max_words)[0]) == max_words
 
 
 def test_specials_are_never_produced():
@@ -197,40 +197,40 @@ def test_specials_are_never_produced():
         {i: {UNK_ID: 0.5, PAD_ID: 0.2, BOS_ID: 0.2, A: 0.05, B: 0.05} for i in range(V)}, floor=1e-3
     )
     for beam in (1, 5):
-        words = decode(t, beam_size=beam, min_length=5, max_length=12)[0]
+        words = decode(t, beam=beam, min_words=5, max_words=12)[0]
         assert len(words) >= 5 and not set(words) & {PAD_ID, UNK_ID, BOS_ID, EOS_ID}
 
 
 def test_no_immediate_repeat():
     t = table({i: {i: 0.9} for i in range(4, V)} | {BOS_ID: {A: 1.0}}, floor=1e-3)
     assert (
-        decode(t, min_length=6, max_length=6, no_immediate_repeat=False, no_repeat_ngram=0)[0]
+        decode(t, min_words=6, max_words=6, no_immediate_repeat=False, no_repeat_ngram=0)[0]
         == [A] * 6
     )
-    words = decode(t, min_length=6, max_length=6, no_repeat_ngram=0)[0]
+    words = decode(t, min_words=6, max_words=6, no_repeat_ngram=0)[0]
     assert all(a != b for a, b in itertools.pairwise(words))
 
 
 def test_trigram_blocking():
     # a strong cycle A B C A B C ...
     t = table({BOS_ID: {A: 1.0}, A: {B: 0.9}, B: {C: 0.9}, C: {A: 0.9}}, floor=1e-3)
-    looping = decode(t, min_length=9, max_length=9, no_repeat_ngram=0)[0]
+    looping = decode(t, min_words=9, max_words=9, no_repeat_ngram=0)[0]
     assert looping == [A, B, C] * 3
     for beam in (1, 5):
-        words = decode(t, beam_size=beam, min_length=9, max_length=9)[0]
+        words = decode(t, beam=beam, min_words=9, max_words=9)[0]
         assert len(words) == 9 and not repeats_ngram(words, 3)
         assert words[:4] == [A, B, C, A]  # blocked only where the trigram would repeat
 
 
 def test_an_entity_with_every_word_banned_keeps_what_it_has():
     # only A is allowed, it may not follow itself and </s> must wait for 3 words: stuck at t=1
-    cfg = DecodeConfig(min_length=3)
+    cfg = SearchConfig(min_words=3)
     hyps = beam_search(Markov(table({}, floor=1.0)[None]), fake_batch(), cfg, [B, C, D, E])[0]
     assert [(h.tokens, h.finished) for h in hyps] == [([A], False)]
 
 
 def test_constraint_mask_bans_what_would_repeat_a_trigram():
-    cfg = DecodeConfig(min_length=0, no_immediate_repeat=False)
+    cfg = SearchConfig(min_words=0, no_immediate_repeat=False)
     history = torch.tensor([[A, B, C, A, B], [A, B, A, B, A], [A, B, C, D, E]])
     ban = constraint_mask(history, banning(torch.zeros(V, dtype=torch.bool)), cfg)
     assert ban[0].nonzero().flatten().tolist() == [C]  # "a b" was followed by c
@@ -246,8 +246,8 @@ def masks(content=(A, B, C), ends=(DOT,)) -> WordMasks:
 
 
 def test_a_content_word_comes_back_only_in_a_later_sentence():
-    cfg = DecodeConfig(
-        min_length=0, no_immediate_repeat=False, no_repeat_ngram=0, no_repeat_in_sentence=True
+    cfg = SearchConfig(
+        min_words=0, no_immediate_repeat=False, no_repeat_ngram=0, no_repeat_in_sentence=True
     )
     history = torch.tensor([[A, D, B], [A, DOT, B], [D, D, D]])
     ban = constraint_mask(history, masks(), cfg)
@@ -257,8 +257,8 @@ def test_a_content_word_comes_back_only_in_a_later_sentence():
 
 
 def test_max_word_repeats_counts_the_whole_summary():
-    cfg = DecodeConfig(
-        min_length=0, no_immediate_repeat=False, no_repeat_ngram=0, max_word_repeats=2
+    cfg = SearchConfig(
+        min_words=0, no_immediate_repeat=False, no_repeat_ngram=0, max_word_repeats=2
     )
     ban = constraint_mask(torch.tensor([[A, DOT, A, B, DOT, D, D]]), masks(), cfg)
     # D is used twice too, but it is no content word
@@ -272,7 +272,7 @@ def test_sentence_blocking_changes_the_decoded_words():
         floor=1e-4,
     )
     t[A, EOS_ID] = 0.5
-    cfg = DecodeConfig(min_length=3, max_length=4, no_repeat_ngram=0, length_penalty=0.0)
+    cfg = SearchConfig(min_words=3, max_words=4, no_repeat_ngram=0, length_penalty=0.0)
     words = WordLists((), [A, B, C], [DOT])
     loose = beam_search(Markov(t[None]), fake_batch(), cfg, words=words)[0][0].tokens
     assert loose == [A, B, A]
@@ -282,8 +282,8 @@ def test_sentence_blocking_changes_the_decoded_words():
 
 
 def test_a_sentence_that_restates_an_earlier_one_cannot_end():
-    cfg = DecodeConfig(
-        min_length=0, no_immediate_repeat=False, no_repeat_ngram=0, restate_overlap=0.5
+    cfg = SearchConfig(
+        min_words=0, no_immediate_repeat=False, no_repeat_ngram=0, restate_overlap=0.5
     )
     history = torch.tensor(
         [
@@ -309,7 +309,7 @@ def test_the_search_keeps_what_each_beam_said_as_its_history_reads(said_checked,
     tables = torch.rand(4, V, V, generator=gen) ** 4
     tables[:, :, EOS_ID] *= 0.05
     rules = {"no_repeat_in_sentence": True, "max_word_repeats": 3, "restate_overlap": 0.5}
-    cfg = DecodeConfig(beam_size=4, min_length=3, max_length=16, no_repeat_ngram=0, **rules)
+    cfg = SearchConfig(beam=4, min_words=3, max_words=16, no_repeat_ngram=0, **rules)
     cfg.no_immediate_repeat = False
     words = WordLists((), [A, B, C], [DOT])
 
@@ -357,10 +357,10 @@ def test_restatement_blocking_changes_the_decoded_words():
         },
         floor=1e-4,
     )
-    cfg = DecodeConfig(
-        beam_size=3,
-        min_length=5,
-        max_length=7,
+    cfg = SearchConfig(
+        beam=3,
+        min_words=5,
+        max_words=7,
         no_repeat_ngram=0,
         no_immediate_repeat=False,
         length_penalty=0.0,
@@ -397,7 +397,7 @@ def test_input_bonus_prefers_the_words_of_the_reviews():
     t = table({BOS_ID: {C: 0.5, B: 0.4, A: 0.1}, B: {EOS_ID: 0.9}, C: {EOS_ID: 0.9}}, floor=1e-4)
     words = WordLists((), [A, B, C], [DOT])
     batch = bonus_batch([[B, D], [B, A]])
-    cfg = DecodeConfig(min_length=0, no_repeat_ngram=0)
+    cfg = SearchConfig(min_words=0, no_repeat_ngram=0)
     assert beam_search(Markov(t[None]), batch, cfg, words=words)[0][0].tokens == [C]
     cfg.input_bonus = 1.0
     model = Markov(t[None])
@@ -410,7 +410,7 @@ def test_input_bonus_prefers_the_words_of_the_reviews():
 def test_input_bonus_rewards_only_the_first_use_of_a_word():
     # B D B would win if every use of B earned the bonus (0.4 * 0.4 * e^2 > 0.4 * 0.5 * e)
     t = table({BOS_ID: {C: 0.5, B: 0.4}, B: {D: 0.9}, C: {D: 0.9}, D: {C: 0.5, B: 0.4}})
-    cfg = DecodeConfig(min_length=3, max_length=3, no_repeat_ngram=0, input_bonus=1.0)
+    cfg = SearchConfig(min_words=3, max_words=3, no_repeat_ngram=0, input_bonus=1.0)
     words = WordLists((), [A, B, C], [DOT])
     found = beam_search(Markov(t[None]), bonus_batch([[B, D]]), cfg, words=words)
     assert found[0][0].tokens == [B, D, C]
@@ -423,7 +423,7 @@ def test_input_words_only_bans_the_content_words_no_review_uses():
         floor=1e-4,
     )
     words = WordLists((), [A, B, C], [DOT])
-    cfg = DecodeConfig(min_length=0, no_repeat_ngram=0, input_words_only=True)
+    cfg = SearchConfig(min_words=0, no_repeat_ngram=0, input_words_only=True)
     found = beam_search(Markov(t[None]), bonus_batch([[B, A]]), cfg, words=words)[0]
     assert found[0].tokens == [D] and all(C not in h.tokens for h in found)
 
@@ -431,7 +431,7 @@ def test_input_words_only_bans_the_content_words_no_review_uses():
 def test_unsaid_penalty_lowers_the_words_no_review_uses():
     t = table({BOS_ID: {C: 0.5, B: 0.3}, B: {EOS_ID: 0.9}, C: {EOS_ID: 0.9}}, floor=1e-4)
     words = WordLists((), [A, B, C], [DOT])
-    cfg = DecodeConfig(min_length=0, no_repeat_ngram=0, unsaid_penalty=0.1)
+    cfg = SearchConfig(min_words=0, no_repeat_ngram=0, unsaid_penalty=0.1)
     batch = bonus_batch([[B, A]])
     assert beam_search(Markov(t[None]), batch, cfg, words=words)[0][0].tokens == [C]
     cfg.unsaid_penalty = 1.0  # log 0.5 - 1 < log 0.3
@@ -441,24 +441,24 @@ def test_unsaid_penalty_lowers_the_words_no_review_uses():
 
 def test_first_person_blocking():
     index = {"<pad>": 0, "<unk>": 1, "<s>": 2, "</s>": 3, "i": A, "my": B, "food": C, "good": D}
-    assert banned_words(DecodeConfig(), index) == []
-    cfg = DecodeConfig(block_first_person=True)
+    assert banned_words(SearchConfig(), index) == []
+    cfg = SearchConfig(first_person=False)
     assert banned_words(cfg, index) == [A, B]
     t = table(
         {BOS_ID: {A: 0.6, B: 0.3, C: 0.1}, A: {B: 0.9}, B: {C: 0.9}, C: {D: 0.9}, D: {EOS_ID: 0.9}}
     )
     model = Markov(t.unsqueeze(0))
-    loose = beam_search(model, fake_batch(), DecodeConfig(min_length=0))[0][0].tokens
+    loose = beam_search(model, fake_batch(), SearchConfig(min_words=0))[0][0].tokens
     assert loose == [A, B, C, D]
-    cfg.min_length = 0
+    cfg.min_words = 0
     strict = beam_search(model, fake_batch(), cfg, banned_words(cfg, index))[0][0].tokens
     assert strict == [C, D]
 
 
 def test_bad_settings_are_named():
     for bad, key in [
-        ({"beam_size": 0}, "beam_size"),
-        ({"min_length": 9, "max_length": 5}, "min_length"),
+        ({"beam": 0}, "beam"),
+        ({"min_words": 9, "max_words": 5}, "min_words"),
         ({"length_penalty": -1.0}, "length_penalty"),
         ({"max_word_repeats": -1}, "max_word_repeats"),
         ({"restate_overlap": 1.5}, "restate_overlap"),
@@ -468,7 +468,7 @@ def test_bad_settings_are_named():
         ({"rerank_ngrams": 0}, "rerank_ngrams"),
     ]:
         with pytest.raises(ConfigError, match=f"'decode.{key}'"):
-            beam_search(Markov(torch.ones(1, V, V)), fake_batch(), DecodeConfig(**bad))
+            beam_search(Markov(torch.ones(1, V, V)), fake_batch(), SearchConfig(**bad))
 
 
 # ---- batching ---------------------------------------------------------------------------
@@ -477,8 +477,8 @@ def test_bad_settings_are_named():
 def test_batched_equals_one_entity_at_a_time():
     torch.manual_seed(4)
     tables = torch.rand(5, V, V) ** 2 + 1e-3
-    tables[1, :, EOS_ID] = 50.0  # finishes at min_length, long before the others
-    cfg = DecodeConfig(beam_size=3, min_length=2, max_length=12)
+    tables[1, :, EOS_ID] = 50.0  # finishes at min_words, long before the others
+    cfg = SearchConfig(beam=3, min_words=2, max_words=12)
     together = beam_search(Markov(tables), fake_batch(5), cfg)
     for e in range(5):
         alone = beam_search(Markov(tables[e : e + 1]), fake_batch(), cfg)[0]
@@ -489,10 +489,10 @@ def test_batched_equals_one_entity_at_a_time():
 
 def test_finished_entities_leave_the_batch():
     tables = torch.ones(2, V, V)
-    tables[0, :, EOS_ID] = 1e3  # entity 0 ends at once; entity 1 runs to max_length
+    tables[0, :, EOS_ID] = 1e3  # entity 0 ends at once; entity 1 runs to max_words
     tables[1, :, EOS_ID] = 1e-9
     model = Markov(tables)
-    hyps = beam_search(model, fake_batch(2), DecodeConfig(beam_size=2, min_length=1, max_length=20))
+    hyps = beam_search(model, fake_batch(2), SearchConfig(beam=2, min_words=1, max_words=20))
     assert [len(h[0].tokens) for h in hyps] == [1, 20]
     assert model.steps == 21
 
@@ -513,7 +513,7 @@ def tiny_model_and_review_sets(seed: int, set_sizes: tuple[int, ...]):
 
 def test_tiny_denoisesum_batched_equals_alone():
     model, sets = tiny_model_and_review_sets(0, (3, 1, 5))
-    cfg = DecodeConfig(beam_size=4, min_length=3, max_length=15)
+    cfg = SearchConfig(beam=4, min_words=3, max_words=15)
     together = beam_search(model, inference_batch(sets), cfg)
     for reviews, hyps in zip(sets, together, strict=True):
         alone = beam_search(model, inference_batch([reviews]), cfg)
@@ -546,7 +546,7 @@ class OpaqueModel:
 
 def test_skipping_the_static_encoder_tensors_changes_nothing():
     model, sets = tiny_model_and_review_sets(1, (2, 4, 1, 3))
-    cfg = DecodeConfig(beam_size=4, min_length=2, max_length=12)
+    cfg = SearchConfig(beam=4, min_words=2, max_words=12)
     fast = beam_search(model, inference_batch(sets), cfg)
     plain = beam_search(OpaqueModel(model), inference_batch(sets), cfg)
     assert [[(h.tokens, h.score) for h in hyps] for hyps in fast] == [

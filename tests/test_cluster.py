@@ -25,10 +25,10 @@ run_cli = functools.partial(conftest.run_cli, timeout=180)
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    from denoisesum.inference.beam import DecodeConfig
+    from denoisesum.inference.beam import SearchConfig
     from denoisesum.inference.summarizer import SummarizerConfig
 
-    settings = SummarizerConfig(decode=DecodeConfig(beam_size=2, min_length=2, max_length=6))
+    settings = SummarizerConfig(search=SearchConfig(beam=2, min_words=2, max_words=6))
     return save_tiny_summarizer(tmp_path_factory.mktemp("m") / "tiny", settings)
 
 

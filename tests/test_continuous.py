@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from conftest import save_tiny_summarizer
+from conftest import save_tiny_summarizer, summaries
 from denoisesum.inference import beam
 from denoisesum.inference.summarizer import Summarizer
 from denoisesum.serving import continuous
@@ -71,7 +71,7 @@ def fresh(summarizer: Summarizer, reviews: list[str], **options) -> continuous.E
 
 def grouped(summarizer: Summarizer, sets: list[list[str]]) -> continuous.Entry:
     """The one beam search summarize_batch starts for several sets (a request's group)."""
-    return started(lambda: summarizer.summarize_batch(sets))
+    return started(lambda: summaries(summarizer, sets))
 
 
 def alone(summarizer: Summarizer, reviews: list[str], **options) -> list[list[tuple]]:

@@ -12,6 +12,7 @@ import denoisesum
 from denoisesum.cli import app
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.inference.summarizer import (
+from conftest import token_summary
     DEFAULT_MODEL_DIR,
     Summarizer,
     installed_models,
@@ -45,8 +46,8 @@ def test_from_pretrained_without_arguments_summarizes_a_review_set():
     summary = summarizer.summarize(review_set.reviews)
     words = summary.split()
     # its length follows the input (decode.length_ratio) and it ends at a sentence boundary
-    tokens = summarizer.summarize_tokens(review_set.reviews)
-    assert 5 <= len(tokens) <= summarizer.config.decode.max_length
+    tokens = token_summary(summarizer, review_set.reviews)
+    assert 5 <= len(tokens) <= summarizer.config.decode.max_words
     assert tokens[-1] in {".", "!", "?"}
     assert "<unk>" not in summary and summary[0].isupper()
     # it read the reviews: a ramen shop's summary talks about food

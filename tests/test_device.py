@@ -16,7 +16,7 @@ import torch
 
 from conftest import refused, run_cli, save_tiny_summarizer, synthetic_sets
 from denoisesum.errors import DenoiseSumError
-from denoisesum.inference.beam import DecodeConfig
+from denoisesum.inference.beam import SearchConfig
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.models.precision import resolve_device
 
@@ -33,7 +33,7 @@ MIN_SAME = 0.8
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    settings = SummarizerConfig(decode=DecodeConfig(beam_size=2, max_length=10))
+    settings = SummarizerConfig(search=SearchConfig(beam=2, max_words=10))
     return save_tiny_summarizer(tmp_path_factory.mktemp("device") / "tiny", settings)
 
 

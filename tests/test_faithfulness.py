@@ -10,7 +10,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from conftest import save_tiny_summarizer, synthetic_reviews, write_jsonl
+from conftest import save_tiny_summarizer, summaries, synthetic_reviews, token_summaries, write_jsonl
 from denoisesum.cli import _summarize_settings, app
 from denoisesum.data.batch import inference_batch
 from denoisesum.data.corpus import Review
@@ -23,7 +23,7 @@ from denoisesum.evaluation.opinion import (
     summary_stars,
 )
 from denoisesum.evaluation.style import unsupported_words
-from denoisesum.inference.beam import DecodeConfig, length_bounds
+from denoisesum.inference.beam import SearchConfig, length_bounds
 from denoisesum.inference.constraints import WordLists, WordMasks, constraint_mask
 from denoisesum.inference.opinion import clauses, self_contradictions, split_clauses
 from denoisesum.inference.summarizer import EmptySliceWarning, Summarizer, SummarizerConfig
@@ -212,15 +212,15 @@ def test_mixed_band_takes_the_verdicts_of_reviews_of_both_minds(summarizer, monk
         return tokens, False
 
     monkeypatch.setattr(summarizer, "_cut", cut)
-    old = summarizer.config.decode
-    summarizer.config.decode = replace(old, avoid_contradiction=True, mixed_band=0.25)
+    old = summarizer.config
+    summarizer.config = old.with_settings(avoid_contradiction=True, mixed_band=0.25)
     try:
         for target in (3.25, 2.75, 3.5, 2.5, None):
             summarizer._consistent([[5, 6]], 0, [[5, 6, 7]], target)
-        summarizer.config.decode = replace(old, avoid_contradiction=True, mixed_band=0.0)
+        summarizer.config = old.with_settings(avoid_contradiction=True, mixed_band=0.0)
         summarizer._consistent([[5, 6]], 0, [[5, 6, 7]], 3.0)
     finally:
-        summarizer.config.decode = old
+        summarizer.config = old
     assert seen == [False, False, True, True, True, True]
 
 
@@ -283,15 +283,15 @@ def test_a_summary_is_read_by_sentence_and_by_side(rating):
 
 def test_length_bounds_follow_the_input():
     batch = inference_batch([[[5] * 10], [[5] * 10] * 8])  # 10 and 80 words of reviews
-    low, high = length_bounds(batch, DecodeConfig(min_length=60, max_length=100, length_ratio=0.5))
+    low, high = length_bounds(batch, SearchConfig(min_words=60, max_words=100, length_ratio=0.5))
     assert low.tolist() == [5, 40] and high.tolist() == [15, 80]  # at least 15 words of room
-    assert length_bounds(batch, DecodeConfig()) is None
+    assert length_bounds(batch, SearchConfig()) is None
 
 
 def test_end_at_sentence_bans_eos_mid_sentence():
     masks = WordMasks.build(WordLists(sentence_ends=[7]), 10, "cpu")
     history = torch.tensor([[5, 6], [5, 7]])
-    ban = constraint_mask(history, masks, DecodeConfig(min_length=0, end_at_sentence=True))
+    ban = constraint_mask(history, masks, SearchConfig(min_words=0, end_at_sentence=True))
     assert ban[:, 3].tolist() == [True, False]  # </s> (id 3) only after a sentence end
 
 
@@ -300,7 +300,7 @@ def test_end_at_sentence_bans_eos_mid_sentence():
 SETTINGS = SummarizerConfig(
     max_review_tokens=12,
     max_reviews=8,
-    decode=DecodeConfig(beam_size=3, min_length=4, max_length=12),
+    search=SearchConfig(beam=3, min_words=4, max_words=12),
 )
 
 
@@ -336,7 +336,7 @@ def test_slices_keep_the_complaints_or_the_praise(summarizer):
     kept, _ = summarizer.slice_reviews(texts[0], None, "praise")  # read by the rating model
     assert kept and all("friendly" in t for t in kept)
     with pytest.warns(EmptySliceWarning, match="complaints"):
-        assert summarizer.summarize_batch(
+        assert summaries(summarizer, 
             [texts[0][:1] * 2], ratings=[[5.0, 5.0]], slice="complaints"
         ) == [""]
     with pytest.raises(DenoiseSumError, match="slice="):
@@ -348,26 +348,26 @@ def test_slices_keep_the_complaints_or_the_praise(summarizer):
 def test_steering_changes_the_words_toward_the_target(summarizer):
     texts, _ = sets_of(1)
     base = summarizer.summarize(texts[0], ratings=[1.0] * 6)
-    old = summarizer.config.decode
+    old = summarizer.config
     try:
-        summarizer.config.decode = replace(old, opinion_weight=20.0)
+        summarizer.config = old.with_settings(opinion_weight=20.0)
         low = summarizer.summarize(texts[0], ratings=[1.0] * 6)
         high = summarizer.summarize(texts[0], ratings=[5.0] * 6)
     finally:
-        summarizer.config.decode = old
+        summarizer.config = old
     assert low != base
     assert summarizer.rating.star(low) < summarizer.rating.star(high)
 
 
 def test_steering_reaches_at_most_opinion_reach_stars_down(summarizer):
-    old = summarizer.config.decode
+    old = summarizer.config
     try:
-        summarizer.config.decode = replace(old, opinion_weight=1.0, opinion_tone=4.5)
+        summarizer.config = old.with_settings(opinion_weight=1.0, opinion_tone=4.5)
         free = summarizer._bias([1.0, 3.0, 5.0], summarizer.model)
-        summarizer.config.decode = replace(old, opinion_weight=1.0, opinion_reach=2.0)
+        summarizer.config = old.with_settings(opinion_weight=1.0, opinion_reach=2.0)
         capped = summarizer._bias([1.0, 3.0, 5.0], summarizer.model)
     finally:
-        summarizer.config.decode = old
+        summarizer.config = old
     pull = capped[0] / -2.0  # [V] each word's pull
     assert torch.allclose(free[0], -3.5 * pull) and torch.allclose(capped[1], -1.5 * pull)
     assert not capped[2].any()  # reviews above opinion_tone are not steered
@@ -375,14 +375,13 @@ def test_steering_reaches_at_most_opinion_reach_stars_down(summarizer):
 
 def test_contradiction_free_choice_ends_at_a_sentence(summarizer):
     texts, stars = sets_of(2)
-    old = summarizer.config.decode
+    old = summarizer.config
     try:
-        summarizer.config.decode = replace(
-            old, avoid_contradiction=True, max_length=30, min_length=8
+        summarizer.config = old.with_settings(avoid_contradiction=True, max_words=30, min_words=8
         )
-        out = summarizer.summarize_tokens_batch(texts, ratings=stars)
+        out = token_summaries(summarizer, texts, ratings=stars)
     finally:
-        summarizer.config.decode = old
+        summarizer.config = old
     for tokens in out:
         assert tokens and (tokens[-1] in ".!?" or "." not in tokens)
 
@@ -398,8 +397,8 @@ def decode_calls(summarizer, monkeypatch) -> list[tuple]:
     calls, decode = [], summarizer._decode
 
     def spy(encoded, batch_size, targets=None, side=False):
-        d = summarizer.config.decode
-        calls.append((len(encoded), targets, not side, d.min_length, d.max_length))
+        d = summarizer.config
+        calls.append((len(encoded), targets, not side, d.min_words, d.max_words))
         return decode(encoded, batch_size, targets, side)
 
     monkeypatch.setattr(summarizer, "_decode", spy)
@@ -408,9 +407,8 @@ def decode_calls(summarizer, monkeypatch) -> list[tuple]:
 
 def test_mixed_sides_summarize_the_praise_and_the_complaints_apart(summarizer, decode_calls):
     calls = decode_calls
-    old = summarizer.config.decode
-    summarizer.config.decode = replace(
-        old, avoid_contradiction=True, mixed_band=0.5, mixed_sides=True, min_length=6
+    old = summarizer.config
+    summarizer.config = old.with_settings(avoid_contradiction=True, mixed_band=0.5, mixed_sides=True, min_words=6
     )
     try:
         both = summarizer.summarize(mixed_set(), ratings=[5.0, 4.0, 5.0, 1.0, 2.0, 1.0])
@@ -418,7 +416,7 @@ def test_mixed_sides_summarize_the_praise_and_the_complaints_apart(summarizer, d
         calls.clear()
         no_complaint = summarizer.summarize(mixed_set(), ratings=[3.0, 3.0, 4.0, 3.0, 3.0, 3.0])
     finally:
-        summarizer.config.decode = old
+        summarizer.config = old
     assert both.startswith("Some reviewers praise it: ") and " Others complain: " in both
     assert complaints_first.startswith("Some reviewers complain: ")
     assert " Others praise it: " in complaints_first
@@ -429,13 +427,13 @@ def test_mixed_sides_summarize_the_praise_and_the_complaints_apart(summarizer, d
 
 def test_mixed_sides_splits_only_reviews_of_both_minds(summarizer, decode_calls):
     calls = decode_calls
-    old = summarizer.config.decode
-    summarizer.config.decode = replace(old, mixed_band=0.25, mixed_sides=True, min_length=6)
+    old = summarizer.config
+    summarizer.config = old.with_settings(mixed_band=0.25, mixed_sides=True, min_words=6)
     ratings = [[5.0, 4.0, 5.0, 1.0, 2.0, 1.0], [5.0, 4.0, 5.0, 4.0, 2.0, 1.0]]
     try:
-        summarizer.summarize_batch([mixed_set(), mixed_set()], ratings=ratings)
+        summaries(summarizer, [mixed_set(), mixed_set()], ratings=ratings)
     finally:
-        summarizer.config.decode = old
+        summarizer.config = old
     # the first set is split: each side alone, in half the words, with no verdict on the place
     whole, sides = calls
     assert whole == (1, [pytest.approx(3.5)], True, 6, 12)  # 3.5 stars: outside the band
@@ -444,16 +442,15 @@ def test_mixed_sides_splits_only_reviews_of_both_minds(summarizer, decode_calls)
 
 def test_side_shares_count_the_reviewers_and_share_the_words(summarizer, decode_calls):
     calls = decode_calls
-    old = summarizer.config.decode
-    summarizer.config.decode = replace(
-        old, mixed_band=0.5, mixed_sides=True, side_shares=True, min_length=6
+    old = summarizer.config
+    summarizer.config = old.with_settings(mixed_band=0.5, mixed_sides=True, side_shares=True, min_words=6
     )
     try:  # four of six praise, one complains, one is of both minds (3 stars): 3.33 stars
         lopsided = summarizer.summarize(mixed_set(), ratings=[4.0, 4.0, 4.0, 4.0, 1.0, 3.0])
         calls.clear()
         even = summarizer.summarize(mixed_set(), ratings=[5.0, 4.0, 5.0, 1.0, 2.0, 1.0])
     finally:
-        summarizer.config.decode = old
+        summarizer.config = old
     assert lopsided.startswith("Most reviewers praise it: ")
     assert " One reviewer complains: " in lopsided
     # three against three: halves, and neither side holds most of the reviews
@@ -462,14 +459,13 @@ def test_side_shares_count_the_reviewers_and_share_the_words(summarizer, decode_
 
 
 def test_side_shares_give_the_larger_side_two_thirds_of_the_words(summarizer, decode_calls):
-    old = summarizer.config.decode
-    summarizer.config.decode = replace(
-        old, mixed_band=0.5, mixed_sides=True, side_shares=True, min_length=6, max_length=12
+    old = summarizer.config
+    summarizer.config = old.with_settings(mixed_band=0.5, mixed_sides=True, side_shares=True, min_words=6, max_words=12
     )
     try:
         summarizer.summarize(mixed_set(), ratings=[4.0, 4.0, 4.0, 4.0, 1.0, 3.0])
     finally:
-        summarizer.config.decode = old
+        summarizer.config = old
     # nothing whole; one decode per share, the smaller first: the complaint in a third of the
     # words, the praise in two
     assert decode_calls == [
@@ -489,9 +485,8 @@ def test_side_polarity_keeps_each_side_to_its_side(summarizer, monkeypatch):
         return cut(tokens, sides, verdicts, keeps_side)
 
     monkeypatch.setattr(summarizer, "_cut", spy)
-    old = summarizer.config.decode
-    summarizer.config.decode = replace(
-        old, avoid_contradiction=True, mixed_band=0.5, mixed_sides=True, side_polarity=True
+    old = summarizer.config
+    summarizer.config = old.with_settings(avoid_contradiction=True, mixed_band=0.5, mixed_sides=True, side_polarity=True
     )
     try:
         summarizer.summarize(mixed_set(), ratings=[5.0, 4.0, 5.0, 1.0, 2.0, 1.0])
@@ -500,7 +495,7 @@ def test_side_polarity_keeps_each_side_to_its_side(summarizer, monkeypatch):
         summarizer.summarize(mixed_set(), ratings=[5.0, 4.0, 5.0, 4.0, 5.0, 4.0])
         assert set(keeps) == {0}
     finally:
-        summarizer.config.decode = old
+        summarizer.config = old
 
 
 def test_a_side_loses_the_sentences_of_the_other_side(summarizer):
@@ -517,10 +512,8 @@ def test_a_side_loses_the_sentences_of_the_other_side(summarizer):
 def test_turning_the_sides_off_turns_off_what_works_on_them(summarizer, tmp_path):
     """mixed_sides=False (or mixed_band=0) per call or by --set: one summary, whatever
     side_shares and side_polarity say, which only work on sides."""
-    old = summarizer.config.decode
-    summarizer.config.decode = replace(
-        old,
-        avoid_contradiction=True,
+    old = summarizer.config
+    summarizer.config = old.with_settings(avoid_contradiction=True,
         mixed_band=0.5,
         mixed_sides=True,
         side_shares=True,
@@ -534,7 +527,7 @@ def test_turning_the_sides_off_turns_off_what_works_on_them(summarizer, tmp_path
         config = _summarize_settings(summarizer.config, ["decode.mixed_sides=false"], {})
         assert not config.decode.mixed_sides and config.decode.side_shares
     finally:
-        summarizer.config.decode = old
+        summarizer.config = old
 
 
 def test_two_sides_of_a_summary_do_not_contradict_each_other(rating):
@@ -610,15 +603,15 @@ def test_opinion_commands(tmp_path, rating):
 
 def test_per_call_options(summarizer):
     texts, _ = sets_of(1)
-    before = summarizer.config.decode
+    before = summarizer.config
     short = summarizer.summarize(texts[0], max_words=6)
     assert len(summarizer.vocab.tokenizer.tokenize(short)) <= 6
     assert summarizer.config.decode == before  # for that call only
     assert (
-        summarizer.summarize(texts[0], beam=1) == summarizer.summarize_batch([texts[0]], beam=1)[0]
+        summarizer.summarize(texts[0], beam=1) == summaries(summarizer, [texts[0]], beam=1)[0]
     )
-    # DecodeConfig's own names are options too (a length cap by either name)
-    assert summarizer.summarize(texts[0], max_length=6) == short
+    # SearchConfig's own names are options too (a length cap by either name)
+    assert summarizer.summarize(texts[0], max_words=6) == short
     with pytest.raises(DenoiseSumError, match="unknown option 'max_len'; valid options: max_words"):
         summarizer.summarize(texts[0], max_len=5)
     with pytest.raises(DenoiseSumError, match="option beam"):

@@ -97,10 +97,10 @@ def test_a_damaged_model_file_is_one_error_naming_the_file(tmp_path):
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     from conftest import save_tiny_summarizer
-    from denoisesum.inference.beam import DecodeConfig
+    from denoisesum.inference.beam import SearchConfig
     from denoisesum.inference.summarizer import SummarizerConfig
 
-    settings = SummarizerConfig(decode=DecodeConfig(beam_size=2, min_length=2, max_length=6))
+    settings = SummarizerConfig(search=SearchConfig(beam=2, min_words=2, max_words=6))
     return save_tiny_summarizer(tmp_path_factory.mktemp("m") / "tiny", settings)
 
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from conftest import save_tiny_summarizer
 from denoisesum.cli import app
 from denoisesum.errors import DenoiseSumError, InputError
-from denoisesum.inference.beam import DecodeConfig
+from denoisesum.inference.beam import SearchConfig
 from denoisesum.inference.selection import centrality, select_reviews, similarity_matrix
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.noising.document_noise import idf_rouge1_f1
@@ -20,7 +20,7 @@ from denoisesum.text import idf_weights
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SETTINGS = SummarizerConfig(
-    max_review_tokens=20, decode=DecodeConfig(beam_size=2, min_length=4, max_length=8)
+    max_review_tokens=20, search=SearchConfig(beam=2, min_words=4, max_words=8)
 )
 GOOD = ["great", "delicious", "amazing", "fresh", "tasty"]
 STAFF = ["staff", "server", "waiter", "owner", "manager"]

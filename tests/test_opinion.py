@@ -22,7 +22,7 @@ from denoisesum.data.synthetic import iter_pairs
 from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.data.vocab import BOS_ID, Vocab
 from denoisesum.errors import ConfigError, InputError
-from denoisesum.inference.beam import DecodeConfig, beam_search
+from denoisesum.inference.beam import SearchConfig, beam_search
 from denoisesum.inference.shortlist import ShortlistModel
 from denoisesum.io import read_json
 from denoisesum.models.store import load_denoisesum, read_model_dir, save_model_dir
@@ -290,12 +290,12 @@ def test_beam_search_follows_each_entitys_rating():
         model.opinion.weight.normal_(std=10.0, generator=torch.Generator().manual_seed(2))
     rng = random.Random(3)
     sets = [reviews(rng, 3), reviews(rng, 2)]
-    config = DecodeConfig(
-        beam_size=3,
-        min_length=2,
-        max_length=8,
+    config = SearchConfig(
+        beam=3,
+        min_words=2,
+        max_words=8,
         no_repeat_ngram=0,
-        block_first_person=False,
+        first_person=True,
         no_repeat_in_sentence=False,
         restate_overlap=0.0,
         max_word_repeats=0,

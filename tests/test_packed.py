@@ -4,10 +4,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import grouped_reviews, save_tiny_summarizer
+from conftest import grouped_reviews, save_tiny_summarizer, summaries
 from denoisesum.data.batch import inference_batch
 from denoisesum.data.vocab import BOS_ID, SPECIALS
-from denoisesum.inference.beam import DecodeConfig
+from denoisesum.inference.beam import SearchConfig
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.models import packed
 from denoisesum.models.store import export_model_dir
@@ -19,7 +19,7 @@ pytestmark = [
     ),
 ]
 SETTINGS = SummarizerConfig(
-    max_review_tokens=12, max_reviews=4, decode=DecodeConfig(beam_size=3, max_length=12)
+    max_review_tokens=12, max_reviews=4, search=SearchConfig(beam=3, max_words=12)
 )
 
 
@@ -73,10 +73,10 @@ def test_summaries_are_the_same_packed_or_not(summarizer, shortlist):
     summarizer.config.shortlist = shortlist
     sets = review_sets()
     summarizer.config.packed_fp16 = False
-    plain = summarizer.summarize_batch(sets)
+    plain = summaries(summarizer, sets)
     assert not summarizer.model.seg.decoder.packed
     summarizer.config.packed_fp16 = True
-    fast = summarizer.summarize_batch(sets)
+    fast = summaries(summarizer, sets)
     assert set(summarizer.model.doc.decoder.packed) >= {"ih", "hh", "state"}
     assert fast == plain
 
@@ -92,7 +92,7 @@ def test_the_freshness_check_reads_every_weight_of_a_decoder(summarizer):
 def test_a_weight_changed_after_packing_is_read_as_it_is_now(summarizer):
     """A step never reads packs of weights that changed since (a training step, a load)."""
     model = summarizer.model
-    summarizer.summarize_batch(review_sets()[:1])
+    summaries(summarizer, review_sets()[:1])
     assert model.pack()
     batch = inference_batch([summarizer.encode_reviews(review_sets()[0])])
 
@@ -115,7 +115,7 @@ def test_a_weight_changed_after_packing_is_read_as_it_is_now(summarizer):
 
 def test_a_model_with_weights_fp16_would_change_decodes_in_fp32(tmp_path):
     s = Summarizer.from_pretrained(save_tiny_summarizer(tmp_path / "tiny", SETTINGS))
-    assert s.summarize_batch(review_sets()[:2])[0]
+    assert summaries(s, review_sets()[:2])[0]
     assert not s.model.seg.decoder.packed and not s.model.pack()
 
 
@@ -139,12 +139,12 @@ def test_warm_packs_what_every_shortlist_reads_before_the_first_summary(summariz
     """What the service's workers share when it forks them (serve --workers): the decoders'
     weights and the rows every shortlist starts with, packed once, and summaries unchanged."""
     summarizer.config.shortlist = 20
-    cold = summarizer.summarize_batch(review_sets())
+    cold = summaries(summarizer, review_sets())
     warmed = Summarizer.from_pretrained(summarizer.path)
     warmed.config.shortlist = 20
     warmed.warm()
     decoders = [b.decoder for b in warmed.model.branches().values()]
     heads = [d.packed["out:head"] for d in decoders]
     assert all(h.out_features == len(SPECIALS) + 20 for h in heads)
-    assert warmed.summarize_batch(review_sets()) == cold
+    assert summaries(warmed, review_sets()) == cold
     assert [d.packed["out:head"] for d in decoders] == heads  # read, not packed again

@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import pytest
 
-from conftest import save_tiny_summarizer
+from conftest import save_tiny_summarizer, token_summary
 from denoisesum.inference.beam import DecodeConfig
 from denoisesum.inference.rerank import OverlapScorer, choose, review_subsets
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
@@ -54,14 +54,14 @@ def test_rerank_picks_among_more_candidates_and_never_fails(summarizer):
         "pizza and salad were fine",
     ]
     base = summarizer.config
-    plain = summarizer.summarize_tokens(reviews)
+    plain = token_summary(summarizer, reviews)
     for decode in (
         replace(base.decode, rerank=True),
         replace(base.decode, rerank=True, subsets=3, rerank_ngrams=1),
     ):
         summarizer.config = replace(base, decode=decode)
         try:
-            chosen = summarizer.summarize_tokens(reviews)
+            chosen = token_summary(summarizer, reviews)
             candidates = summarizer._search([summarizer.encode_reviews(reviews)], 1)[0]
         finally:
             summarizer.config = base
@@ -93,7 +93,7 @@ def test_decode_and_score_summarizes_and_scores_every_set(summarizer):
     assert set(run.means) == {"rouge1", "rouge2", "rougeL"}
     assert run.rouge_mean == pytest.approx(sum(run.means.values()) / 3)
     assert run.words == pytest.approx(sum(len(s.split()) for s in run.summaries) / 3)
-    assert run.summaries[0] == " ".join(summarizer.summarize_tokens(sets[0].reviews))
+    assert run.summaries[0] == " ".join(token_summary(summarizer, sets[0].reviews))
 
 
 def test_the_decoding_levers_are_command_line_options(summarizer, tmp_path):

@@ -1,5 +1,5 @@
 """One record per summary (issue 32 item 6) and the formats users have (issue 35 item 4): the
-Summarizer's SummaryResult is what the command writes; options come from DecodeConfig (per
+Summarizer's SummaryResult is what the command writes; options come from SearchConfig (per
 call by name, `--set decode.KEY=VALUE` in the command); any iterable of reviews; pandas
 DataFrames in and out."""
 
@@ -13,10 +13,10 @@ from dataclasses import replace
 import pytest
 from typer.testing import CliRunner
 
-from conftest import refused, run_cli, save_tiny_summarizer, synthetic_sets
+from conftest import refused, run_cli, save_tiny_summarizer, summaries, synthetic_sets
 from denoisesum.cli import app
 from denoisesum.errors import DenoiseSumError
-from denoisesum.inference.beam import DecodeConfig
+from denoisesum.inference.beam import SearchConfig
 from denoisesum.inference.summarizer import (
     EmptySliceWarning,
     Summarizer,
@@ -27,7 +27,7 @@ from denoisesum.inference.summarizer import (
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-SETTINGS = SummarizerConfig(read_reviews=3, decode=DecodeConfig(beam_size=2, max_length=12))
+SETTINGS = SummarizerConfig(read_reviews=3, search=SearchConfig(beam=2, max_words=12))
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def test_the_command_writes_the_summarizers_records(summarizer, sets_file):
     sets = synthetic_sets(3)
     results = summarizer.summarize_results(sets, explain=True)
     assert all(isinstance(r, SummaryResult) for r in results)
-    assert [r.summary for r in results] == summarizer.summarize_batch(sets)
+    assert [r.summary for r in results] == summaries(summarizer, sets)
     assert results[0].reviews_read == 3 and results[0].reviews_total == 4  # it chose 3 of 4
     written = summarize_cli(summarizer, sets_file, "--explain")
     assert written == [{"entity_id": f"e{i}", **r.to_dict()} for i, r in enumerate(results)]
@@ -94,14 +94,14 @@ def test_a_record_says_why_it_has_no_summary(summarizer):
 
 def test_every_decoding_setting_is_a_per_call_option(summarizer):
     reviews = synthetic_sets(1)[0]
-    before = summarizer.config.decode
-    assert summarizer.summarize(reviews, max_length=5) == summarizer.summarize(reviews, max_words=5)
-    assert summarizer.summarize(reviews, beam_size=1) == summarizer.summarize(reviews, beam=1)
+    before = summarizer.config
+    assert summarizer.summarize(reviews, max_words=5) == summarizer.summarize(reviews, max_words=5)
+    assert summarizer.summarize(reviews, beam=1) == summarizer.summarize(reviews, beam=1)
     # first_person says what is allowed; block_first_person what is banned
     assert decode_options(before, {"first_person": True}).block_first_person is False
     assert decode_options(before, {"first_person": False}).block_first_person is True
-    capped = decode_options(replace(before, min_length=10), {"max_words": 6})
-    assert (capped.max_length, capped.min_length, capped.end_at_sentence) == (6, 6, True)
+    capped = decode_options(replace(before, min_words=10), {"max_words": 6})
+    assert (capped.max_words, capped.min_words, capped.end_at_sentence) == (6, 6, True)
     with pytest.raises(
         DenoiseSumError,
         match=r"unknown option 'max_lenght'; valid options: "
@@ -125,13 +125,13 @@ def test_the_command_takes_any_setting_with_set(summarizer, sets_file):
         summarizer,
         sets_file,
         "--set",
-        "decode.beam_size=1",
+        "decode.beam=1",
         "--set",
-        "decode.max_length=6",
+        "decode.max_words=6",
         "--set",
         "decode.end_at_sentence=true",
         "--set",
-        "decode.min_length=6",
+        "decode.min_words=6",
     )
     assert by_flag == by_set
     old = summarize_cli(summarizer, sets_file, "--rerank", "--subsets", "1", "--input-bonus=0.5")
@@ -152,7 +152,7 @@ def test_a_bad_setting_is_one_line_naming_it(summarizer, sets_file):
     common = ("summarize", sets_file, "--model", summarizer.path)
     assert refused(
         run_cli(*common, "--set", "decode.beem=2"),
-        "unknown config key 'decode.beem' (known: beam_size, min_length",
+        "unknown config key 'decode.beem' (known: beam, min_words",
     )
     assert refused(
         run_cli(*common, "--set", "read_reviews=0"),
@@ -164,7 +164,7 @@ def test_a_bad_setting_is_one_line_naming_it(summarizer, sets_file):
 
 def test_help_shows_set_and_the_common_flags_only():
     done = CliRunner().invoke(app, ["summarize", "--help"], env={"COLUMNS": "200"})
-    assert "--set" in done.stdout and "--max-length" in done.stdout
+    assert "--set" in done.stdout and "--max-words" in done.stdout
     assert "--beam" in done.stdout and "--device" in done.stdout
     assert "--input-bonus" not in done.stdout and "--rerank" not in done.stdout
 
@@ -174,10 +174,10 @@ def test_help_shows_set_and_the_common_flags_only():
 
 def test_any_iterable_of_reviews_or_review_sets(summarizer):
     sets = synthetic_sets(2)
-    expected = summarizer.summarize_batch(sets)
+    expected = summaries(summarizer, sets)
     assert summarizer.summarize(iter(sets[0])) == expected[0]
     assert summarizer.summarize(tuple(sets[0])) == expected[0]
-    assert summarizer.summarize_batch(iter(s) for s in sets) == expected
+    assert summaries(summarizer, iter(s) for s in sets) == expected
     assert [r.summary for r in summarizer.summarize_results(map(tuple, sets))] == expected
     assert summarizer.explain(iter(sets[0]), expected[0]).summary == expected[0]
     with pytest.raises(DenoiseSumError, match="must be a list of review texts, got str"):
@@ -185,7 +185,7 @@ def test_any_iterable_of_reviews_or_review_sets(summarizer):
     with pytest.raises(
         DenoiseSumError, match="review_sets must be a list of lists of review texts, got int"
     ):
-        summarizer.summarize_batch(3)
+        summaries(summarizer, 3)
 
 
 # ---- pandas ----------------------------------------------------------------------------------

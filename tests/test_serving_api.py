@@ -26,7 +26,7 @@ from fastapi.testclient import TestClient
 
 from conftest import UNREADABLE, all_ended, children, running, save_tiny_summarizer
 from denoisesum.data.vocab import EOS_ID
-from denoisesum.inference.beam import DecodeConfig
+from denoisesum.inference.beam import SearchConfig
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.serving import InferenceQueue, ServiceLimits, create_app
 from denoisesum.serving.app import field_path
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 SETTINGS = SummarizerConfig(
     max_review_tokens=12,
     max_reviews=4,
-    decode=DecodeConfig(beam_size=3, min_length=4, max_length=10),
+    search=SearchConfig(beam=3, min_words=4, max_words=10),
 )
 LIMITS = ServiceLimits(max_reviews=5, max_review_chars=300, max_sets=3, timeout_s=30.0)
 REVIEWS = [
@@ -122,7 +122,7 @@ def test_models_and_health(client, summarizer):
     [model] = models["models"]
     assert model["id"] == model["name"] == "tiny" and "path" not in model
     assert model["vocab_size"] == len(summarizer.vocab)
-    assert model["settings"]["decode"]["beam_size"] == 3
+    assert model["settings"]["decode"]["beam"] == 3
     assert models["limits"]["max_reviews"] == 5
     health = client.get("/healthz")
     assert health.status_code == 200 and health.json()["status"] == "ok"
@@ -329,7 +329,7 @@ def test_limits_are_checked():
 class ModelGate:
     """A fresh summarizer of the tiny model whose decode_step (the worker thread's one model call
     per step) waits for `gate`, then sleeps `pause` (plus `per_row` a beam row), and records its
-    rows; with `no_end`, </s> is never chosen, so every search runs to its max_length."""
+    rows; with `no_end`, </s> is never chosen, so every search runs to its max_words."""
 
     def __init__(
         self, base: Summarizer, pause: float = 0.0, per_row: float = 0.0, no_end: bool = False
@@ -403,7 +403,7 @@ def test_requests_join_the_running_decode(summarizer):
     summaries = [r.json()["summary"] for r in responses[:3]]
     summaries.append(responses[3].json()["results"][0]["summary"])
     assert summaries == [summarizer.summarize(s) for s in sets]  # joining changes nothing
-    beam = SETTINGS.decode.beam_size
+    beam = SETTINGS.decode.beam
     assert gated.rows[0] == beam and max(gated.rows) > beam  # later ones joined its steps
     # the first alone; the three that waited together in groups of 2 sets at most (each group
     # in its own thread: in either order)

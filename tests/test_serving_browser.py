@@ -49,7 +49,7 @@ import torch  # noqa: E402
 import uvicorn  # noqa: E402
 
 from conftest import save_tiny_summarizer  # noqa: E402
-from denoisesum.inference.beam import DecodeConfig  # noqa: E402
+from denoisesum.inference.beam import SearchConfig  # noqa: E402
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig  # noqa: E402
 from denoisesum.serving import ServiceLimits, create_app  # noqa: E402
 
@@ -57,7 +57,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 SETTINGS = SummarizerConfig(
     max_review_tokens=12,
     max_reviews=4,
-    decode=DecodeConfig(beam_size=3, min_length=4, max_length=10),
+    search=SearchConfig(beam=3, min_words=4, max_words=10),
 )
 REVIEWS = [
     "The pizza was great and the staff was friendly. We will come back.",

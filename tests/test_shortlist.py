@@ -8,11 +8,11 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from conftest import grouped_reviews, save_tiny_summarizer
+from conftest import grouped_reviews, save_tiny_summarizer, summaries, token_summaries, token_summary
 from denoisesum.cli import app
 from denoisesum.data.batch import inference_batch
 from denoisesum.data.vocab import BOS_ID, SPECIALS
-from denoisesum.inference.beam import DecodeConfig
+from denoisesum.inference.beam import SearchConfig
 from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 SETTINGS = SummarizerConfig(
     max_review_tokens=12,
     max_reviews=4,
-    decode=DecodeConfig(beam_size=3, min_length=4, max_length=10),
+    search=SearchConfig(beam=3, min_words=4, max_words=10),
 )
 
 
@@ -77,26 +77,26 @@ def test_the_input_bonus_scores_the_same_words_over_a_shortlist(summarizer):
         full = Summarizer(model, summarizer.vocab, replace(SETTINGS, decode=bonus))
         short = Summarizer(model, summarizer.vocab, replace(SETTINGS, shortlist=2, decode=bonus))
         plain = Summarizer(model, summarizer.vocab, SETTINGS)
-        expected = full.summarize_tokens(reviews)
-        assert short.summarize_tokens(reviews) == expected
-        assert plain.summarize_tokens(reviews) != expected  # the bonus did act
+        expected = token_summary(full, reviews)
+        assert token_summary(short, reviews) == expected
+        assert token_summary(plain, reviews) != expected  # the bonus did act
 
 
 def test_a_shortlist_of_every_word_gives_the_same_summaries(summarizer):
     sets = review_sets()
-    expected = summarizer.summarize_batch(sets, batch_size=2)
+    expected = summaries(summarizer, sets, batch_size=2)
     fast = Summarizer(
         summarizer.model, summarizer.vocab, replace(SETTINGS, shortlist=len(summarizer.vocab))
     )
-    assert fast.summarize_batch(sets, batch_size=2) == expected
+    assert summaries(fast, sets, batch_size=2) == expected
 
 
 def test_summaries_use_only_shortlisted_words(summarizer):
     sets = review_sets()
     fast = Summarizer(summarizer.model, summarizer.vocab, replace(SETTINGS, shortlist=3))
-    first_person = replace(SETTINGS.decode, block_first_person=True)
+    first_person = replace(SETTINGS.decode, first_person=False)
     fast.config.decode = first_person
-    for reviews, tokens in zip(sets, fast.summarize_tokens_batch(sets), strict=True):
+    for reviews, tokens in zip(sets, token_summaries(fast, sets), strict=True):
         allowed = set(summarizer.vocab.tokens[len(SPECIALS) : len(SPECIALS) + 3])
         allowed |= {t for r in reviews for t in summarizer.vocab.tokenizer.tokenize(r)}
         assert tokens and set(tokens) <= allowed

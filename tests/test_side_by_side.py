@@ -58,10 +58,10 @@ def test_a_batch_that_fails_stops_the_run_with_its_error():
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    from denoisesum.inference.beam import DecodeConfig
+    from denoisesum.inference.beam import SearchConfig
     from denoisesum.inference.summarizer import SummarizerConfig
 
-    settings = SummarizerConfig(decode=DecodeConfig(beam_size=3, min_length=2, max_length=8))
+    settings = SummarizerConfig(search=SearchConfig(beam=3, min_words=2, max_words=8))
     return save_tiny_summarizer(tmp_path_factory.mktemp("m") / "tiny", settings)
 
 

@@ -14,11 +14,11 @@ import torch
 from typer.testing import CliRunner
 
 import denoisesum
-from conftest import grouped_reviews, save_tiny_summarizer
+from conftest import grouped_reviews, save_tiny_summarizer, summaries, token_summary
 from denoisesum.cli import app
 from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.inference import summarizer as summarizer_module
-from denoisesum.inference.beam import DecodeConfig
+from denoisesum.inference.beam import SearchConfig
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.models import precision
 from denoisesum.models.precision import bf16_supported
@@ -27,7 +27,7 @@ runner = CliRunner()
 SETTINGS = SummarizerConfig(
     max_review_tokens=12,
     max_reviews=4,
-    decode=DecodeConfig(beam_size=3, min_length=4, max_length=10),
+    search=SearchConfig(beam=3, min_words=4, max_words=10),
 )
 
 
@@ -75,7 +75,7 @@ def test_summarize_is_a_deterministic_string(summarizer):
     summary = summarizer.summarize(reviews)
     assert isinstance(summary, str) and summary
     assert summary == summarizer.summarize(reviews)
-    tokens = summarizer.summarize_tokens(reviews)
+    tokens = token_summary(summarizer, reviews)
     assert 4 <= len(tokens) <= 10 and "<unk>" not in tokens
     assert summary[0].isupper() or not summary[0].isalpha()  # detokenized for people
 
@@ -86,7 +86,7 @@ def test_summarize_is_a_deterministic_string(summarizer):
 )
 def test_bf16_runs(summarizer):
     fast = Summarizer(summarizer.model, summarizer.vocab, replace(summarizer.config, bf16=True))
-    tokens = fast.summarize_tokens(texts_by_entity()["biz-000"])
+    tokens = token_summary(fast, texts_by_entity()["biz-000"])
     assert 4 <= len(tokens) <= 10
     assert next(summarizer.model.parameters()).dtype == torch.float32  # weights untouched
 
@@ -96,16 +96,16 @@ def test_bf16_on_a_cpu_without_it_decodes_in_fp32(summarizer, monkeypatch):
     fast = Summarizer(summarizer.model, summarizer.vocab, replace(summarizer.config, bf16=True))
     reviews = texts_by_entity()["biz-000"]
     with pytest.warns(precision.PrecisionWarning, match="bf16 decoding: this CPU has no"):
-        tokens = fast.summarize_tokens(reviews)
-    assert tokens == summarizer.summarize_tokens(reviews)  # fp32, as without bf16
+        tokens = token_summary(fast, reviews)
+    assert tokens == token_summary(summarizer, reviews)  # fp32, as without bf16
 
 
 def test_batch_equals_one_at_a_time(summarizer):
     sets = list(texts_by_entity(4).values())
     sets[1] = sets[1][:1]  # entities of different sizes share a padded batch
     one_by_one = [summarizer.summarize(s) for s in sets]
-    assert summarizer.summarize_batch(sets) == one_by_one
-    assert summarizer.summarize_batch(sets, batch_size=3) == one_by_one
+    assert summaries(summarizer, sets) == one_by_one
+    assert summaries(summarizer, sets, batch_size=3) == one_by_one
 
 
 def test_with_a_shortlist_a_set_summarized_beside_others_is_summarized_as_alone(summarizer):
@@ -114,8 +114,8 @@ def test_with_a_shortlist_a_set_summarized_beside_others_is_summarized_as_alone(
     short = Summarizer(summarizer.model, summarizer.vocab, replace(summarizer.config, shortlist=2))
     sets = list(texts_by_entity(6).values())
     one_by_one = [short.summarize(s) for s in sets]
-    assert short.summarize_batch(sets) == one_by_one
-    assert short.summarize_batch(sets[::-1]) == one_by_one[::-1]
+    assert summaries(short, sets) == one_by_one
+    assert summaries(short, sets[::-1]) == one_by_one[::-1]
 
 
 def test_reviews_are_truncated(summarizer):
@@ -134,12 +134,10 @@ def test_first_person_blocking(summarizer):
         for branch in (model.seg, model.doc):
             branch.decoder.out.bias[first_person] += 20.0
     reviews = ["i love my pizza , i think my staff was great"] * 3
-    loose = Summarizer(model, summarizer.vocab, summarizer.config).summarize_tokens(reviews)
+    loose = token_summary(Summarizer(model, summarizer.vocab, summarizer.config), reviews)
     assert {"i", "my", "me"} & set(loose)
-    blocked = replace(
-        summarizer.config, decode=replace(summarizer.config.decode, block_first_person=True)
-    )
-    strict = Summarizer(model, summarizer.vocab, blocked).summarize_tokens(reviews)
+    blocked = summarizer.config.with_settings(first_person=False)
+    strict = token_summary(Summarizer(model, summarizer.vocab, blocked), reviews)
     assert len(strict) >= 4 and not {"i", "me", "my", "mine", "myself"} & set(strict)
 
 
@@ -151,7 +149,7 @@ def test_bad_input_is_a_clear_error(summarizer):
     with pytest.raises(DenoiseSumError, match="list of review texts, got str"):
         summarizer.summarize("one review as a string")
     with pytest.raises(DenoiseSumError, match="review set 1: no reviews"):
-        summarizer.summarize_batch([["good food"], []])
+        summaries(summarizer, [["good food"], []])
 
 
 def test_missing_or_wrong_model_directory(tmp_path, model_dir):
@@ -172,7 +170,10 @@ def test_missing_or_wrong_model_directory(tmp_path, model_dir):
         (lambda c: c["model"].update(vocab_size=7), "field 'model.vocab_size': 7 does not match"),
         (lambda c: c["model"].update(embed_dim="big"), "field 'model.embed_dim'"),
         (lambda c: c["model"].update(embed_dim=10), "weights do not fit config.json's model"),
-        (lambda c: c["summarize"]["decode"].update(beam=2), "field 'summarize.decode.beam'"),
+        (
+            lambda c: c["summarize"]["search"].update(beam_size=2),
+            "field 'summarize.search.beam_size'",
+        ),
         (lambda c: c.pop("model"), "field 'model': missing"),
     ],
 )
@@ -223,7 +224,7 @@ def test_the_command_takes_an_installed_model_by_name(installed, tmp_path, summa
     )
     result = runner.invoke(app, ["summarize", str(source), "--model", "tiny-yelp"])
     assert result.exit_code == 0, result.output
-    assert [p["summary"] for p in read_jsonl(result.stdout)] == summarizer.summarize_batch(
+    assert [p["summary"] for p in read_jsonl(result.stdout)] == summaries(summarizer, 
         list(sets.values())
     )
     result = runner.invoke(app, ["summarize", str(source), "--model", "tiny"])
@@ -252,7 +253,7 @@ def test_cli_on_a_review_set_file(tmp_path, model_dir, summarizer):
     assert result.exit_code == 0, result.output
     predictions = read_jsonl(out.read_text())
     assert [p["entity_id"] for p in predictions] == list(sets)
-    assert [p["summary"] for p in predictions] == summarizer.summarize_batch(list(sets.values()))
+    assert [p["summary"] for p in predictions] == summaries(summarizer, list(sets.values()))
     # --raw: the tokenized form, on standard output; decoding options reach the search
     result = runner.invoke(
         app,
@@ -264,9 +265,9 @@ def test_cli_on_a_review_set_file(tmp_path, model_dir, summarizer):
             "--raw",
             "--beam",
             "1",
-            "--min-length",
+            "--min-words",
             "6",
-            "--max-length",
+            "--max-words",
             "6",
         ],
     )
@@ -304,7 +305,7 @@ def test_cli_on_a_csv_corpus_and_stdin(tmp_path, model_dir, summarizer):
     assert result.exit_code == 0, result.output
     expected = [
         {"entity_id": e, "summary": s}
-        for e, s in zip(sets, summarizer.summarize_batch(list(sets.values())), strict=True)
+        for e, s in zip(sets, summaries(summarizer, list(sets.values())), strict=True)
     ]
     assert read_jsonl(result.stdout) == expected
     stdin = "".join(json.dumps({"entity_id": e, "reviews": r}) + "\n" for e, r in sets.items())

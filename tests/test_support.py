@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from conftest import save_tiny_summarizer
 from denoisesum.cli import app
 from denoisesum.errors import DenoiseSumError
-from denoisesum.inference.beam import DecodeConfig
+from denoisesum.inference.beam import SearchConfig
 from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.inference.support import (
     SupportConfig,
@@ -121,7 +121,7 @@ def model_dir(tmp_path_factory):
     settings = SummarizerConfig(
         max_review_tokens=12,
         max_reviews=4,
-        decode=DecodeConfig(beam_size=3, min_length=4, max_length=10),
+        search=SearchConfig(beam=3, min_words=4, max_words=10),
     )
     return save_tiny_summarizer(tmp_path_factory.mktemp("models") / "tiny", settings)
 

@@ -628,7 +628,7 @@ def test_select_on_dev_rouge_exports_the_best_decoded_model(pairs_dir, tmp_path)
 
 
 def test_dev_rouge_decodes_with_the_run_settings_and_exports_them(pairs_dir, tmp_path):
-    from denoisesum.inference.beam import DecodeConfig
+    from denoisesum.inference.beam import SearchConfig
     from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 
     dev = tmp_path / "dev.jsonl"
@@ -639,7 +639,7 @@ def test_dev_rouge_decodes_with_the_run_settings_and_exports_them(pairs_dir, tmp
     dev.write_text("".join(json.dumps(s) + "\n" for s in sets))
     cfg = tiny_config(select_on="dev-rouge", dev_set=str(dev), max_steps=2, eval_every=2)
     cfg.summarize = SummarizerConfig(
-        shortlist=7, decode=DecodeConfig(min_length=4, max_length=6, no_repeat_ngram=2)
+        shortlist=7, search=SearchConfig(min_words=4, max_words=6, no_repeat_ngram=2)
     )
     run = trainer(pairs_dir, tmp_path / "run", cfg)
     seen = []
@@ -652,7 +652,7 @@ def test_dev_rouge_decodes_with_the_run_settings_and_exports_them(pairs_dir, tmp
     with mock.patch.object(Summarizer, "summarize_tokens_batch", spy):
         run.fit()
     assert seen and all(
-        c.decode.no_repeat_ngram == 2 and c.decode.max_length == 6 and c.shortlist == 7
+        c.decode.no_repeat_ngram == 2 and c.decode.max_words == 6 and c.shortlist == 7
         for c in seen
     )
     # max_review_tokens follows the data's cut, whatever [summarize] says

@@ -140,6 +140,14 @@ class SummarizerConfig:
         """The search's settings and the summary policy, as one value."""
         return Decoding(self.search, self.policy)
 
+    def with_settings(self, **settings: Any) -> SummarizerConfig:
+        """A copy whose search and policy have these settings (by their names), validated: how
+        to set a Summarizer up with other decoding (`summarizer.config = ...`), for every call."""
+        parts = split_settings(settings)
+        search = build(SearchConfig, {**_plain(self.search), **parts["search"]}, "search.")
+        policy = build(SummaryPolicy, {**_plain(self.policy), **parts["policy"]}, "policy.")
+        return dataclasses.replace(self, search=search, policy=policy)
+
 
 SEARCH_KEYS = tuple(f.name for f in dataclasses.fields(SearchConfig))
 POLICY_KEYS = tuple(f.name for f in dataclasses.fields(SummaryPolicy))
