@@ -279,8 +279,8 @@ def summaries(
     `warn`, what each result warns is warned, as Summarizer.summarize does."""
     import warnings
 
-    from denoisesum.inference.summarizer import EmptySliceWarning, UnreadableInputWarning
     from denoisesum.inference.methods import empty_slice_message
+    from denoisesum.inference.summarizer import EmptySliceWarning, UnreadableInputWarning
 
     results = summarizer.summarize_results(
         review_sets, ratings, slice=slice, batch_size=batch_size, **options

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 import denoisesum
 from denoisesum.cli import app
 from denoisesum.data.reviewsets import read_review_sets
-from denoisesum.inference.summarizer import (
 from conftest import token_summary
+from denoisesum.inference.summarizer import (
     DEFAULT_MODEL_DIR,
     Summarizer,
     installed_models,
@@ -47,7 +47,7 @@ def test_from_pretrained_without_arguments_summarizes_a_review_set():
     words = summary.split()
     # its length follows the input (decode.length_ratio) and it ends at a sentence boundary
     tokens = token_summary(summarizer, review_set.reviews)
-    assert 5 <= len(tokens) <= summarizer.config.decode.max_words
+    assert 5 <= len(tokens) <= summarizer.config.search.max_words
     assert tokens[-1] in {".", "!", "?"}
     assert "<unk>" not in summary and summary[0].isupper()
     # it read the reviews: a ramen shop's summary talks about food

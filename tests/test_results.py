@@ -22,8 +22,9 @@ from denoisesum.inference.summarizer import (
     Summarizer,
     SummarizerConfig,
     SummaryResult,
-    decode_options,
 )
+from denoisesum.inference.frames import summarize_frame
+from denoisesum.inference.policy import Decoding, decoding_with
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -68,7 +69,7 @@ def test_the_command_writes_the_summarizers_records(summarizer, sets_file):
     written = summarize_cli(summarizer, sets_file, "--explain")
     assert written == [{"entity_id": f"e{i}", **r.to_dict()} for i, r in enumerate(results)]
     assert set(written[0]) >= {"summary", "reviews_read", "reviews_total", "support"}
-    raw = summarizer.summarize_result(sets[0], raw=True)
+    raw = summarizer.summarize_results([sets[0]], raw=True)[0]
     assert raw.summary == " ".join(raw.tokens) and raw.explanation is None
 
 
@@ -76,7 +77,7 @@ def test_a_record_says_why_it_has_no_summary(summarizer):
     reviews = synthetic_sets(1)[0]
     with warnings.catch_warnings():
         warnings.simplefilter("error", EmptySliceWarning)  # said in the record instead
-        result = summarizer.summarize_result(reviews, ratings=[5.0] * 4, slice="complaints")
+        result = summarizer.summarize_results([reviews], [[5.0] * 4], slice="complaints")[0]
     assert result.summary == "" and result.to_dict() == {
         "summary": "",
         "reviews_read": 3,
@@ -85,7 +86,7 @@ def test_a_record_says_why_it_has_no_summary(summarizer):
             "no review belongs to the complaints (reviews of at most 3 stars): no summary"
         ],
     }
-    unreadable = summarizer.summarize_result(["!!! ???", "... ---"])
+    unreadable = summarizer.summarize_results([["!!! ???", "... ---"]])[0]
     assert unreadable.warnings and "no words" in unreadable.warnings[0]
 
 
@@ -97,26 +98,30 @@ def test_every_decoding_setting_is_a_per_call_option(summarizer):
     before = summarizer.config
     assert summarizer.summarize(reviews, max_words=5) == summarizer.summarize(reviews, max_words=5)
     assert summarizer.summarize(reviews, beam=1) == summarizer.summarize(reviews, beam=1)
-    # first_person says what is allowed; block_first_person what is banned
-    assert decode_options(before, {"first_person": True}).block_first_person is False
-    assert decode_options(before, {"first_person": False}).block_first_person is True
-    capped = decode_options(replace(before, min_words=10), {"max_words": 6})
+    # first_person says what is allowed
+    decoding = before.decoding
+    assert decoding_with(decoding, {"first_person": True}).policy.first_person is True
+    assert decoding_with(decoding, {"first_person": False}).policy.first_person is False
+    base = Decoding(replace(decoding.search, min_words=10), decoding.policy)
+    capped = decoding_with(base, {"max_words": 6}).search
     assert (capped.max_words, capped.min_words, capped.end_at_sentence) == (6, 6, True)
     with pytest.raises(
         DenoiseSumError,
         match=r"unknown option 'max_lenght'; valid options: "
-        r"max_words, .*, input_bonus",
+        r"max_words, .*, against_reviews",
     ):
         summarizer.summarize(reviews, max_lenght=5)
     with pytest.raises(
         DenoiseSumError,
-        match=r"option input_bonus: inf must be between 0 and "
+        match=r"option opinion_weight: inf must be between 0 and "
         r"100 \(0: off\)",
     ):
-        summarizer.summarize(reviews, input_bonus=float("inf"))
-    with pytest.raises(DenoiseSumError, match="option subsets: 2 needs rerank"):
-        summarizer.summarize(reviews, subsets=2)
-    assert summarizer.config.decode == before  # options last one call
+        summarizer.summarize(reviews, opinion_weight=float("inf"))
+    with pytest.raises(
+        DenoiseSumError, match="option min_words: 12 must be between 0 and max_words"
+    ):
+        summarizer.summarize(reviews, min_words=12, max_words=10)
+    assert summarizer.config == before  # options last one call
 
 
 def test_the_command_takes_any_setting_with_set(summarizer, sets_file):
@@ -125,25 +130,23 @@ def test_the_command_takes_any_setting_with_set(summarizer, sets_file):
         summarizer,
         sets_file,
         "--set",
-        "decode.beam=1",
+        "search.beam=1",
         "--set",
-        "decode.max_words=6",
+        "search.max_words=6",
         "--set",
-        "decode.end_at_sentence=true",
+        "search.end_at_sentence=true",
         "--set",
-        "decode.min_words=6",
+        "search.min_words=6",
     )
     assert by_flag == by_set
-    old = summarize_cli(summarizer, sets_file, "--rerank", "--subsets", "1", "--input-bonus=0.5")
+    old = summarize_cli(summarizer, sets_file, "--length-penalty", "0.5", "--max-word-repeats=1")
     new = summarize_cli(
         summarizer,
         sets_file,
         "--set",
-        "decode.rerank=true",
+        "search.length_penalty=0.5",
         "--set",
-        "decode.subsets=1",
-        "--set",
-        "decode.input_bonus=0.5",
+        "search.max_word_repeats=1",
     )
     assert old == new
 
@@ -151,15 +154,17 @@ def test_the_command_takes_any_setting_with_set(summarizer, sets_file):
 def test_a_bad_setting_is_one_line_naming_it(summarizer, sets_file):
     common = ("summarize", sets_file, "--model", summarizer.path)
     assert refused(
-        run_cli(*common, "--set", "decode.beem=2"),
-        "unknown config key 'decode.beem' (known: beam, min_words",
+        run_cli(*common, "--set", "search.beem=2"),
+        "unknown config key 'search.beem' (known: beam, min_words",
     )
     assert refused(
         run_cli(*common, "--set", "read_reviews=0"),
         "config key 'read_reviews': 0 must be at least 1",
     )
     assert refused(run_cli(*common, "--beam", "2000"), "--beam 2000 must be between 1 and 1000")
-    assert refused(run_cli(*common, "--subsets"), "option '--subsets' requires an argument")
+    assert refused(
+        run_cli(*common, "--max-word-repeats"), "option '--max-word-repeats' requires an argument"
+    )
 
 
 def test_help_shows_set_and_the_common_flags_only():
@@ -177,9 +182,9 @@ def test_any_iterable_of_reviews_or_review_sets(summarizer):
     expected = summaries(summarizer, sets)
     assert summarizer.summarize(iter(sets[0])) == expected[0]
     assert summarizer.summarize(tuple(sets[0])) == expected[0]
-    assert summaries(summarizer, iter(s) for s in sets) == expected
+    assert summaries(summarizer, (iter(s) for s in sets)) == expected
     assert [r.summary for r in summarizer.summarize_results(map(tuple, sets))] == expected
-    assert summarizer.explain(iter(sets[0]), expected[0]).summary == expected[0]
+    assert summarizer.explain(iter(sets[0])).summary == expected[0]
     with pytest.raises(DenoiseSumError, match="must be a list of review texts, got str"):
         summarizer.summarize("one review, not a list")
     with pytest.raises(
@@ -203,8 +208,8 @@ def reviews_frame():
 
 def test_a_frame_in_a_frame_out(summarizer):
     frame = reviews_frame()
-    out = summarizer.summarize_frame(
-        frame, entity="business", text="body", rating="stars", explain=True
+    out = summarize_frame(
+        summarizer, frame, entity="business", text="body", rating="stars", explain=True
     )
     assert list(out.columns) == [
         "business",
@@ -233,10 +238,10 @@ def test_a_bad_frame_is_one_line(summarizer, monkeypatch):
         match=r"text='text': the frame has no such column "
         r"\(columns: business, body, stars\)",
     ):
-        summarizer.summarize_frame(frame, entity="business")
+        summarize_frame(summarizer, frame, entity="business")
     frame.loc[5, "body"] = None
     with pytest.raises(DenoiseSumError, match="row 5, column 'body': a review must be text"):
-        summarizer.summarize_frame(frame, entity="business", text="body")
+        summarize_frame(summarizer, frame, entity="business", text="body")
     monkeypatch.setitem(sys.modules, "pandas", None)  # as if not installed
     with pytest.raises(DenoiseSumError, match=r"pip install 'denoisesum\[pandas\]'"):
-        summarizer.summarize_frame(frame, entity="business", text="body")
+        summarize_frame(summarizer, frame, entity="business", text="body")

@@ -34,8 +34,8 @@ from denoisesum.inference.beam import SearchConfig
 from denoisesum.inference.policy import SummaryPolicy, split_settings
 from denoisesum.noising.pipeline import SynthesisConfig
 from denoisesum.topics.models import LDAConfig
-from denoisesum.training.lm import LMRunConfig
 from denoisesum.training.denoiser import SummarizerRunConfig
+from denoisesum.training.lm import LMRunConfig
 
 
 @dataclass
