@@ -32,9 +32,8 @@ def summarizer(tmp_path_factory) -> Summarizer:
 def constrained(summarizer) -> Summarizer:
     """The same model with the constraints that read each beam's sentences (constraints.Said)."""
     rules = {"no_repeat_in_sentence": True, "max_word_repeats": 2, "restate_overlap": 0.5}
-    decode = dataclasses.replace(summarizer.config.decode, **rules)
     constrained = Summarizer.from_pretrained(summarizer.path)
-    constrained.config = dataclasses.replace(summarizer.config, decode=decode)
+    constrained.config = summarizer.config.with_settings(**rules)
     return constrained
 
 

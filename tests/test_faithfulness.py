@@ -10,7 +10,13 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from conftest import save_tiny_summarizer, summaries, synthetic_reviews, token_summaries, write_jsonl
+from conftest import (
+    save_tiny_summarizer,
+    summaries,
+    synthetic_reviews,
+    token_summaries,
+    write_jsonl,
+)
 from denoisesum.cli import _summarize_settings, app
 from denoisesum.data.batch import inference_batch
 from denoisesum.data.corpus import Review
@@ -336,8 +342,8 @@ def test_slices_keep_the_complaints_or_the_praise(summarizer):
     kept, _ = summarizer.slice_reviews(texts[0], None, "praise")  # read by the rating model
     assert kept and all("friendly" in t for t in kept)
     with pytest.warns(EmptySliceWarning, match="complaints"):
-        assert summaries(summarizer, 
-            [texts[0][:1] * 2], ratings=[[5.0, 5.0]], slice="complaints"
+        assert summaries(
+            summarizer, [texts[0][:1] * 2], ratings=[[5.0, 5.0]], slice="complaints"
         ) == [""]
     with pytest.raises(DenoiseSumError, match="slice="):
         summarizer.summarize(texts[0], slice="gossip")
@@ -377,8 +383,7 @@ def test_contradiction_free_choice_ends_at_a_sentence(summarizer):
     texts, stars = sets_of(2)
     old = summarizer.config
     try:
-        summarizer.config = old.with_settings(avoid_contradiction=True, max_words=30, min_words=8
-        )
+        summarizer.config = old.with_settings(avoid_contradiction=True, max_words=30, min_words=8)
         out = token_summaries(summarizer, texts, ratings=stars)
     finally:
         summarizer.config = old
@@ -408,7 +413,8 @@ def decode_calls(summarizer, monkeypatch) -> list[tuple]:
 def test_mixed_sides_summarize_the_praise_and_the_complaints_apart(summarizer, decode_calls):
     calls = decode_calls
     old = summarizer.config
-    summarizer.config = old.with_settings(avoid_contradiction=True, mixed_band=0.5, mixed_sides=True, min_words=6
+    summarizer.config = old.with_settings(
+        avoid_contradiction=True, mixed_band=0.5, mixed_sides=True, min_words=6
     )
     try:
         both = summarizer.summarize(mixed_set(), ratings=[5.0, 4.0, 5.0, 1.0, 2.0, 1.0])
@@ -443,7 +449,8 @@ def test_mixed_sides_splits_only_reviews_of_both_minds(summarizer, decode_calls)
 def test_side_shares_count_the_reviewers_and_share_the_words(summarizer, decode_calls):
     calls = decode_calls
     old = summarizer.config
-    summarizer.config = old.with_settings(mixed_band=0.5, mixed_sides=True, side_shares=True, min_words=6
+    summarizer.config = old.with_settings(
+        mixed_band=0.5, mixed_sides=True, side_shares=True, min_words=6
     )
     try:  # four of six praise, one complains, one is of both minds (3 stars): 3.33 stars
         lopsided = summarizer.summarize(mixed_set(), ratings=[4.0, 4.0, 4.0, 4.0, 1.0, 3.0])
@@ -460,7 +467,8 @@ def test_side_shares_count_the_reviewers_and_share_the_words(summarizer, decode_
 
 def test_side_shares_give_the_larger_side_two_thirds_of_the_words(summarizer, decode_calls):
     old = summarizer.config
-    summarizer.config = old.with_settings(mixed_band=0.5, mixed_sides=True, side_shares=True, min_words=6, max_words=12
+    summarizer.config = old.with_settings(
+        mixed_band=0.5, mixed_sides=True, side_shares=True, min_words=6, max_words=12
     )
     try:
         summarizer.summarize(mixed_set(), ratings=[4.0, 4.0, 4.0, 4.0, 1.0, 3.0])
@@ -486,7 +494,8 @@ def test_side_polarity_keeps_each_side_to_its_side(summarizer, monkeypatch):
 
     monkeypatch.setattr(summarizer, "_cut", spy)
     old = summarizer.config
-    summarizer.config = old.with_settings(avoid_contradiction=True, mixed_band=0.5, mixed_sides=True, side_polarity=True
+    summarizer.config = old.with_settings(
+        avoid_contradiction=True, mixed_band=0.5, mixed_sides=True, side_polarity=True
     )
     try:
         summarizer.summarize(mixed_set(), ratings=[5.0, 4.0, 5.0, 1.0, 2.0, 1.0])
@@ -513,7 +522,8 @@ def test_turning_the_sides_off_turns_off_what_works_on_them(summarizer, tmp_path
     """mixed_sides=False (or mixed_band=0) per call or by --set: one summary, whatever
     side_shares and side_polarity say, which only work on sides."""
     old = summarizer.config
-    summarizer.config = old.with_settings(avoid_contradiction=True,
+    summarizer.config = old.with_settings(
+        avoid_contradiction=True,
         mixed_band=0.5,
         mixed_sides=True,
         side_shares=True,
@@ -607,9 +617,7 @@ def test_per_call_options(summarizer):
     short = summarizer.summarize(texts[0], max_words=6)
     assert len(summarizer.vocab.tokenizer.tokenize(short)) <= 6
     assert summarizer.config.decode == before  # for that call only
-    assert (
-        summarizer.summarize(texts[0], beam=1) == summaries(summarizer, [texts[0]], beam=1)[0]
-    )
+    assert summarizer.summarize(texts[0], beam=1) == summaries(summarizer, [texts[0]], beam=1)[0]
     # SearchConfig's own names are options too (a length cap by either name)
     assert summarizer.summarize(texts[0], max_words=6) == short
     with pytest.raises(DenoiseSumError, match="unknown option 'max_len'; valid options: max_words"):

@@ -67,7 +67,7 @@ def client(summarizer):
 
 def expected(summarizer: Summarizer, reviews: list[str]) -> tuple[str, dict]:
     summary = summarizer.summarize(reviews)
-    support = summarizer.explain(reviews, summary).to_dict()
+    support = summarizer.denoisesum.evidence(reviews, summary).to_dict()
     del support["summary"]
     return summary, support
 
@@ -122,7 +122,7 @@ def test_models_and_health(client, summarizer):
     [model] = models["models"]
     assert model["id"] == model["name"] == "tiny" and "path" not in model
     assert model["vocab_size"] == len(summarizer.vocab)
-    assert model["settings"]["decode"]["beam"] == 3
+    assert model["settings"]["search"]["beam"] == 3
     assert models["limits"]["max_reviews"] == 5
     health = client.get("/healthz")
     assert health.status_code == 200 and health.json()["status"] == "ok"
@@ -403,7 +403,7 @@ def test_requests_join_the_running_decode(summarizer):
     summaries = [r.json()["summary"] for r in responses[:3]]
     summaries.append(responses[3].json()["results"][0]["summary"])
     assert summaries == [summarizer.summarize(s) for s in sets]  # joining changes nothing
-    beam = SETTINGS.decode.beam
+    beam = SETTINGS.search.beam
     assert gated.rows[0] == beam and max(gated.rows) > beam  # later ones joined its steps
     # the first alone; the three that waited together in groups of 2 sets at most (each group
     # in its own thread: in either order)
@@ -727,7 +727,7 @@ def test_ratings_and_slices_per_request(client, summarizer):
     body = client.post(
         "/v1/summarize", json={"reviews": REVIEWS, "ratings": ratings, "slice": "complaints"}
     ).json()
-    assert body["summary"] == summarizer.summarize(REVIEWS, ratings, "complaints")
+    assert body["summary"] == summarizer.summarize(REVIEWS, ratings, slice="complaints")
     praise = client.post(
         "/v1/summarize", json={"reviews": REVIEWS, "ratings": [5.0] * 3, "slice": "complaints"}
     ).json()

@@ -8,7 +8,12 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from conftest import grouped_reviews, save_tiny_summarizer, summaries, token_summaries, token_summary
+from conftest import (
+    grouped_reviews,
+    save_tiny_summarizer,
+    summaries,
+    token_summaries,
+)
 from denoisesum.cli import app
 from denoisesum.data.batch import inference_batch
 from denoisesum.data.vocab import BOS_ID, SPECIALS
@@ -62,26 +67,6 @@ def test_equals_full_decoding_when_left_out_words_cannot_win(summarizer):
         torch.testing.assert_close(part, full[:, rows], atol=1e-5, rtol=1e-5)
 
 
-def test_the_input_bonus_scores_the_same_words_over_a_shortlist(summarizer):
-    """The bonus needs the reviews in the shortlist's positions: where the words outside a set's
-    shortlist cannot win, shortlist and whole vocabulary decode it alike with the bonus on."""
-    bonus = replace(SETTINGS.decode, input_bonus=5.0)
-    for reviews in review_sets(2):
-        model = copy.deepcopy(summarizer.model)
-        batch = inference_batch([summarizer.encode_reviews(reviews)])
-        outside = torch.ones(model.config.vocab_size, dtype=torch.bool)
-        outside[shortlist_rows(batch.reviews, 2, model.config.vocab_size)] = False
-        with torch.no_grad():
-            for branch in model.branches().values():
-                branch.decoder.out.bias[outside] = -1e4
-        full = Summarizer(model, summarizer.vocab, replace(SETTINGS, decode=bonus))
-        short = Summarizer(model, summarizer.vocab, replace(SETTINGS, shortlist=2, decode=bonus))
-        plain = Summarizer(model, summarizer.vocab, SETTINGS)
-        expected = token_summary(full, reviews)
-        assert token_summary(short, reviews) == expected
-        assert token_summary(plain, reviews) != expected  # the bonus did act
-
-
 def test_a_shortlist_of_every_word_gives_the_same_summaries(summarizer):
     sets = review_sets()
     expected = summaries(summarizer, sets, batch_size=2)
@@ -94,8 +79,7 @@ def test_a_shortlist_of_every_word_gives_the_same_summaries(summarizer):
 def test_summaries_use_only_shortlisted_words(summarizer):
     sets = review_sets()
     fast = Summarizer(summarizer.model, summarizer.vocab, replace(SETTINGS, shortlist=3))
-    first_person = replace(SETTINGS.decode, first_person=False)
-    fast.config.decode = first_person
+    fast.config = fast.config.with_settings(first_person=False)
     for reviews, tokens in zip(sets, token_summaries(fast, sets), strict=True):
         allowed = set(summarizer.vocab.tokens[len(SPECIALS) : len(SPECIALS) + 3])
         allowed |= {t for r in reviews for t in summarizer.vocab.tokenizer.tokenize(r)}

@@ -32,14 +32,14 @@ def test_export_copies_a_model_directory_byte_for_byte_with_its_new_settings(tmp
     source = save_tiny_summarizer(tmp_path / "run", SummarizerConfig())
     (source / RATING).write_bytes(b"a rating model")
     config = read_settings(source)
-    config["summarize"]["decode"]["min_length"] = 7
+    config["summarize"]["search"]["min_words"] = 7
     export_model_dir(source, tmp_path / "out", config)
     out = tmp_path / "out"
     for name in (WEIGHTS, VOCAB, RATING):
         assert (out / name).read_bytes() == (source / name).read_bytes()
     assert not (out / RATING_REPORT).exists()  # the source had none
     assert read_settings(out)["train"] == {"lr": 0.001}
-    assert load_model(out)[2].decode.min_length == 7
+    assert load_model(out)[2].search.min_words == 7
 
 
 def test_fp16_export_halves_the_weights_and_loads_back_into_fp32(tmp_path):
@@ -61,10 +61,10 @@ def test_fp16_export_halves_the_weights_and_loads_back_into_fp32(tmp_path):
 def test_update_settings_changes_only_the_keys_given(tmp_path):
     directory = save_tiny_summarizer(tmp_path / "run", SummarizerConfig())
     before = read_settings(directory)
-    after = update_settings(directory, {"summarize": {"decode": {"beam_size": 3}}})
+    after = update_settings(directory, {"summarize": {"search": {"beam": 3}}})
     assert after == read_settings(directory)
-    assert after["summarize"]["decode"]["beam_size"] == 3
-    before["summarize"]["decode"]["beam_size"] = 3
+    assert after["summarize"]["search"]["beam"] == 3
+    before["summarize"]["search"]["beam"] = 3
     assert after == before
 
 

@@ -224,8 +224,8 @@ def test_the_command_takes_an_installed_model_by_name(installed, tmp_path, summa
     )
     result = runner.invoke(app, ["summarize", str(source), "--model", "tiny-yelp"])
     assert result.exit_code == 0, result.output
-    assert [p["summary"] for p in read_jsonl(result.stdout)] == summaries(summarizer, 
-        list(sets.values())
+    assert [p["summary"] for p in read_jsonl(result.stdout)] == summaries(
+        summarizer, list(sets.values())
     )
     result = runner.invoke(app, ["summarize", str(source), "--model", "tiny"])
     assert isinstance(result.exception, DenoiseSumError)

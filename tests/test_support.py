@@ -138,10 +138,10 @@ def test_summarizer_explain(model_dir):
     assert summarizer.path == model_dir
     reviews = SETS["a"]
     summary = summarizer.summarize(reviews)
-    explanation = summarizer.explain(reviews)  # summarizes first
+    explanation = summarizer.explain(reviews).explanation  # summarizes first
     assert explanation.summary == summary
-    assert explanation == summarizer.explain(reviews, summary)
-    assert summarizer.explain(reviews, "Parking is terrible.").supported_share == 0.0
+    assert explanation == summarizer.denoisesum.evidence(reviews, summary)
+    assert summarizer.denoisesum.evidence(reviews, "Parking is terrible.").supported_share == 0.0
 
 
 @pytest.mark.usefixtures("one_thread")
@@ -156,7 +156,7 @@ def test_cli_explain(tmp_path, model_dir):
     assert result.exit_code == 0, result.output
     records = [json.loads(line) for line in result.stdout.splitlines()]
     for record, (entity, reviews) in zip(records, SETS.items(), strict=True):
-        support = summarizer.explain(reviews, record["summary"]).to_dict()
+        support = summarizer.denoisesum.evidence(reviews, record["summary"]).to_dict()
         del support["summary"]
         assert record == {
             "entity_id": entity,
@@ -173,7 +173,7 @@ def test_cli_explain(tmp_path, model_dir):
         summary = summarizer.summarize(reviews)
         block = (
             f"{entity}\n  {summary}\n"
-            + format_explanation(summarizer.explain(reviews, summary), "    ")
+            + format_explanation(summarizer.denoisesum.evidence(reviews, summary), "    ")
             + "\n"
         )
         assert block in result.stdout

@@ -652,8 +652,7 @@ def test_dev_rouge_decodes_with_the_run_settings_and_exports_them(pairs_dir, tmp
     with mock.patch.object(Summarizer, "summarize_tokens_batch", spy):
         run.fit()
     assert seen and all(
-        c.decode.no_repeat_ngram == 2 and c.decode.max_words == 6 and c.shortlist == 7
-        for c in seen
+        c.decode.no_repeat_ngram == 2 and c.decode.max_words == 6 and c.shortlist == 7 for c in seen
     )
     # max_review_tokens follows the data's cut, whatever [summarize] says
     assert seen[0].max_review_tokens == cfg.data.max_review_tokens

@@ -114,7 +114,7 @@ def read_settings(directory: str | Path) -> dict[str, Any]:
 
 def update_settings(directory: str | Path, changes: dict[str, Any]) -> dict[str, Any]:
     """Merge `changes` into a model directory's config.json, table by table (e.g.
-    {"summarize": {"decode": {"min_length": 30}}} changes that one key); returns the result."""
+    {"summarize": {"search": {"min_words": 30}}} changes that one key); returns the result."""
     config = merge(read_settings(directory), changes)
     write_json(Path(directory) / CONFIG, config)
     return config
