@@ -3,7 +3,6 @@ the opinion set and its report, contradicted evidence, and the summarizer's opin
 (ratings, slices, steering, length that follows the input, contradiction-free choice)."""
 
 import json
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -29,6 +28,7 @@ from denoisesum.evaluation.opinion import (
     summary_stars,
 )
 from denoisesum.evaluation.style import unsupported_words
+from denoisesum.inference import keep
 from denoisesum.inference.beam import SearchConfig, length_bounds
 from denoisesum.inference.constraints import WordLists, WordMasks, constraint_mask
 from denoisesum.inference.opinion import clauses, self_contradictions, split_clauses
@@ -213,18 +213,25 @@ def test_reviews_of_both_minds_get_no_sweeping_verdict(rating):
 def test_mixed_band_takes_the_verdicts_of_reviews_of_both_minds(summarizer, monkeypatch):
     seen = []
 
-    def cut(tokens, sides, verdicts=True, keeps=0):
+    def cut(tokens, sides, rating, verdicts=True, keeps=0):
         seen.append(verdicts)
         return tokens, False
 
-    monkeypatch.setattr(summarizer, "_cut", cut)
+    monkeypatch.setattr(keep, "cut", cut)
+
+    def consistent(target):
+        texts = [" ".join(summarizer.vocab.decode([5, 6, 7]))]
+        candidates = [summarizer.vocab.decode([5, 6])]
+        policy, rating = summarizer.config.policy, summarizer.rating
+        return keep.consistent(candidates, 1, 0, texts, target, policy, rating)
+
     old = summarizer.config
     summarizer.config = old.with_settings(avoid_contradiction=True, mixed_band=0.25)
     try:
         for target in (3.25, 2.75, 3.5, 2.5, None):
-            summarizer._consistent([[5, 6]], 0, [[5, 6, 7]], target)
+            consistent(target)
         summarizer.config = old.with_settings(avoid_contradiction=True, mixed_band=0.0)
-        summarizer._consistent([[5, 6]], 0, [[5, 6, 7]], 3.0)
+        consistent(3.0)
     finally:
         summarizer.config = old
     assert seen == [False, False, True, True, True, True]
@@ -337,9 +344,11 @@ def test_target_stars_come_from_the_given_stars_else_the_rating_model(summarizer
 
 def test_slices_keep_the_complaints_or_the_praise(summarizer):
     texts, stars = sets_of(1)
-    kept, kept_stars = summarizer.slice_reviews(texts[0], stars[0], "complaints")
+    kept, kept_stars = summarizer.denoisesum.slice_reviews(texts[0], stars[0], "complaints")
     assert kept and all(s <= 3 for s in kept_stars) and all("rude" in t for t in kept)
-    kept, _ = summarizer.slice_reviews(texts[0], None, "praise")  # read by the rating model
+    kept, _ = summarizer.denoisesum.slice_reviews(
+        texts[0], None, "praise"
+    )  # read by the rating model
     assert kept and all("friendly" in t for t in kept)
     with pytest.warns(EmptySliceWarning, match="complaints"):
         assert summaries(
@@ -369,9 +378,13 @@ def test_steering_reaches_at_most_opinion_reach_stars_down(summarizer):
     old = summarizer.config
     try:
         summarizer.config = old.with_settings(opinion_weight=1.0, opinion_tone=4.5)
-        free = summarizer._bias([1.0, 3.0, 5.0], summarizer.model)
+        free = summarizer.denoisesum._bias(
+            [1.0, 3.0, 5.0], summarizer.model, summarizer.config.decoding
+        )
         summarizer.config = old.with_settings(opinion_weight=1.0, opinion_reach=2.0)
-        capped = summarizer._bias([1.0, 3.0, 5.0], summarizer.model)
+        capped = summarizer.denoisesum._bias(
+            [1.0, 3.0, 5.0], summarizer.model, summarizer.config.decoding
+        )
     finally:
         summarizer.config = old
     pull = capped[0] / -2.0  # [V] each word's pull
@@ -399,14 +412,14 @@ def mixed_set() -> list[str]:
 def decode_calls(summarizer, monkeypatch) -> list[tuple]:
     """Each _decode call of the summarizer: (entities, targets, verdicts (not a side), min and
     max length)."""
-    calls, decode = [], summarizer._decode
+    calls, decode = [], summarizer.denoisesum._decode
 
-    def spy(encoded, batch_size, targets=None, side=False):
-        d = summarizer.config
+    def spy(encoded, batch_size, decoding, targets=None, side=False):
+        d = decoding.search
         calls.append((len(encoded), targets, not side, d.min_words, d.max_words))
-        return decode(encoded, batch_size, targets, side)
+        return decode(encoded, batch_size, decoding, targets, side)
 
-    monkeypatch.setattr(summarizer, "_decode", spy)
+    monkeypatch.setattr(summarizer.denoisesum, "_decode", spy)
     return calls
 
 
@@ -486,13 +499,13 @@ def test_side_shares_give_the_larger_side_two_thirds_of_the_words(summarizer, de
 def test_side_polarity_keeps_each_side_to_its_side(summarizer, monkeypatch):
     """The praise side's candidates lose their complaints, the complaints' their praise; a
     summary told whole is cut as before."""
-    keeps, cut = [], summarizer._cut
+    keeps, cut = [], keep.cut
 
-    def spy(tokens, sides, verdicts=True, keeps_side=0):
+    def spy(tokens, sides, rating, verdicts=True, keeps_side=0):
         keeps.append(keeps_side)
-        return cut(tokens, sides, verdicts, keeps_side)
+        return cut(tokens, sides, rating, verdicts, keeps_side)
 
-    monkeypatch.setattr(summarizer, "_cut", spy)
+    monkeypatch.setattr(keep, "cut", spy)
     old = summarizer.config
     summarizer.config = old.with_settings(
         avoid_contradiction=True, mixed_band=0.5, mixed_sides=True, side_polarity=True
@@ -509,11 +522,20 @@ def test_side_polarity_keeps_each_side_to_its_side(summarizer, monkeypatch):
 
 def test_a_side_loses_the_sentences_of_the_other_side(summarizer):
     praise = "the food is great . the staff was rude and slow .".split()
-    assert summarizer._cut(praise, {}, False, 1) == ("the food is great .".split(), True)
-    assert summarizer._cut(praise, {}, False, -1) == ("the staff was rude and slow .".split(), True)
-    assert summarizer._cut(praise, {}, False) == (praise, False)  # not a side: as before
+    assert keep.cut(praise, {}, summarizer.rating, False, 1) == (
+        "the food is great .".split(),
+        True,
+    )
+    assert keep.cut(praise, {}, summarizer.rating, False, -1) == (
+        "the staff was rude and slow .".split(),
+        True,
+    )
+    assert keep.cut(praise, {}, summarizer.rating, False) == (
+        praise,
+        False,
+    )  # not a side: as before
     # where every sentence is of the other side, the first stays
-    assert summarizer._cut("the staff was rude .".split(), {}, False, 1)[0] == (
+    assert keep.cut("the staff was rude .".split(), {}, summarizer.rating, False, 1)[0] == (
         "the staff was rude .".split()
     )
 
@@ -534,8 +556,8 @@ def test_turning_the_sides_off_turns_off_what_works_on_them(summarizer, tmp_path
         assert summarizer.summarize(mixed_set(), ratings=stars).startswith("Some reviewers")
         for off in ({"mixed_sides": False}, {"mixed_band": 0.0}):
             assert not summarizer.summarize(mixed_set(), ratings=stars, **off).startswith("Some")
-        config = _summarize_settings(summarizer.config, ["decode.mixed_sides=false"], {})
-        assert not config.decode.mixed_sides and config.decode.side_shares
+        config = _summarize_settings(summarizer.config, ["policy.mixed_sides=false"], {})
+        assert not config.policy.mixed_sides and config.policy.side_shares
     finally:
         summarizer.config = old
 
@@ -567,13 +589,15 @@ def test_a_cut_candidate_is_never_clean_nor_ends_mid_sentence(summarizer):
     from denoisesum.inference.opinion import OVERALL
 
     panned = {OVERALL: -1}
-    kept, offending = summarizer._cut("we will be back .".split(), panned)
+    kept, offending = keep.cut("we will be back .".split(), panned, summarizer.rating)
     assert offending and kept == "we will be back .".split()  # nothing else to keep, not clean
-    kept, offending = summarizer._cut("we will be back . the staff was".split(), panned)
+    kept, offending = keep.cut("we will be back . the staff was".split(), panned, summarizer.rating)
     assert offending and kept == "we will be back .".split()  # never the unfinished tail
-    kept, offending = summarizer._cut("the staff was rude . we will be back .".split(), panned)
+    kept, offending = keep.cut(
+        "the staff was rude . we will be back .".split(), panned, summarizer.rating
+    )
     assert offending and kept == "the staff was rude .".split()
-    assert summarizer._cut("the staff was rude .".split(), panned) == (
+    assert keep.cut("the staff was rude .".split(), panned, summarizer.rating) == (
         "the staff was rude .".split(),
         False,
     )
@@ -616,7 +640,7 @@ def test_per_call_options(summarizer):
     before = summarizer.config
     short = summarizer.summarize(texts[0], max_words=6)
     assert len(summarizer.vocab.tokenizer.tokenize(short)) <= 6
-    assert summarizer.config.decode == before  # for that call only
+    assert summarizer.config == before  # for that call only
     assert summarizer.summarize(texts[0], beam=1) == summaries(summarizer, [texts[0]], beam=1)[0]
     # SearchConfig's own names are options too (a length cap by either name)
     assert summarizer.summarize(texts[0], max_words=6) == short
@@ -624,7 +648,7 @@ def test_per_call_options(summarizer):
         summarizer.summarize(texts[0], max_len=5)
     with pytest.raises(DenoiseSumError, match="option beam"):
         summarizer.summarize(texts[0], beam=0)
-    assert summarizer.config.decode == before
+    assert summarizer.config == before
 
 
 def test_against_reviews_scopes(rating):
