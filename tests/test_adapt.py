@@ -29,7 +29,7 @@ QUICK = [
     "--set",
     "train.train.max_steps=3",
     "--set",
-    "train.summarize.decode.beam_size=1",
+    "train.summarize.search.beam=1",
     "--set",
     "evaluate.entities=2",
 ]
@@ -59,11 +59,10 @@ def test_fit_from_the_installed_model_works_the_first_time(adapted):
     }
     assert config["model"]["n_topics"] == shipped["model"]["n_topics"] == 100
     assert read(model / "vocab.json")["tokens"] == read(base / "vocab.json")["tokens"]
-    decode, base_decode = config["summarize"]["decode"], shipped["summarize"]["decode"]
-    assert decode["block_first_person"] and decode["restate_overlap"] == 0.5
-    assert all(
-        decode[k] == v for k, v in base_decode.items() if k not in ("beam_size", "mixed_band")
-    )
+    decode = {**config["summarize"]["search"], **config["summarize"]["policy"]}
+    base_decode = {**shipped["summarize"]["search"], **shipped["summarize"]["policy"]}
+    assert not decode["first_person"] and decode["restate_overlap"] == 0.5
+    assert all(decode[k] == v for k, v in base_decode.items() if k not in ("beam", "mixed_band"))
     # but mixed_band: the one of [0.25, 0.5] its held-out summaries chose
     bands = read(model / "work" / "decode.stage.json")["result"]["bands"]
     assert [row["mixed_band"] for row in bands["rows"]] == [base_decode["mixed_band"], 0.5]

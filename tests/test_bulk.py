@@ -33,10 +33,10 @@ run_cli = functools.partial(conftest.run_cli, timeout=180)
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    from denoisesum.inference.beam import DecodeConfig
+    from denoisesum.inference.beam import SearchConfig
     from denoisesum.inference.summarizer import SummarizerConfig
 
-    settings = SummarizerConfig(decode=DecodeConfig(beam_size=2, min_length=2, max_length=6))
+    settings = SummarizerConfig(search=SearchConfig(beam=2, min_words=2, max_words=6))
     return save_tiny_summarizer(tmp_path_factory.mktemp("m") / "tiny", settings)
 
 
@@ -175,7 +175,7 @@ def test_resuming_with_other_settings_is_refused(tiny, sets_file, tmp_path):
     )
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert "was made with other settings" in done.stderr
-    assert "summarize.decode.beam_size: 2 there, 3 now" in done.stderr
+    assert "summarize.search.beam: 2 there, 3 now" in done.stderr
     assert 'slice: "all" there, "praise" now' in done.stderr
     assert "--overwrite" in done.stderr and out.read_bytes() == before
     # a file that no resumable run made is never continued nor replaced silently
@@ -189,7 +189,7 @@ def test_resuming_with_other_settings_is_refused(tiny, sets_file, tmp_path):
     assert done.returncode == 0, done.stderr
     assert len(out.read_text().splitlines()) == N_ENTITIES
     saved = json.loads(bulk.sidecar(out).read_text())["settings"]
-    assert saved["summarize"]["decode"]["beam_size"] == 3
+    assert saved["summarize"]["search"]["beam"] == 3
 
 
 def test_csv_and_parquet_outputs_read_back_as_the_jsonl(tiny, sets_file, reference, tmp_path):

@@ -68,7 +68,7 @@ def test_fit_runs_every_stage_into_one_directory(fitted):
     config = json.loads((model / "config.json").read_text())
     decode = json.loads((model / "work" / "decode.stage.json").read_text())["result"]
     assert decode["how"] == "candidate-median" and decode["min_length"] in (15, 16)
-    assert config["summarize"]["decode"]["min_length"] == decode["min_length"]
+    assert config["summarize"]["search"]["min_words"] == decode["min_length"]
     assert config["train"]["select_on"] == "synthetic-loss"
     weights, trained = (
         load_file(str(d / "model.safetensors")) for d in (model, model / "work" / "train")
@@ -279,12 +279,12 @@ def test_a_setting_added_since_a_stage_ran_is_no_change_at_its_default():
 
 
 def test_a_run_recorded_before_a_new_decoding_setting_is_not_refused(fitted, tmp_path):
-    """As after an upgrade that added DecodeConfig.input_bonus: the train record lacks it."""
+    """As after an upgrade that added SummaryPolicy.opinion_reach: the train record lacks it."""
     model = tmp_path / "model"
     shutil.copytree(fitted["model"], model)
     path = model / "work" / "train.stage.json"
     record = json.loads(path.read_text())
-    assert record["settings"].pop("train.summarize.decode.input_bonus") == 0.0
+    assert record["settings"].pop("train.summarize.policy.opinion_reach") == 0.0
     path.write_text(json.dumps(record))
     result = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
     assert result.exit_code == 0 and "fit: 7 skipped" in result.output, result.output
@@ -377,7 +377,7 @@ def test_settings_fit_owns_are_refused(fitted, tmp_path):
     with pytest.raises(ConfigError, match="needs --dev"):
         config('train.train.select_on="dev-rouge"')
     with pytest.raises(ConfigError, match="levers are chosen on dev ROUGE: they need --dev"):
-        config("decode.levers.greedy.beam_size=1")
+        config("decode.levers.greedy.beam=1")
     with pytest.raises(ConfigError, match=r"'decode\.levers\.x\.restate_overlap': 2\.0 must be"):
         config("decode.levers.x.restate_overlap=2", dev=dev)
 
@@ -490,7 +490,7 @@ def test_too_few_candidates_is_a_warning_with_the_counts():
 
 def test_decoding_levers_chosen_on_dev_go_into_the_exported_model(fitted, tmp_path):
     """With --dev and decode.levers: each lever is decoded and tested against the chosen
-    min_length; the best (never a reranking one) is written into the model's config."""
+    min_length; the best is written into the model's config."""
     dev = write_jsonl(
         tmp_path / "dev.jsonl",
         [
@@ -505,8 +505,7 @@ def test_decoding_levers_chosen_on_dev_go_into_the_exported_model(fitted, tmp_pa
     config = tmp_path / "fit.toml"
     config.write_text(
         "[decode]\nmin_lengths = [8]\n[decode.levers]\n"
-        "wide = {beam_size = 4}\nrestate = {restate_overlap = 0.5}\n"
-        "rerank = {rerank = true, subsets = 1}\n"
+        "wide = {beam = 4}\nrestate = {restate_overlap = 0.5}\n"
     )
     model = tmp_path / "model"
     result = CliRunner().invoke(
@@ -524,15 +523,16 @@ def test_decoding_levers_chosen_on_dev_go_into_the_exported_model(fitted, tmp_pa
     )
     assert result.exit_code == 0, result.output
     choice = json.loads((model / "work" / "decode.stage.json").read_text())["result"]
-    assert list(choice["levers"]) == ["base", "wide", "restate", "rerank"]
+    assert list(choice["levers"]) == ["base", "wide", "restate"]
     assert set(choice["levers"]["wide"]["vs_base"]) == {"rouge1", "rouge2", "rougeL"}
     means = {name: row["mean"] for name, row in choice["levers"].items() if name != "rerank"}
     assert choice["lever"] == max(means, key=means.get)  # the first among equals
     assert f"levers: {choice['lever']} kept" in result.output
-    decode = json.loads((model / "config.json").read_text())["summarize"]["decode"]
-    assert decode["min_length"] == 8
+    summarize = json.loads((model / "config.json").read_text())["summarize"]
+    decode = {**summarize["search"], **summarize["policy"]}
+    assert decode["min_words"] == 8
     assert all(decode[k] == v for k, v in choice["changes"].items())
-    assert not decode.get("rerank", False)
+    assert "rerank" not in decode
 
 
 def test_fit_can_continue_a_trained_summarizer(fitted, tmp_path):

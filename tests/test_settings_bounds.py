@@ -138,20 +138,20 @@ CASES = [
         "--top 100000 must be between 1 and ",
     ),
     (
-        ("summarize", "{sets}", "--model", "{model}", "--input-bonus", "inf"),
-        "'decode.input_bonus': inf must be between 0 and 100 (0: off)",
+        ("summarize", "{sets}", "--model", "{model}", "--opinion-weight", "inf"),
+        "--opinion-weight inf must be between 0 and 100 (0: off)",
     ),
     (
-        ("summarize", "{sets}", "--model", "{model}", "--unsaid-penalty", "inf"),
-        "'decode.unsaid_penalty': inf must be between 0 and 100 (0: off)",
+        ("summarize", "{sets}", "--model", "{model}", "--restate-overlap", "inf"),
+        "--restate-overlap inf must be between 0 and 1 (0: off)",
     ),
     (
         ("summarize", "{sets}", "--model", "{model}", "--beam", 100000),
         "--beam 100000 must be between 1 and 1000 (1: greedy)",
     ),
     (
-        ("summarize", "{sets}", "--model", "{model}", "--set", "decode.beam_size=100000"),
-        "'decode.beam_size': 100000 must be between 1 and 1000",
+        ("summarize", "{sets}", "--model", "{model}", "--set", "search.beam=100000"),
+        "'search.beam': 100000 must be between 1 and 1000",
     ),
     ((*FIT, "--budget", "nan"), "--budget nan must be more than 0 hours"),
     ((*FIT, "--set", "synthesize.pairs=0"), "'synthesize.pairs': 0 must be at least 1"),
@@ -243,8 +243,8 @@ def bad_settings(case: str):
     from denoisesum.inference.support import SupportConfig
     from denoisesum.noising.pipeline import SynthesisConfig
     from denoisesum.serving.limits import ServiceLimits
-    from denoisesum.training.pairs import PairVocabConfig
     from denoisesum.training.denoiser import SummarizerRunConfig, SummarizerTrainConfig
+    from denoisesum.training.pairs import PairVocabConfig
 
     return {
         "preset": (
