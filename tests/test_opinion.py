@@ -295,7 +295,6 @@ def test_beam_search_follows_each_entitys_rating():
         min_words=2,
         max_words=8,
         no_repeat_ngram=0,
-        first_person=True,
         no_repeat_in_sentence=False,
         restate_overlap=0.0,
         max_word_repeats=0,

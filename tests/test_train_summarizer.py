@@ -212,7 +212,7 @@ def test_loss_falls_and_best_model_is_exported(pairs_dir, topics_dir, tmp_path):
     model.load_state_dict(weights)
     assert summary["best_val_loss"] is not None and summary["pairs_per_second"] > 0
     assert config["summarize"]["max_review_tokens"] == 150  # reviews cut as in training
-    assert config["summarize"]["decode"]["no_repeat_ngram"] == 3  # the default decoding
+    assert config["summarize"]["search"]["no_repeat_ngram"] == 3  # the default decoding
     metrics = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics if "val_loss" in m] == [20, 40, 60]
 
@@ -643,16 +643,16 @@ def test_dev_rouge_decodes_with_the_run_settings_and_exports_them(pairs_dir, tmp
     )
     run = trainer(pairs_dir, tmp_path / "run", cfg)
     seen = []
-    real = Summarizer.summarize_tokens_batch
+    real = Summarizer.summarize_results
 
-    def spy(self, review_sets, batch_size=8):
+    def spy(self, review_sets, *args, **kwargs):
         seen.append(self.config)
-        return real(self, review_sets, batch_size)
+        return real(self, review_sets, *args, **kwargs)
 
-    with mock.patch.object(Summarizer, "summarize_tokens_batch", spy):
+    with mock.patch.object(Summarizer, "summarize_results", spy):
         run.fit()
     assert seen and all(
-        c.decode.no_repeat_ngram == 2 and c.decode.max_words == 6 and c.shortlist == 7 for c in seen
+        c.search.no_repeat_ngram == 2 and c.search.max_words == 6 and c.shortlist == 7 for c in seen
     )
     # max_review_tokens follows the data's cut, whatever [summarize] says
     assert seen[0].max_review_tokens == cfg.data.max_review_tokens
