@@ -9,9 +9,9 @@ from safetensors import safe_open
 from typer.testing import CliRunner
 
 import denoisesum
+from conftest import token_summary
 from denoisesum.cli import app
 from denoisesum.data.reviewsets import read_review_sets
-from conftest import token_summary
 from denoisesum.inference.summarizer import (
     DEFAULT_MODEL_DIR,
     Summarizer,

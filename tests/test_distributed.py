@@ -25,14 +25,14 @@ from denoisesum.models.bilm import BiLMConfig
 from denoisesum.models.denoisesum import DenoiseSumConfig
 from denoisesum.topics import CategoryTopics
 from denoisesum.training import distributed
-from denoisesum.training.distributed import Distributed
-from denoisesum.training.lm import LMRunConfig, LMTrainConfig, LMTrainer, VocabConfig
-from denoisesum.training.pairs import PairDataConfig, PairVocabConfig
 from denoisesum.training.denoiser import (
     SummarizerRunConfig,
     SummarizerTrainConfig,
     SummarizerTrainer,
 )
+from denoisesum.training.distributed import Distributed
+from denoisesum.training.lm import LMRunConfig, LMTrainConfig, LMTrainer, VocabConfig
+from denoisesum.training.pairs import PairDataConfig, PairVocabConfig
 
 WORLD = 2
 STEPS = 4  # summarizer steps; the 4th global batch holds a single pair (see test below)

@@ -17,14 +17,14 @@ from conftest import refused, run_cli, save_tiny_summarizer, summaries, syntheti
 from denoisesum.cli import app
 from denoisesum.errors import DenoiseSumError
 from denoisesum.inference.beam import SearchConfig
+from denoisesum.inference.frames import summarize_frame
+from denoisesum.inference.policy import Decoding, decoding_with
 from denoisesum.inference.summarizer import (
     EmptySliceWarning,
     Summarizer,
     SummarizerConfig,
     SummaryResult,
 )
-from denoisesum.inference.frames import summarize_frame
-from denoisesum.inference.policy import Decoding, decoding_with
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -32,13 +32,13 @@ from denoisesum.topics import (
     topic_distributions,
     train_lda,
 )
-from denoisesum.training.pairs import PairCorpus, PairDataConfig, PairVocabConfig, collate
 from denoisesum.training.denoiser import (
     SummarizerRunConfig,
     SummarizerTrainConfig,
     SummarizerTrainer,
     supported_targets,
 )
+from denoisesum.training.pairs import PairCorpus, PairDataConfig, PairVocabConfig, collate
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "denoisesum-yelp.toml"
 FOODS = ["pizza", "pasta", "burger", "salad", "soup", "steak"]
