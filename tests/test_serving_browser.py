@@ -1,8 +1,9 @@
 """The web page end to end: the service runs under uvicorn on a free loopback port, Debian's
 Chromium (driven by Playwright, never downloaded by it) types reviews, summarizes, and reads the
 highlighted summary and its evidence; also files (their columns mapped), stars, errors, copy and
-download, and that the page asks nothing of any other host. A failing test leaves a screenshot
-in $DENOISESUM_ARTIFACTS (default: <tmp>/denoisesum-artifacts)."""
+download, the page at a phone's width, and that the page asks nothing of any other host. A failing
+test leaves a screenshot in $DENOISESUM_ARTIFACTS (default: <tmp>/denoisesum-artifacts); the
+layout test leaves its screenshots (390 px and desktop) there too."""
 
 import contextlib
 import json
@@ -531,3 +532,47 @@ def test_the_same_stars_give_the_same_summary_by_every_path(
     page.locator("#summary .sent").first.wait_for()
     assert page.locator("#summary").inner_text() == python
     assert page.problems == []
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_page_fits_a_phone_and_a_desktop(browser, default_server, request, tmp_path, width):
+    """At a phone's 390 px nothing is wider than the screen and the Summarize button stays in
+    its card, with a file's columns, the stars and a summary shown; on a desktop the button
+    stays at the right end of the review count's row. Screenshots: $DENOISESUM_ARTIFACTS."""
+    export = tmp_path / "export.csv"
+    export.write_text(
+        "business_id,stars,body\n"
+        + "".join(f'pizzeria,{s},"{t}"\n' for t, s in zip(STARRED, STARS, strict=True))
+        + f'sushi,5,"{OTHER[0]}"\n'
+    )
+    viewport = {"width": width, "height": 844 if width < 600 else 900}
+    with open_page(browser, default_server, request, viewport) as page:
+        page.locator("#file").set_input_files(str(export))
+        page.get_by_text("export.csv: 5 reviews in 2 sets").wait_for()
+        page.locator("#summarize").click()
+        page.locator("#summary .sent").first.wait_for()
+        page.locator("#summary .sent").first.hover()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"page-{width}px.png"), full_page=True)
+
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        assert page.evaluate("document.body.scrollWidth") <= width
+        button = page.locator("#summarize").bounding_box()
+        for card in ("#input-panel", "#result"):
+            box = page.locator(card).bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= width, (card, box)
+        card = page.locator("#input-panel").bounding_box()
+        assert (
+            card["x"] <= button["x"] and button["x"] + button["width"] <= card["x"] + card["width"]
+        )
+        assert (
+            card["y"] <= button["y"]
+            and button["y"] + button["height"] <= card["y"] + card["height"]
+        )
+        count = page.locator("#review-count").bounding_box()
+        if width > 600:  # the desktop's row: the count at the left, the button at the right
+            assert (
+                abs((count["y"] + count["height"] / 2) - (button["y"] + button["height"] / 2)) < 8
+            )
+            assert card["x"] + card["width"] - (button["x"] + button["width"]) < 40
+        assert page.problems == []
