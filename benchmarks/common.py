@@ -4,7 +4,7 @@ machine a number was measured on, decoding variants. Not part of the package: no
 
 The benchmarks are run as `python benchmarks/NAME.py` from the repository root, which puts this
 folder on `sys.path`, so they simply `from common import ...`. The reports and the studies are
-run as modules from the root (`python -m scripts.report_yelp`, `python -m studies.NAME`) and
+run as modules from the root (`python -m scripts.report_yelp`, `python -m lab.studies.NAME`) and
 import it as a package's module, never editing `sys.path`:
 
     from benchmarks.common import cpu_name

@@ -14,8 +14,8 @@ json.dump(config, open(f"{run}/config.json", "w"), indent=2)
 for name in ("rating.npz", "rating-report.json"):
     shutil.copy(f"{shipped}/{name}", f"{run}/{name}")
 PY
-  OMP_NUM_THREADS=1 .venv/bin/python -m studies.faithfulness decode "MASK-$run" --model "$R/$run" \
+  OMP_NUM_THREADS=1 .venv/bin/python -m lab.studies.faithfulness decode "MASK-$run" --model "$R/$run" \
     --sets part15,dev,test > "$R/decode-$run.log" 2>&1 &
 done
 wait
-.venv/bin/python -m studies.faithfulness score MASK-control MASK-masked --rating $SHIPPED > "$R/score.log" 2>&1
+.venv/bin/python -m lab.studies.faithfulness score MASK-control MASK-masked --rating $SHIPPED > "$R/score.log" 2>&1
