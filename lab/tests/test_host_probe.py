@@ -1,8 +1,8 @@
-"""benchmarks/host_probe.py: the machine's own speed second by second, one process per core."""
+"""lab/benchmarks/host_probe.py: the machine's own speed second by second, one process per core."""
 
 import pytest
 
-from benchmarks import host_probe
+from lab.benchmarks import host_probe
 
 
 @pytest.mark.parametrize("kind", ["memory", "compute"])

@@ -1,6 +1,6 @@
 """The machine's own speed second by second, with nothing of ours running: is it steady now?
 
-    python benchmarks/host_probe.py [--seconds 40] [--kind memory|compute|decode]
+    python -m lab.benchmarks.host_probe [--seconds 40] [--kind memory|compute|decode]
                                     [--output FILE]
 
 One process per core (the CPUs this process may run on) repeats a fixed task and counts how
@@ -30,13 +30,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-from common import percentile, system
 from threadpoolctl import threadpool_limits
+
+from benchmarks.common import percentile, system
 
 COPY_BYTES = 100_000_000
 MATMUL_N = 512
 UNITS = {"memory": "GB/s", "compute": "GFLOP/s", "decode": "passes/s"}
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "review_sets.jsonl"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "review_sets.jsonl"
 
 
 def task(kind: str) -> tuple[Callable[[], object], float]:

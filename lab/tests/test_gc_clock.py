@@ -1,5 +1,5 @@
-"""benchmarks/gc_clock.py: the collector's passes of a process and of those it forks, logged and
-counted within a window (service_load.py --collector)."""
+"""lab/benchmarks/gc_clock.py: the collector's passes of a process and of those it forks, logged and
+counted within a window (service_load.py --clock lab.benchmarks.gc_clock)."""
 
 import gc
 import os
@@ -8,9 +8,9 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks import gc_clock
+from lab.benchmarks import gc_clock
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_passes_are_counted_by_generation_within_the_window(tmp_path):
@@ -42,8 +42,8 @@ def test_a_module_and_the_processes_it_forks_are_clocked(tmp_path):
         "    os._exit(0)\n"
     )
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "gc_clock.py"), str(log), "forks"],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)}, timeout=60,
+        [sys.executable, "-m", "lab.benchmarks.gc_clock", str(log), "forks"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": f"{ROOT}:{tmp_path}"}, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0
     full = [line.split() for line in log.read_text().splitlines() if line.split()[1] == "2"]

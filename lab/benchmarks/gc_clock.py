@@ -1,13 +1,13 @@
 """Run a Python module with the garbage collector's passes clocked, in its process and in the
 processes it forks (`serve --workers`).
 
-    python benchmarks/gc_clock.py LOG MODULE [ARGS ...]
+    python -m lab.benchmarks.gc_clock LOG MODULE [ARGS ...]
 
 Each pass appends one line to LOG: the process id, the generation collected, when the pass
 began (time.monotonic(), the clock every process of the machine shares) and its seconds.
-benchmarks/service_load.py --collector starts the server this way and reports the passes during
-its load: a full pass (generation 2) holds the process, and a worker's every running request
-with it, for as long as it takes.
+`python -m benchmarks.service_load --clock lab.benchmarks.gc_clock` starts the server this way
+and reports the passes during its load (under the key "collector"): a full pass (generation 2)
+holds the process, and a worker's every running request with it, for as long as it takes.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ import os
 import sys
 import time
 
-from common import run_module
+from benchmarks.common import run_module
+
+KEY = "collector"  # the key of its summary in service_load's result
 
 
 def clock(log: str):

@@ -1,5 +1,6 @@
-"""benchmarks/round_clock.py: the service's decoding rounds of a process and of those it forks,
-logged and summarized within a window (service_load.py --rounds)."""
+"""lab/benchmarks/round_clock.py: the service's decoding rounds of a process and of those it forks,
+logged and summarized within a window (service_load.py --clock
+lab.benchmarks.round_clock)."""
 
 import os
 import threading
@@ -7,8 +8,8 @@ import time
 
 import pytest
 
-from benchmarks import round_clock
 from denoisesum.serving.continuous import Stepper
+from lab.benchmarks import round_clock
 
 
 @pytest.fixture

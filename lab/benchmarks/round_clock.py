@@ -1,14 +1,15 @@
 """Run a Python module with the service's decoding rounds clocked, in its process and in the
 processes it forks (`serve --workers`).
 
-    python benchmarks/round_clock.py LOG MODULE [ARGS ...]
+    python -m lab.benchmarks.round_clock LOG MODULE [ARGS ...]
 
 Each round that stepped beams (continuous.Stepper.round: one step of every running search)
 appends one line to LOG: the process id, when the round began (time.monotonic(), the clock
 every process of the machine shares), the beam rows it stepped, its wall and thread-CPU
 milliseconds, and how often its thread was switched out meanwhile: to wait (the interpreter's
-lock, a mutex) or pre-empted by another runnable thread. benchmarks/service_load.py --rounds
-starts the server this way and summarizes the rounds during its load.
+lock, a mutex) or pre-empted by another runnable thread. `python -m
+benchmarks.service_load --clock lab.benchmarks.round_clock` starts the server this way and
+summarizes the rounds during its load (under the key "rounds").
 
 Wall time against the thread's CPU time tells the two kinds of slow round apart. A round that
 waited (its process's other threads encoding, the other worker on its core) took more wall time
@@ -25,7 +26,9 @@ import sys
 import time
 from collections import defaultdict
 
-from common import run_module
+from benchmarks.common import run_module
+
+KEY = "rounds"  # the key of its summary in service_load's result
 
 MIN_ROUNDS = 20  # rounds a second needs to count in the per-second figures
 
