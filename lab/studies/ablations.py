@@ -3,7 +3,7 @@ for the same budget, then is scored on the same dev entities with the same decod
 
     python -m lab.studies.ablations runs/synth-yelp-20k --topics runs/topics-yelp \
         --config configs/denoisesum-yelp-cpu.toml --steps 1000 --jobs 2 \
-        --out runs/ablations --markdown docs/results/archive/ablations.md
+        --out runs/ablations --markdown lab/results/archive/ablations.md
 
 Rows: full; no segment noise; no document noise; no explicit denoising; no partial copy; no
 discriminator; 10% and 50% of the synthetic data. Each row is a `denoisesum train` run in

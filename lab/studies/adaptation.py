@@ -4,7 +4,7 @@
     denoisesum fit runs/adapt/hotels-train.jsonl --from denoisesum-yelp -o runs/adapt/model ...
     python -m lab.studies.adaptation decode default --model denoisesum-yelp [--option KEY=JSON ...]
     python -m lab.studies.adaptation decode adapted --model runs/adapt/model
-    python -m lab.studies.adaptation page default adapted [--markdown docs/results/adaptation.md]
+    python -m lab.studies.adaptation page default adapted [--markdown lab/results/adaptation.md]
     python -m lab.studies.adaptation compare default adapted:FIT_DIR --markdown PAGE --title TITLE
 
 The corpus has no category field, so a business is a hotel by what its reviews talk about: at
@@ -874,7 +874,7 @@ def main() -> None:
         "':raw' when it was decoded with --raw",
     )
     p.add_argument("--out", default="runs/adapt")
-    p.add_argument("--markdown", default="docs/results/adaptation.md")
+    p.add_argument("--markdown", default="lab/results/adaptation.md")
     p.set_defaults(run=page)
     p = sub.add_parser("compare")
     p.add_argument("base")

@@ -5,7 +5,7 @@
 The output takes the first model's config.json (its decoding settings too) and vocabulary.
 Models trained on from one another, as issue 14's runs are, stay in one basin of the loss, where
 the average of their weights can be a better model than either
-(docs/results/archive/central-pairs.md).
+(lab/results/archive/central-pairs.md).
 """
 
 from __future__ import annotations

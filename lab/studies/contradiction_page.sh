@@ -6,7 +6,7 @@ cd "$(dirname "$0")/../.."
 J=docs/results/judged
 .venv/bin/python -m lab.studies.faithfulness page \
   --title "Decoding without self-contradiction: detector v2, what is cut, steering's reach, verdicts of mixed places (issue 31)" \
-  --intro docs/results/contradiction-notes.md \
+  --intro lab/results/contradiction-notes.md \
   --systems "tone 3.5 (previous)=T35new" "detector v2 + cut=D3" "+ reach 1.0, follow opinion=F10" \
             "+ at odds=G10" "+ hedged (previous)=H" "not misleading first (not shipped)=NM" \
             "second search (not shipped)=RS" "both sides (not shipped)=MS5" \

@@ -30,7 +30,7 @@ business's human summary. Rows (each kept with a hash of the null reviews), pair
 the resuming JSON file are those of lab/studies/_harness.py. Dev only. Each step runs the
 decoders twice, so decoding costs about twice the model's own.
 
-Measured with the shipped Yelp model (docs/results/archive/contrastive.md): the summaries name what
+Measured with the shipped Yelp model (lab/results/archive/contrastive.md): the summaries name what
 their reviews name (the dish, the clerk) and say fewer words no review says, and dev ROUGE falls
 with alpha (R1 -1.2 at 0.25, -3.7 at 0.5): the generic sentences it removes are the ones the
 human summaries share. Not a shipped setting.

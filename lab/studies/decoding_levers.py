@@ -2,7 +2,7 @@
 
     python -m lab.studies.decoding_levers denoisesum-yelp ../shared/data/yelp/meansum_dev.jsonl \
         [--variants "rerank:rerank=true;sentence:no_repeat_in_sentence=true"] \
-        [--json runs/levers/dev.json] [--markdown docs/results/archive/decoding-levers.md]
+        [--json runs/levers/dev.json] [--markdown lab/results/archive/decoding-levers.md]
 
 A variant is `name:key=value,key=value` over DecodeConfig fields, and `shortlist` and `bf16` of the
 SummarizerConfig (values are TOML: true, 3, 0.5); `base` (no change) is always run first and is the

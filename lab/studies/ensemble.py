@@ -7,7 +7,7 @@ Each step, p(w) = mean over the models of p_m(w) (a mixture, as fairseq's ensemb
 than a product of experts: one model's near-zero probability does not veto a word). Measured on
 the Yelp dev set with the shipped model and its nearest neighbours (the same weights trained on
 further): level or worse than the shipped model alone, at k times its cost
-(docs/results/archive/mixture-probes.md), so no shipped setting uses it. A study's wrapper: the
+(lab/results/archive/mixture-probes.md), so no shipped setting uses it. A study's wrapper: the
 package never imports it (lab/studies/mixture_probes.py uses it through lab/studies/_harness.py).
 """
 

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Regenerate docs/results/opinion-tone.md (issue 31: where opinion steering starts). The runs:
+# Regenerate lab/results/opinion-tone.md (issue 31: where opinion steering starts). The runs:
 # see the "Reproduce" section of the page.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 .venv/bin/python -m lab.studies.faithfulness page \
   --title "Opinion steering: opinion_tone 3.25, 3.5, 3.75 (issue 31)" \
-  --intro docs/results/opinion-tone-notes.md \
+  --intro lab/results/opinion-tone-notes.md \
   --systems "tone 3.25 (previous)=T325" "tone 3.5 (shipped)=T35" "tone 3.75=T375" "tone 3.5, against all=T35A" \
   --judged "part-15 (20 mixed, 5 negative, 5 positive businesses not judged before)=docs/results/judged/part15-tone.summary.json" \
            "dev (the 26 businesses whose summary tone 3.5 changes)=docs/results/judged/dev-tone.summary.json" \
            "dev, the shipped decoding over a whole sample (51 businesses, beside the human summaries)=docs/results/judged/dev-shipped.summary.json" \
-  --markdown docs/results/opinion-tone.md \
+  --markdown lab/results/opinion-tone.md \
   --commands \
   "bash scripts/setup.sh test" \
   "D=../shared/data/yelp/corpus" \

@@ -1,7 +1,7 @@
-"""docs/results/archive/lm-init.md: what starting every LSTM from the LM does to the learning curve.
+"""lab/results/archive/lm-init.md: what starting every LSTM from the LM does to the learning curve.
 
     python -m lab.studies.report_lm_init runs/lminit/lm256 runs/lminit/lm384-embeddings \
-        --command "$(cat runs/lminit/COMMAND)" --markdown docs/results/archive/lm-init.md
+        --command "$(cat runs/lminit/COMMAND)" --markdown lab/results/archive/lm-init.md
 
 Each run is a `denoisesum train` directory of the same summarizer (configs/denoisesum-yelp-lm256
 .toml) on the same pairs, seed and steps, started from a different LM: its lm-init.json says what

@@ -2,8 +2,8 @@
 
     python -m lab.studies.support_repair dump runs/support-candidates     # the beam's summaries
     python -m lab.studies.support_repair report --run runs/faith/MS \
-        --candidates runs/support-candidates --markdown docs/results/support-repair.md \
-        --intro docs/results/support-repair-notes.md
+        --candidates runs/support-candidates --markdown lab/results/support-repair.md \
+        --intro lab/results/support-repair-notes.md
 
 Issue 31 asks for at least 80% of a summary's sentences fully supported by the reviews and at
 most 5% unsupported (judged on dev; the shipped decoding: 65-74% and 5-8%), while MeanSum test
