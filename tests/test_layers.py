@@ -26,6 +26,7 @@ LAYERS = [
     "topics",
     "training",
     "inference",
+    "opinions",
     "evaluation",
     "baselines",
     "fit",

@@ -101,7 +101,9 @@ def collect(args: argparse.Namespace) -> None:
     out = Path(args.out)
     key = read_json(out / "key.json")
     rows = []
-    for path in sorted(out.glob("verdicts-*.json")):
+    for path in sorted(out.glob("verdicts-[0-9].json")) + sorted(
+        out.glob("verdicts-[0-9][0-9].json")
+    ):
         task = {t["entity_id"]: t for t in read_json(out / path.name.replace("verdicts", "task"))}
         for entity, labelled in read_json(path).items():
             for label, v in labelled.items():
@@ -132,6 +134,10 @@ def collect(args: argparse.Namespace) -> None:
             **{k: verdicts.count(k) / len(verdicts) for k in ("full", "partial", "none")},
             "self_contradicting": sum(r["self_contradiction"] for r in rs) / len(rs),
         }
+        for scale in ("readability", "specificity"):
+            marks = [r[scale] for r in rs if scale in r]
+            if marks:
+                entry[scale] = sum(marks) / len(marks)
         strata = defaultdict(list)
         for r in rs:
             if "summary_opinion" in r:
@@ -188,6 +194,38 @@ def paired(args: argparse.Namespace) -> None:
         )
 
 
+def agreement(args: argparse.Namespace) -> None:
+    """Two judges' verdicts on the same task file: the share of sentence verdicts and of
+    self-contradiction calls they agree on, and how far apart their 1-5 marks are."""
+    a, b = read_json(args.first), read_json(args.second)
+    same = total = contra = both = 0
+    gaps: dict[str, list[int]] = defaultdict(list)
+    for entity, labelled in a.items():
+        for label, v in labelled.items():
+            w = b.get(entity, {}).get(label)
+            if w is None:
+                continue
+            both += 1
+            pairs = list(zip(v["verdicts"], w["verdicts"], strict=True))
+            same += sum(x == y for x, y in pairs)
+            total += len(pairs)
+            contra += v["self_contradiction"] == w["self_contradiction"]
+            for scale in ("readability", "specificity"):
+                if scale in v and scale in w:
+                    gaps[scale].append(abs(v[scale] - w[scale]))
+    result = {
+        "summaries": both,
+        "sentences": total,
+        "verdicts_agree": same / max(1, total),
+        "self_contradiction_agree": contra / max(1, both),
+        **{f"{k}_mean_gap": sum(g) / len(g) for k, g in gaps.items() if g},
+        **{f"{k}_within_1": sum(x <= 1 for x in g) / len(g) for k, g in gaps.items() if g},
+    }
+    print(json.dumps(result, indent=2))
+    if args.out:
+        write_json(args.out, result)
+
+
 def _share(row: dict, verdict: str) -> float:
     return row["verdicts"].count(verdict) / len(row["verdicts"]) if row["verdicts"] else 0.0
 
@@ -212,6 +250,11 @@ def main() -> None:
     p.add_argument("b", help="the system compared with it")
     p.add_argument("judged", nargs="+", metavar="JUDGED.jsonl")
     p.set_defaults(func=paired)
+    p = sub.add_parser("agreement")
+    p.add_argument("first", help="verdicts-N.json of one judge")
+    p.add_argument("second", help="the other judge's verdicts on the same task")
+    p.add_argument("--out", default=None)
+    p.set_defaults(func=agreement)
     args = parser.parse_args()
     args.func(args)
 
