@@ -51,6 +51,7 @@ PLAIN_ADJECTIVES = frozenset(
     few many much full half real main overall general usual regular total previous""".split()
 )
 MIN_WORD_COUNT = 5  # a word of the corpus at least this often is a word, not a typo
+EVALUATIVE_PULL = 60.0  # a word pulling the rating model's stars this much makes an opinion
 
 
 @dataclass
@@ -100,6 +101,27 @@ class Lexicon:
             raise InputError("not an aspect lexicon (needs 'entities' and 'terms')", path=path)
         terms = {str(k): int(v) for k, v in data["terms"].items()}
         return cls(terms, int(data["entities"]), frozenset(map(str, data.get("words", []))))
+
+
+def evaluative_words(rating, threshold: float = EVALUATIVE_PULL) -> list[str]:
+    """The words whose pull on a rating model's stars (RatingModel.word_weights) passes
+    `threshold`: opinions ("great", "rude", "bland"), never the first word of a compound."""
+    return [w for w, pull in rating.word_weights().items() if abs(pull) > threshold]
+
+
+def sample_reviews(reviews, per_entity: int, max_reviews: int) -> list[tuple[str, str]]:
+    """(entity id, text) of at most `per_entity` reviews of each entity (the first ones) and
+    `max_reviews` in all, from corpus Reviews: many entities rather than many reviews of a few,
+    since a term's specificity counts entities."""
+    taken: dict[str, int] = {}
+    out = []
+    for review in reviews:
+        if taken.get(review.entity_id, 0) < per_entity:
+            taken[review.entity_id] = taken.get(review.entity_id, 0) + 1
+            out.append((review.entity_id, review.text))
+            if len(out) >= max_reviews:
+                break
+    return out
 
 
 @dataclass
