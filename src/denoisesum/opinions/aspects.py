@@ -201,7 +201,8 @@ def _select(counts: _Counts, n_entities: int, min_entities: int, min_share: floa
 
     kept = {}
     for term, df in counts.entities.items():
-        if df < min_entities or any(name(w) for w in term.split()):
+        words = term.split()
+        if df < min_entities or any(name(w) or fold(w) in NOT_ASPECTS for w in words):
             continue
         if nounish(term.split()[-1]):
             kept[term] = df

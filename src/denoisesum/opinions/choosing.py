@@ -9,7 +9,9 @@ the reviews, never two that contradict each other unless the summary says review
    few entities' reviews name (aspects.Lexicon.specificity: "the pho" over "the food") and
    lowered for neutral statements.
 3. **In proportion.** Each side (praise, complaints) gets the summary's sentences in the share
-   of the reviews on it (3-star reviews count half to each side).
+   of the reviews on it (3-star reviews count half to each side); unless the reviews are divided,
+   the minority's side gets at most one, said last ("On the other hand, ..."), and none when it
+   holds less than MINORITY_SHARE of the reviews. The majority's side is never left out.
 4. **Consistent.** An aspect is said once, with the polarity most of its reviews give it; both
    sides of it only when the reviews are divided, and then the summary opens by saying so.
 5. **Not twice.** A sentence too close to one already chosen (cosine of content words over
@@ -31,6 +33,8 @@ REPEAT = 0.5  # content-word cosine above which a sentence repeats one already c
 DIVIDED = (0.3, 0.7)  # a share of unhappy reviews in this range: the reviews are divided
 MAX_SENTENCES = 6
 NEUTRAL_WEIGHT = 0.6
+# reviews not divided: the minority's side gets one sentence when it holds this share of them
+MINORITY_SHARE = 0.15
 # a neutral statement is often a story ("we went on a Friday"): said only when this share of
 # the reviews (and at least 3) make it, as a fact they agree on ("cash only")
 NEUTRAL_SHARE = 0.25
@@ -67,42 +71,81 @@ def choose(
     max_words: int,
     sides: tuple[int, ...] = (-1, 0, 1),
 ) -> list[Chosen]:
-    """The opinions to say and the sentence that says each, in the order to say them."""
+    """The opinions to say and the sentence that says each, in the order to say them: the
+    majority's side first. When no opinion of the majority's side is held widely enough, it is
+    said from single reviews rather than leaving the minority's alone (a misleading summary)."""
+    ask = _Ask(sentences, unhappy_share, n_reviews, lexicon, max_words, sides)
     floor = min_holders(n_reviews)
-    pool = [
-        o
-        for o in opinions
-        if o.polarity in sides
-        and len(o.reviews) >= (floor if o.polarity else max(3, floor, NEUTRAL_SHARE * n_reviews))
-    ]
-    pool.sort(key=lambda o: -strength(o, n_reviews, lexicon))
-    split = divided(unhappy_share)
-    queues = {
-        -1: [o for o in pool if o.polarity < 0],
-        1: [o for o in pool if o.polarity >= 0],
-    }
-    vectors = vectors_of(sentences)
-    chosen: list[Chosen] = []
-    taken: dict[str, int] = {}  # aspect -> the polarity said of it
-    words = 0
-    while len(chosen) < MAX_SENTENCES and (queues[-1] or queues[1]):
-        side = _next_side(chosen, queues, unhappy_share)
-        opinion = queues[side].pop(0)
-        said = taken.get(opinion.aspect)
-        if said is not None and not (split and said * opinion.polarity == -1):
-            continue  # said once, or both ways only when the reviews are divided
-        if said is None and not _majority(opinion, opinions):
-            continue
-        index = _fresh_sentence(opinion, sentences, vectors, chosen, lexicon.words)
-        if index is None:
-            continue
-        length = len(sentences[index].text.split())
-        if chosen and words + length > max_words:
-            break
-        chosen.append(Chosen(opinion, index))
-        taken[opinion.aspect] = opinion.polarity
-        words += length
+    chosen = ask.pick(opinions, floor)
+    majority = side_of(-1 if unhappy_share > 0.5 else 1)
+    if (
+        floor > 1
+        and majority in sides
+        and all(side_of(c.opinion.polarity) != majority for c in chosen)
+    ):
+        chosen = ask.pick(opinions, 1)
     return _ordered(chosen, unhappy_share)
+
+
+def side_of(polarity: int) -> int:
+    """Praise (and neutral statements) +1, complaints -1."""
+    return -1 if polarity < 0 else 1
+
+
+@dataclass
+class _Ask:
+    sentences: Sequence[Sentence]
+    unhappy_share: float
+    n_reviews: int
+    lexicon: Lexicon
+    max_words: int
+    sides: tuple[int, ...]
+
+    def pick(self, opinions: Sequence[Opinion], floor: int) -> list[Chosen]:
+        n = self.n_reviews
+        neutral_floor = max(3, floor, NEUTRAL_SHARE * n)
+        pool = [
+            o
+            for o in opinions
+            if o.polarity in self.sides
+            and len(o.reviews) >= (floor if o.polarity else neutral_floor)
+        ]
+        pool.sort(key=lambda o: -strength(o, n, self.lexicon))
+        queues = {side: [o for o in pool if side_of(o.polarity) == side] for side in (-1, 1)}
+        split = divided(self.unhappy_share)
+        minority = 1 if self.unhappy_share > 0.5 else -1
+        share = self.unhappy_share if minority < 0 else 1 - self.unhappy_share
+        # not divided: the minority gets at most one sentence, and none when it is small
+        room = {minority: 0 if share < MINORITY_SHARE else 1, -minority: MAX_SENTENCES}
+        if split:
+            room[minority] = MAX_SENTENCES
+        return self._fill(opinions, queues, room, split)
+
+    def _fill(self, opinions, queues, room, split: bool) -> list[Chosen]:
+        vectors = vectors_of(self.sentences)
+        chosen: list[Chosen] = []
+        taken: dict[str, int] = {}  # aspect -> the polarity said of it
+        words = 0
+        while len(chosen) < MAX_SENTENCES and (queues[-1] or queues[1]):
+            side = _next_side(chosen, queues, self.unhappy_share)
+            opinion = queues[side].pop(0)
+            if sum(side_of(c.opinion.polarity) == side for c in chosen) >= room[side]:
+                continue
+            said = taken.get(opinion.aspect)
+            if said is not None and not (split and said * opinion.polarity == -1):
+                continue  # said once, or both ways only when the reviews are divided
+            if said is None and not _majority(opinion, opinions):
+                continue
+            index = _fresh_sentence(opinion, self.sentences, vectors, chosen, self.lexicon.words)
+            if index is None:
+                continue
+            length = len(self.sentences[index].text.split())
+            if chosen and words + length > self.max_words:
+                break
+            chosen.append(Chosen(opinion, index))
+            taken[opinion.aspect] = opinion.polarity
+            words += length
+        return chosen
 
 
 def _next_side(chosen: list[Chosen], queues: dict[int, list], unhappy_share: float) -> int:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from denoisesum.models.rating import NEGATIVE, POSITIVE, RatingModel
 from denoisesum.opinions.aspects import Lexicon
-from denoisesum.opinions.choosing import choose, divided
+from denoisesum.opinions.choosing import choose, divided, side_of
 from denoisesum.opinions.grouping import group_opinions
 from denoisesum.opinions.sentences import distinct_reviews, read_sentences
 from denoisesum.opinions.writing import third_person
@@ -27,6 +27,7 @@ SLICES = {"all": (-1, 0, 1), "complaints": (-1,), "praise": (1,)}
 COMPLAINT_STARS, PRAISE_STARS = 3.0, 4.0  # the slices' reviews, as the denoisesum method's
 DEFAULT_MAX_WORDS = 80
 DIVIDED_OPENING = "Reviewers are divided."
+OTHER_SIDE = "On the other hand, "
 
 
 @dataclass
@@ -137,8 +138,21 @@ class OpinionMethod:
 
     @staticmethod
     def _text(sentences: list[AttributedSentence], unhappy: float, slice: str) -> str:
+        """The sentences joined; reviews divided open with DIVIDED_OPENING, else the minority's
+        one sentence is marked as the other side's."""
         texts = [s.text for s in sentences]
-        sides = {s.polarity < 0 for s in sentences}
-        if slice == "all" and divided(unhappy) and len(sides) == 2:
-            texts.insert(0, DIVIDED_OPENING)
+        sides = [side_of(s.polarity) for s in sentences]
+        if slice != "all" or len(set(sides)) < 2:
+            return " ".join(texts)
+        if divided(unhappy):
+            return " ".join([DIVIDED_OPENING, *texts])
+        k = sides.index(sides[-1])  # the minority's sentence comes last
+        texts[k] = OTHER_SIDE + _lower_first(texts[k])
         return " ".join(texts)
+
+
+def _lower_first(text: str) -> str:
+    """ "The broth ..." -> "the broth ..."; a name ("Rick is ...") or "I" keeps its capital."""
+    first = text.split(" ", 1)[0]
+    common = first.lower() in ("the", "one", "another", "their", "a", "an", "service", "food")
+    return text[0].lower() + text[1:] if common or first.islower() else text

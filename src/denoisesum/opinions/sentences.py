@@ -54,6 +54,8 @@ class Sentence:
     # the beans low, the salsa high); a sentence of one clause gives every aspect its own
     aspect_stars: dict[str, float] = field(default_factory=dict)
     contrast: bool = False  # two clauses of opposite opinion
+    piece: bool = False  # a clause cut from a run-on sentence: counted, never quoted
+    felt: int = 0  # the polarity its own words give (cues, or a clear reading), 0: none
 
 
 def distinct_reviews(texts: Sequence[str]) -> DistinctReviews:
@@ -108,27 +110,49 @@ def read_sentences(
     for r, review in enumerate(texts):
         review = _GLUED.sub(r"\1 \2", review[:MAX_REVIEW_CHARS])
         for start, end in split_sentences(review):
-            for clause in clauses(_SPACES.sub(" ", review[start:end]).strip()):
-                pieces.append((r, clause))
-    tokens = [_TOKENIZER(text) for _, text in pieces]
+            cut = clauses(_SPACES.sub(" ", review[start:end]).strip())
+            pieces.extend((r, clause, len(cut) > 1) for clause in cut)
+    tokens = [_TOKENIZER(text) for _, text, _ in pieces]
     parts = [turns(t) for t in tokens]
     flat = [" ".join(p) for ps in parts for p in ps]
     read = iter(rating.stars(flat).tolist() if flat else [])
     out = []
-    for (r, text), toks, ps in zip(pieces, tokens, parts, strict=True):
-        sentence = Sentence(r, text, toks, lexicon.mentions(toks), 3.0)
+    for (r, text, piece), toks, ps in zip(pieces, tokens, parts, strict=True):
+        sentence = Sentence(r, text, toks, mentions(lexicon, toks), 3.0, piece=piece)
         lean = 3.0 if review_stars is None else review_stars[r]
-        part_stars = [leaned(p, next(read), lean) for p in ps]
+        own = [next(read) for _ in ps]
+        part_stars = [leaned(p, stars, lean) for p, stars in zip(ps, own, strict=True)]
+        sentence.felt = own_polarity(toks, sum(own) / len(own))
         whole = part_stars[0] if len(ps) == 1 else leaned(toks, rating.star(" ".join(toks)), lean)
         sentence.stars = whole
         for p, stars in zip(ps, part_stars, strict=True):
-            for term in lexicon.mentions(p):
+            for term in mentions(lexicon, p):
                 sentence.aspect_stars.setdefault(term, stars)
         for term in sentence.aspects:  # a compound split across parts: the sentence's reading
             sentence.aspect_stars.setdefault(term, sentence.stars)
         sentence.contrast = len(ps) > 1 and max(part_stars) - min(part_stars) > 1.0
         out.append(sentence)
     return out
+
+
+# opinion words that name their aspect: "overpriced" is about the price
+IMPLIED = {w: "price" for w in "overpriced pricey pricy expensive cheap affordable priced".split()}
+
+
+def mentions(lexicon: Lexicon, tokens: Sequence[str]) -> list[str]:
+    """The aspects a clause names, with those its opinion words imply."""
+    found = lexicon.mentions(tokens)
+    implied = [IMPLIED[t] for t in tokens if t in IMPLIED and IMPLIED[t] in lexicon.terms]
+    return list(dict.fromkeys(found + implied))
+
+
+def own_polarity(tokens: Sequence[str], stars: float) -> int:
+    """The polarity a sentence's own words give: its cues, else a clear reading of the rating
+    model (below 2.5 or above 4.3: it reads about 3.7 into a text without opinion words)."""
+    cue = cue_polarity(tokens)
+    if cue:
+        return cue
+    return -1 if stars < 2.5 else 1 if stars > 4.3 else 0
 
 
 def leaned(tokens: Sequence[str], stars: float, review_stars: float) -> float:

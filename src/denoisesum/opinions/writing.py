@@ -56,6 +56,10 @@ def readable(sentence: Sentence) -> bool:
     """Whether a review sentence can stand alone in a summary."""
     text = sentence.text
     n = len(text.split())
+    if sentence.piece or not (text[0].isupper() or text[0].isdigit()):
+        return False  # a fragment
+    if first_person(sentence.tokens) and not convertible(sentence.tokens):
+        return False
     if not MIN_WORDS <= n <= MAX_WORDS or "?" in text or "http" in text or "@" in text:
         return False
     letters = [c for c in text if c.isalpha()]
@@ -69,6 +73,34 @@ def readable(sentence: Sentence) -> bool:
 
 
 _MARKS = ("...", '"', "--", "`", "  ")
+
+
+def convertible(tokens: Sequence[str]) -> bool:
+    """Whether third_person can tell a first-person sentence well: its reviewer is its subject
+    at the start ("I loved", "We waited", "My ramen"), the verb after "I"/"we" is one whose
+    agreement is known, and no later "I" or "we" needs a verb of its own."""
+    persons = [i for i, t in enumerate(tokens) if t in _FIRST_SINGULAR or t in _FIRST_PLURAL]
+    if not persons or persons[0] > 1:
+        return False
+    subjects = [i for i in persons if tokens[i] in ("i", "we")]
+    if len(subjects) > 1 or (subjects and subjects[0] != persons[0]):
+        return False
+    if not subjects:
+        return True  # "my ramen was cold"
+    after = [t for t in tokens[subjects[0] + 1 :] if t not in _ADVERBS][:1]
+    return bool(after) and (
+        after[0] in _PRESENT_VERBS
+        or after[0] in _KNOWN_VERBS
+        or after[0].endswith("ed")
+        or after[0] in ("'m", "'ve", "'d", "'ll", "'re")
+    )
+
+
+_KNOWN_VERBS = frozenset(
+    """am are was were have had do did does will would can could should must might may
+    went got ate came took left saw found thought felt made paid gave told said sat tried
+    bought brought spent knew kept heard""".split()
+)
 
 
 def specific_words(tokens: Sequence[str], aspects: Sequence[str]) -> int:
@@ -116,7 +148,7 @@ def ranked_sentences(
         strong = 1.0 + 0.3 * min(2.0, abs(stars - 3.0)) * (polarity != 0)
         detail = 1 + 0.15 * specific_words(s.tokens, s.aspects)
         mind = 0.7 if s.contrast else 1.0
-        felt = 1.0 if polarity == 0 or abs(stars - 3.0) >= 0.8 else 0.3
+        felt = 1.0 if polarity == 0 or s.felt == polarity else 0.3
         focus = 1.8 if aspect and aspect.split()[-1] in (fold(t) for t in s.tokens[:4]) else 1.0
         known = (
             0.8 ** sum(t.isalpha() and t not in vocabulary for t in s.tokens) if vocabulary else 1
