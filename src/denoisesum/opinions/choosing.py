@@ -76,14 +76,14 @@ def choose(
     said from single reviews rather than leaving the minority's alone (a misleading summary)."""
     ask = _Ask(sentences, unhappy_share, n_reviews, lexicon, max_words, sides)
     floor = min_holders(n_reviews)
-    chosen = ask.pick(opinions, floor)
-    majority = side_of(-1 if unhappy_share > 0.5 else 1)
+    chosen = ask.pick(opinions, {-1: floor, 1: floor})
+    majority = -1 if unhappy_share > 0.5 else 1
     if (
         floor > 1
         and majority in sides
         and all(side_of(c.opinion.polarity) != majority for c in chosen)
     ):
-        chosen = ask.pick(opinions, 1)
+        chosen = ask.pick(opinions, {majority: 1, -majority: floor})
     return _ordered(chosen, unhappy_share)
 
 
@@ -101,14 +101,15 @@ class _Ask:
     max_words: int
     sides: tuple[int, ...]
 
-    def pick(self, opinions: Sequence[Opinion], floor: int) -> list[Chosen]:
+    def pick(self, opinions: Sequence[Opinion], floors: dict[int, int]) -> list[Chosen]:
+        """floors: per side, the reviews an opinion needs."""
         n = self.n_reviews
-        neutral_floor = max(3, floor, NEUTRAL_SHARE * n)
+        neutral_floor = max(3, floors[1], NEUTRAL_SHARE * n)
         pool = [
             o
             for o in opinions
             if o.polarity in self.sides
-            and len(o.reviews) >= (floor if o.polarity else neutral_floor)
+            and len(o.reviews) >= (floors[side_of(o.polarity)] if o.polarity else neutral_floor)
         ]
         pool.sort(key=lambda o: -strength(o, n, self.lexicon))
         queues = {side: [o for o in pool if side_of(o.polarity) == side] for side in (-1, 1)}

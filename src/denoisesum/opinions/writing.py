@@ -148,24 +148,19 @@ def ranked_sentences(
         strong = 1.0 + 0.3 * min(2.0, abs(stars - 3.0)) * (polarity != 0)
         detail = 1 + 0.15 * specific_words(s.tokens, s.aspects)
         mind = 0.7 if s.contrast else 1.0
-        felt = 1.0 if polarity == 0 or s.felt == polarity else 0.3
         focus = 1.8 if aspect and aspect.split()[-1] in (fold(t) for t in s.tokens[:4]) else 1.0
         known = (
             0.8 ** sum(t.isalpha() and t not in vocabulary for t in s.tokens) if vocabulary else 1
         )
         return (
-            (agree + 0.05)
-            * _shape(s)
-            * _voice(s.tokens)
-            * strong
-            * detail
-            * mind
-            * felt
-            * focus
-            * known
+            (agree + 0.05) * _shape(s) * _voice(s.tokens) * strong * detail * mind * focus * known
         )
 
-    candidates = [i for i, s in enumerate(group) if readable(s)]
+    # a sentence says a complaint or praise in its own words, or it is a story ("stopped in
+    # for a sandwich") that only its review's stars make one
+    candidates = [
+        i for i, s in enumerate(group) if readable(s) and (polarity == 0 or s.felt == polarity)
+    ]
     return sorted(candidates, key=lambda i: (-score(i), i))
 
 
