@@ -66,7 +66,7 @@ def test_identical_reviews_count_once():
 
 
 def test_each_aspect_gets_its_clause_s_opinion():
-    [sentence] = read_sentences(
+    [sentence], _ = read_sentences(
         ["The broth is bland, but the staff is friendly."], tiny_lexicon(), tiny_rating()
     )
     assert sentence.aspect_stars["broth"] < 2.5 < 3.5 < sentence.aspect_stars["staff"]

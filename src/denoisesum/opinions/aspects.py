@@ -17,6 +17,7 @@ entity's reviews use ("food", "place", "service") says little about one entity, 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -28,6 +29,7 @@ from denoisesum.io import read_json, write_json
 from denoisesum.text import STOPWORDS, fold
 
 FILENAME = "aspects.json"
+_fold = functools.lru_cache(maxsize=200_000)(fold)  # the same words again and again
 NOUN_TAGS = frozenset({"NN", "NNS"})
 # words a tagger calls nouns that never name what an opinion is about
 NOT_ASPECTS = frozenset(
@@ -72,7 +74,7 @@ class Lexicon:
     def mentions(self, tokens: Sequence[str]) -> list[str]:
         """The aspect terms of lower-cased tokens, compounds first (a compound hides its head:
         "pork ramen", not also "ramen"), in order, each once."""
-        folded = [fold(t) for t in tokens]
+        folded = [_fold(t) for t in tokens]
         found: list[str] = []
         used: set[int] = set()
         for i in range(len(folded) - 1):

@@ -79,8 +79,8 @@ class OpinionMethod:
         warnings = list(distinct.warnings)
         if not distinct.texts:
             return OpinionSummary("", [], 0, [*warnings, f"no review belongs to the {slice}"])
-        review_stars = self._review_stars(distinct, stars)
-        sentences = read_sentences(distinct.texts, self.lexicon, self.rating, review_stars)
+        given = [stars[i] for i in distinct.first]
+        sentences, review_stars = read_sentences(distinct.texts, self.lexicon, self.rating, given)
         unhappy = sum(map(review_polarity, review_stars)) / len(review_stars)
         n = len(distinct.texts)
         chosen = choose(
@@ -126,15 +126,6 @@ class OpinionMethod:
             else:
                 keep = [i for i in keep if read[i] >= PRAISE_STARS]
         return [reviews[i] for i in keep], [stars[i] for i in keep], list(keep)
-
-    def _review_stars(self, distinct, stars: Sequence[float | None]) -> list[float]:
-        given = [stars[i] for i in distinct.first]
-        unknown = [d for d, s in enumerate(given) if s is None]
-        if unknown:
-            read = self.rating.stars(distinct.texts[d] for d in unknown)
-            for d, s in zip(unknown, read, strict=True):
-                given[d] = float(s)
-        return given
 
     @staticmethod
     def _text(sentences: list[AttributedSentence], unhappy: float, slice: str) -> str:

@@ -13,6 +13,7 @@ model directory, models/rating.py).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -100,13 +101,14 @@ def read_sentences(
     texts: Sequence[str],
     lexicon: Lexicon,
     rating: RatingModel,
-    review_stars: Sequence[float] | None = None,
-) -> list[Sentence]:
-    """The sentences of each review (texts: the distinct reviews), with their aspects and stars.
-    review_stars: each review's stars, which lean a sentence the rating model reads as neither
-    good nor bad toward its reviewer's verdict ("we found a mouse in the room" in a 1-star
-    review is a complaint)."""
-    pieces: list[tuple[int, str]] = []
+    given: Sequence[float | None] | None = None,
+) -> tuple[list[Sentence], list[float]]:
+    """The sentences of each review (texts: the distinct reviews), with their aspects and
+    stars, and each review's stars: the given ones (None where unknown), else the rating
+    model's reading of its sentences. A review's stars lean a sentence the rating model reads
+    as neither good nor bad toward its reviewer's verdict ("we found a mouse in the room" in a
+    1-star review is a complaint)."""
+    pieces: list[tuple[int, str, bool]] = []
     for r, review in enumerate(texts):
         review = _GLUED.sub(r"\1 \2", review[:MAX_REVIEW_CHARS])
         for start, end in split_sentences(review):
@@ -114,25 +116,39 @@ def read_sentences(
             pieces.extend((r, clause, len(cut) > 1) for clause in cut)
     tokens = [_TOKENIZER(text) for _, text, _ in pieces]
     parts = [turns(t) for t in tokens]
-    flat = [" ".join(p) for ps in parts for p in ps]
-    read = iter(rating.stars(flat).tolist() if flat else [])
+    counts = [[rating.counts(p) for p in ps] for ps in parts]
+    read = iter(rating.stars_of_counts([c for cs in counts for c in cs]).tolist())
+    own = [[next(read) for _ in ps] for ps in parts]
+    stars = _review_stars(len(texts), pieces, counts, rating, given)
     out = []
-    for (r, text, piece), toks, ps in zip(pieces, tokens, parts, strict=True):
-        sentence = Sentence(r, text, toks, mentions(lexicon, toks), 3.0, piece=piece)
-        lean = 3.0 if review_stars is None else review_stars[r]
-        own = [next(read) for _ in ps]
-        part_stars = [leaned(p, stars, lean) for p, stars in zip(ps, own, strict=True)]
-        sentence.felt = own_polarity(toks, sum(own) / len(own))
-        whole = part_stars[0] if len(ps) == 1 else leaned(toks, rating.star(" ".join(toks)), lean)
-        sentence.stars = whole
-        for p, stars in zip(ps, part_stars, strict=True):
+    for (r, text, piece), toks, ps, ones in zip(pieces, tokens, parts, own, strict=True):
+        sentence = Sentence(r, text, toks, [], 3.0, piece=piece)
+        part_stars = [leaned(p, s, stars[r]) for p, s in zip(ps, ones, strict=True)]
+        sentence.felt = own_polarity(toks, sum(ones) / len(ones))
+        sentence.stars = sum(part_stars) / len(part_stars)
+        for p, s in zip(ps, part_stars, strict=True):
             for term in mentions(lexicon, p):
-                sentence.aspect_stars.setdefault(term, stars)
-        for term in sentence.aspects:  # a compound split across parts: the sentence's reading
-            sentence.aspect_stars.setdefault(term, sentence.stars)
+                sentence.aspect_stars.setdefault(term, s)
+        sentence.aspects = list(sentence.aspect_stars)
         sentence.contrast = len(ps) > 1 and max(part_stars) - min(part_stars) > 1.0
         out.append(sentence)
-    return out
+    return out, stars
+
+
+def _review_stars(n, pieces, counts, rating: RatingModel, given) -> list[float]:
+    """Each review's given stars, else the rating model's reading of all its sentences (their
+    n-grams counted together: those across two sentences left out)."""
+    given = list(given) if given is not None else [None] * n
+    unknown = [r for r in range(n) if given[r] is None]
+    if unknown:
+        totals: list[Counter] = [Counter() for _ in range(n)]
+        for (r, _, _), cs in zip(pieces, counts, strict=True):
+            for c in cs:
+                totals[r].update(c)
+        read = rating.stars_of_counts([totals[r] for r in unknown])
+        for r, s in zip(unknown, read, strict=True):
+            given[r] = float(s)
+    return given
 
 
 # opinion words that name their aspect: "overpriced" is about the price
