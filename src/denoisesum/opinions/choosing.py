@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from denoisesum.opinions.aspects import Lexicon
 from denoisesum.opinions.grouping import Opinion
 from denoisesum.opinions.sentences import Sentence
-from denoisesum.opinions.writing import cosine, ranked_sentences, vectors_of
+from denoisesum.opinions.writing import cosine, ranked_sentences, unit_bag
 
 REPEAT = 0.5  # content-word cosine above which a sentence repeats one already chosen
 DIVIDED = (0.3, 0.7)  # a share of unhappy reviews in this range: the reviews are divided
@@ -123,7 +123,7 @@ class _Ask:
         return self._fill(opinions, queues, room, split)
 
     def _fill(self, opinions, queues, room, split: bool) -> list[Chosen]:
-        vectors = vectors_of(self.sentences)
+        vectors = _Bags(self.sentences)
         chosen: list[Chosen] = []
         taken: dict[str, int] = {}  # aspect -> the polarity said of it
         words = 0
@@ -170,7 +170,7 @@ def _majority(opinion: Opinion, opinions: Sequence[Opinion]) -> bool:
 def _fresh_sentence(
     opinion: Opinion,
     sentences: Sequence[Sentence],
-    vectors: Sequence[dict[str, float]],
+    vectors: _Bags,
     chosen: list[Chosen],
     vocabulary: frozenset[str],
 ) -> int | None:
@@ -180,6 +180,20 @@ def _fresh_sentence(
         if all(cosine(vectors[index], vectors[c.sentence]) <= REPEAT for c in chosen):
             return index
     return None
+
+
+class _Bags:
+    """Each sentence's content words as a unit vector, made when first asked for: only the
+    sentences compared for repeats need one."""
+
+    def __init__(self, sentences: Sequence[Sentence]) -> None:
+        self.sentences = sentences
+        self.made: dict[int, dict[str, float]] = {}
+
+    def __getitem__(self, i: int) -> dict[str, float]:
+        if i not in self.made:
+            self.made[i] = unit_bag(self.sentences[i].tokens)
+        return self.made[i]
 
 
 def _ordered(chosen: list[Chosen], unhappy_share: float) -> list[Chosen]:

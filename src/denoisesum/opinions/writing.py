@@ -21,7 +21,10 @@ import regex
 from denoisesum.opinions.sentences import Sentence
 from denoisesum.text import content_words, fold
 
-MIN_WORDS, MAX_WORDS = 5, 24  # a summary sentence's words (what a reader takes in at once)
+MIN_WORDS, MAX_WORDS = 5, 24
+# an opinion's sentences weighed (the first ones, in review order) and the others each is
+# compared with: a bounded cost, whatever the number of reviews
+MAX_CANDIDATES, MAX_OTHERS = 300, 100  # a summary sentence's words (what a reader takes in at once)
 # a sentence opening with one of these leans on the one before it
 _LEANS = frozenset(
     """it it's its they they're their them this that these those he she him her his which
@@ -122,6 +125,12 @@ def vectors_of(sentences: Sequence[Sentence]) -> list[dict[str, float]]:
     return out
 
 
+def unit_bag(tokens: Sequence[str]) -> dict[str, float]:
+    """A text's distinct content words (folded) as a unit vector."""
+    words = {fold(w) for w in content_words(tokens)}
+    return dict.fromkeys(words, 1 / math.sqrt(len(words))) if words else {}
+
+
 def cosine(a: dict[str, float], b: dict[str, float]) -> float:
     if len(a) > len(b):
         a, b = b, a
@@ -137,9 +146,17 @@ def ranked_sentences(
     """The indices in `group` of the sentences that can stand alone, best first: the one the
     others agree with most, of a reader's length, an opinion rather than a story ("we ordered
     the ramen"), as strong as the opinion, of one mind, and with its specifics."""
-    vectors = vectors_of(group)
-    step = max(1, len(group) // 200)  # agreement with up to 200 others: bounded cost
-    others = range(0, len(group), step)
+    # a sentence says a complaint or praise in its own words, or it is a story ("stopped in
+    # for a sandwich") that only its review's stars make one
+    candidates = [
+        i for i, s in enumerate(group) if readable(s) and (polarity == 0 or s.felt == polarity)
+    ][:MAX_CANDIDATES]
+    if not candidates:
+        return []
+    step = max(1, len(group) // MAX_OTHERS)  # agreement with a bounded sample of the others
+    others = list(range(0, len(group), step))
+    read = sorted(set(candidates) | set(others))
+    vectors = dict(zip(read, vectors_of([group[i] for i in read]), strict=True))
 
     def score(i: int) -> float:
         s = group[i]
@@ -150,17 +167,12 @@ def ranked_sentences(
         mind = 0.7 if s.contrast else 1.0
         focus = 1.8 if aspect and aspect.split()[-1] in (fold(t) for t in s.tokens[:4]) else 1.0
         known = (
-            0.8 ** sum(t.isalpha() and t not in vocabulary for t in s.tokens) if vocabulary else 1
+            0.5 ** sum(t.isalpha() and t not in vocabulary for t in s.tokens) if vocabulary else 1
         )
         return (
             (agree + 0.05) * _shape(s) * _voice(s.tokens) * strong * detail * mind * focus * known
         )
 
-    # a sentence says a complaint or praise in its own words, or it is a story ("stopped in
-    # for a sandwich") that only its review's stars make one
-    candidates = [
-        i for i, s in enumerate(group) if readable(s) and (polarity == 0 or s.felt == polarity)
-    ]
     return sorted(candidates, key=lambda i: (-score(i), i))
 
 
