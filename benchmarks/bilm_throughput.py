@@ -1,6 +1,6 @@
 """Training and inference throughput of the bidirectional LM on real Yelp batches.
 
-    python benchmarks/bilm_throughput.py runs/bilm-yelp [--seconds 60]
+    python -m benchmarks.bilm_throughput runs/bilm-yelp [--seconds 60]
 
 Uses the run's tokenized corpus and config; trains a fresh copy of the model (the run's weights
 are not touched) and times `log_probs` (the call the noising stage makes). Run it on an idle
@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import torch
-from common import processor
 
+from benchmarks.common import processor
 from denoisesum.data.encoded import EncodedCorpus
 from denoisesum.data.vocab import Vocab
 from denoisesum.models.bilm import BiLM, BiLMConfig

@@ -2,10 +2,9 @@
 machine a number was measured on, decoding variants. Not part of the package: nothing in
 `denoisesum` needs them.
 
-The benchmarks are run as `python benchmarks/NAME.py` from the repository root, which puts this
-folder on `sys.path`, so they simply `from common import ...`. The reports and the studies are
-run as modules from the root (`python -m scripts.report_yelp`, `python -m studies.NAME`) and
-import it as a package's module, never editing `sys.path`:
+Everything that uses it is run as a module from the repository root (`python -m
+benchmarks.summarize_speed`, `python -m scripts.report_yelp`, `python -m lab.studies.NAME`) and
+imports it by one name, never editing `sys.path`:
 
     from benchmarks.common import cpu_name
 

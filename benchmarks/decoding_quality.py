@@ -1,7 +1,7 @@
 """What the decoding shortcuts cost in quality: dev ROUGE of a trained model with and without the
 vocabulary shortlist and bf16, next to full-precision decoding over the whole vocabulary.
 
-    python benchmarks/decoding_quality.py denoisesum-yelp \
+    python -m benchmarks.decoding_quality denoisesum-yelp \
         ../shared/data/yelp/meansum_dev.jsonl --variants full,shortlist=5000,shortlist=5000+bf16 \
         [--limit 0] [--json-out runs/decoding-quality.json]
 

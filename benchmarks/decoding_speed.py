@@ -2,7 +2,7 @@
 (issue 34 item 3), with the floating-point work per business and the share of this machine's
 own matrix-multiply throughput that decoding reaches.
 
-    python benchmarks/decoding_speed.py --base-src /work/denoisesum-base/src \
+    python -m benchmarks.decoding_speed --base-src /work/denoisesum-base/src \
         --review-sets ../shared/data/yelp/meansum_dev.jsonl --entities 100 --rounds 2 \
         --threads 2 --markdown docs/results/decoding-speed.md
 
@@ -37,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import cpu_name, system  # benchmarks/ is on sys.path: run as a script
+from benchmarks.common import cpu_name, system
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
@@ -205,7 +205,8 @@ def run_code(
         env["OMP_WAIT_POLICY"] = "PASSIVE"
     command = [
         sys.executable,
-        str(Path(__file__).resolve()),
+        "-m",
+        "benchmarks.decoding_speed",
         "--child",
         str(timing),
         "--",
@@ -323,7 +324,8 @@ def flops_in_child(review_sets: str, entities: int, model: Path) -> dict:
     done = subprocess.run(
         [
             sys.executable,
-            str(Path(__file__).resolve()),
+            "-m",
+            "benchmarks.decoding_speed",
             "--count-flops",
             str(out),
             review_sets,
@@ -455,7 +457,7 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(text + "\n")
     if args.markdown:
-        command = "python benchmarks/decoding_speed.py " + " ".join(sys.argv[1:])
+        command = "python -m benchmarks.decoding_speed " + " ".join(sys.argv[1:])
         Path(args.markdown).write_text(markdown(result, command))
 
 

@@ -1,8 +1,8 @@
 """CPU against CUDA: businesses per second of the shipped model on MeanSum Yelp dev (issue 34
 item 5), written as JSON to the path given.
 
-    python benchmarks/gpu_speed.py --out gpu-speed.json
-    python benchmarks/gpu_speed.py --out gpu-speed.json --entities 100 --cpu-entities 24
+    python -m benchmarks.gpu_speed --out gpu-speed.json
+    python -m benchmarks.gpu_speed --out gpu-speed.json --entities 100 --cpu-entities 24
 
 One process, one model load per device, well under 3 minutes on one H100/H200 machine. Each
 variant decodes through the Summarizer (`summarize_tokens_batch`: tokenizing, choosing the

@@ -27,7 +27,7 @@ with one thread (OMP_NUM_THREADS=1, torch.set_num_threads(1)), the median of --r
 the previous default (the first 50 reviews: max_reviews 50 without selection) and reading all 200
 for comparison.
 
-    OMP_NUM_THREADS=1 python benchmarks/many_reviews.py --entities 30 --all --repeats 3 \
+    OMP_NUM_THREADS=1 python -m benchmarks.many_reviews --entities 30 --all --repeats 3 \
         --markdown docs/results/many-reviews.md
 """
 
@@ -51,8 +51,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from common import cpu_name
 
+from benchmarks.common import cpu_name
 from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import atomic_write
 from denoisesum.text import is_content_word
@@ -143,7 +143,7 @@ def main() -> None:
     parser.add_argument("--markdown", type=Path)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    command = "OMP_NUM_THREADS=1 python benchmarks/many_reviews.py " + " ".join(
+    command = "OMP_NUM_THREADS=1 python -m benchmarks.many_reviews " + " ".join(
         shlex.quote(a) for a in sys.argv[1:]
     )
 

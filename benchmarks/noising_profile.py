@@ -3,7 +3,7 @@
 `head_first_nucleus_seconds` is what `synthesize` does now (distribution and sampling together);
 `full_vocab_log_prob_seconds` + `nucleus_seconds` is the plain way it replaced.
 
-    python benchmarks/noising_profile.py runs/synth-yelp-5k runs/bilm-yelp/encoded \
+    python -m benchmarks.noising_profile runs/synth-yelp-5k runs/bilm-yelp/encoded \
         lms/bilm-yelp > runs/noising-profile.json
 
 Times one LM batch of the run's first candidates on one thread (as a synthesize worker runs),

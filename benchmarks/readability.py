@@ -2,7 +2,7 @@
 digit) in the model's vocabulary, for real English review sets and for other languages, which
 sets the threshold `inference.summarizer.MIN_KNOWN_SHARE` below which a summary is flagged.
 
-    python benchmarks/readability.py --model denoisesum-yelp \
+    python -m benchmarks.readability --model denoisesum-yelp \
         --review-sets ../shared/data/yelp/meansum_dev.jsonl [--markdown docs/results/readability.md]
 """
 
@@ -11,8 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from common import emit, percentile
-
+from benchmarks.common import emit, percentile
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.inference.summarizer import MIN_KNOWN_SHARE, Summarizer
 
@@ -52,7 +51,7 @@ def main() -> None:
         f"(threshold MIN_KNOWN_SHARE = {MIN_KNOWN_SHARE:.0%}; below it, or with no word "
         "at all, a summary is flagged).",
         "",
-        f"`python benchmarks/readability.py --model {args.model} --review-sets {args.review_sets}`",
+        f"`python -m benchmarks.readability --model {args.model} --review-sets {args.review_sets}`",
         "",
         "| input | known share | flagged |",
         "|---|--:|--:|",

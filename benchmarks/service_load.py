@@ -1,6 +1,6 @@
 """Load test of the HTTP service: `denoisesum serve` under N concurrent clients.
 
-    nice -n 15 python benchmarks/service_load.py [--model DIR] [--sets FILE] [--clients 8]
+    nice -n 15 python -m benchmarks.service_load [--model DIR] [--sets FILE] [--clients 8]
         [--duration 60] [--output runs/service-load.json] [--write-doc]
 
 Starts `denoisesum serve` as a subprocess on a free loopback port (with `--model`, default the
@@ -14,11 +14,12 @@ Reports requests/s (answered 200s per second of the run), latency percentiles of
 answers by status (4xx and 5xx counted separately, connection failures apart), the review sets
 the server decoded per summarize_batch call (its batching of concurrent requests), and the
 server's resident memory (VmRSS from /proc/PID/status, sampled every second): at the start of
-the load, at its end and the largest. --collector: the garbage collector's passes in the server
-and its workers (benchmarks/gc_clock.py), by generation: count, total and longest time.
---rounds: each worker's decoding rounds (benchmarks/round_clock.py): rows, wall and thread-CPU
-time a round, how often its thread waited or was pre-empted, and its CPU time a round second by
-second (its fastest, median and slowest second), with how two workers' seconds move together.
+the load, at its end and the largest. `--clock MODULE` runs the server under a clock, a module
+run as `python -m MODULE LOG denoisesum.cli serve ...` whose `read(LOG, since, until)` summarizes
+the load's window under the key its `KEY` names: the lab's `lab.benchmarks.gc_clock` (the garbage
+collector's passes in the server and its workers, by generation) and `lab.benchmarks.round_clock`
+(each worker's decoding rounds: rows, wall and thread-CPU time a round, waits, pre-emptions).
+Run from the repository root.
 Prints JSON and writes it to `--output`; `--write-doc` also writes a Markdown table to
 docs/results/service.md (`--doc` to change).
 """
@@ -26,6 +27,7 @@ docs/results/service.md (`--doc` to change).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -44,16 +46,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import IO
 
-import gc_clock
 import httpx
-import round_clock
-from common import percentile, system
+
+from benchmarks.common import percentile, system
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SETS = ROOT / "examples" / "review_sets.jsonl"
 DEFAULT_DOC = ROOT / "docs" / "results" / "service.md"
-# the options that run the server under a clock (the key its summary gets in the result)
-CLOCKS = {"collector": gc_clock, "rounds": round_clock}
 
 
 def free_port() -> int:
@@ -105,8 +104,8 @@ def start_server(
     args, port: int, log: IO[str], clock: ModuleType | None, clock_log: str
 ) -> subprocess.Popen:
     python = [sys.executable, "-m"]
-    if clock is not None:  # the server runs under gc_clock or round_clock, logging to clock_log
-        python = [sys.executable, clock.__file__, clock_log]
+    if clock is not None:  # the server runs under the clock, logging to clock_log
+        python = [sys.executable, "-m", clock.__name__, clock_log]
     command = [
         *python,
         "denoisesum.cli",
@@ -190,13 +189,13 @@ def run(args) -> dict:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryFile("w+") as log, tempfile.TemporaryDirectory() as tmp:
-        name = next((name for name in CLOCKS if getattr(args, name)), None)
-        clock, clock_log = CLOCKS.get(name), os.path.join(tmp, "clock.log")
+        clock = importlib.import_module(args.clock) if args.clock else None
+        clock_log = os.path.join(tmp, "clock.log")
         result = measure(args, sets, base, start_server(args, port, log, clock, clock_log), log)
         since, until = result.pop("load_window")
         if clock is not None:
             found = os.path.exists(clock_log)
-            result[name] = clock.read(clock_log, since, until) if found else {}
+            result[clock.KEY] = clock.read(clock_log, since, until) if found else {}
         return result
 
 
@@ -452,12 +451,10 @@ def main() -> None:
         help="seconds to wait for the server to load the model",
     )
     parser.add_argument("--seed", type=int, default=0)
-    clocks = parser.add_mutually_exclusive_group()
-    clocks.add_argument(
-        "--collector", action="store_true", help="clock the server's garbage-collector passes"
-    )
-    clocks.add_argument(
-        "--rounds", action="store_true", help="clock the workers' decoding rounds (CPU and wall)"
+    parser.add_argument(
+        "--clock",
+        metavar="MODULE",
+        help="run the server under this clock: lab.benchmarks.gc_clock, lab.benchmarks.round_clock",
     )
     parser.add_argument(
         "--output",

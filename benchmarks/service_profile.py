@@ -1,6 +1,6 @@
 """Where the service's worker thread spends its time under concurrent requests (no HTTP).
 
-    python benchmarks/service_profile.py [--model DIR] [--clients 8] [--duration 20] [--top 25]
+    python -m benchmarks.service_profile [--model DIR] [--clients 8] [--duration 20] [--top 25]
         [--timed]
 
 Loads the model, starts the service's InferenceQueue (continuous batching: serving/worker.py,

@@ -1,11 +1,11 @@
 """Decoding speed of the summarizer: a trained model on real review sets, or random weights.
 
-    python benchmarks/summarize_speed.py --model denoisesum-yelp \
+    python -m benchmarks.summarize_speed --model denoisesum-yelp \
         --review-sets ../shared/data/yelp/meansum_dev.jsonl [--shortlist N] [--bf16]
-    python benchmarks/summarize_speed.py --model denoisesum-yelp \
+    python -m benchmarks.summarize_speed --model denoisesum-yelp \
         --review-sets ../shared/data/yelp/meansum_dev.jsonl \
         --variants "default:;whole-vocabulary:shortlist=0;rerank:rerank=true,subsets=3"
-    nice -n 15 python benchmarks/summarize_speed.py [--entities 20] [--threads 2]
+    nice -n 15 python -m benchmarks.summarize_speed [--entities 20] [--threads 2]
 
 With --model and --review-sets, the model summarizes the first --entities review sets with its
 own settings (min/max length as tuned, shortlist unless --shortlist is given: 0 is the whole
@@ -36,8 +36,8 @@ import statistics
 import time
 
 import torch
-from common import configured, emit, parse_variants, percentile, system
 
+from benchmarks.common import configured, emit, parse_variants, percentile, system
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.vocab import SPECIALS, Vocab
 from denoisesum.inference.beam import SearchConfig
@@ -105,7 +105,7 @@ def compare_variants(
 def emit_markdown(result: dict, args) -> None:
     """The side-by-side table, with the command that made it."""
     command = (
-        f"python benchmarks/summarize_speed.py --model {args.model} --review-sets "
+        f"python -m benchmarks.summarize_speed --model {args.model} --review-sets "
         f"{args.review_sets} --entities {args.entities} --threads {args.threads} "
         f"--variants '{args.variants}'"
     )

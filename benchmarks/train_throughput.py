@@ -1,8 +1,8 @@
 """Training throughput of the DenoiseSum summarizer: pairs/s and peak memory for a config.
 
-    python benchmarks/train_throughput.py --config configs/denoisesum-yelp-cpu.toml \
+    python -m benchmarks.train_throughput --config configs/denoisesum-yelp-cpu.toml \
         --vocab-size 30000 [--pairs runs/yelp/pairs] [--seconds 120] [--device cpu]
-    python benchmarks/train_throughput.py --config configs/denoisesum-yelp.toml --vocab-size 50000
+    python -m benchmarks.train_throughput --config configs/denoisesum-yelp.toml --vocab-size 50000
 
 Times whole training steps (forward, backward, gradient clipping, Adam) of a freshly initialised
 model with the config's sizes, on batches shaped like Yelp pairs: `train.batch_size` pairs of N
@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 
 import torch
-from common import processor
 
+from benchmarks.common import processor
 from denoisesum.config import load_config
 from denoisesum.data.batch import make_batch
 from denoisesum.models.denoisesum import DenoiseSum

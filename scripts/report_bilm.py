@@ -69,7 +69,7 @@ def main() -> None:
             else [
                 "bash scripts/train_bilm_yelp.sh runs/bilm-yelp   # train-lm with "
                 "configs/bilm-yelp.toml",
-                "python benchmarks/bilm_throughput.py runs/bilm-yelp > runs/bilm-throughput.json",
+                "python -m benchmarks.bilm_throughput runs/bilm-yelp > runs/bilm-throughput.json",
                 "python -m scripts.report_bilm runs/bilm-yelp --throughput "
                 "runs/bilm-throughput.json \\",
                 f"    --tokenize-seconds {args.tokenize_seconds or 0:.0f} "

@@ -117,7 +117,7 @@ def main() -> None:
         'denoisesum synthesize "../shared/data/yelp/corpus/part-*.jsonl.xz" \\',
         f"    --lm lms/bilm-yelp -o {args.run} --cache {args.cache} \\",
         f"    --config configs/synth-yelp.toml --pairs {pairs} --workers 2",
-        f"python benchmarks/noising_profile.py {args.run} {args.cache} "
+        f"python -m benchmarks.noising_profile {args.run} {args.cache} "
         "lms/bilm-yelp > runs/noising-profile.json",
         f"python scripts/report_noising.py {args.run} --wall-seconds {args.wall_seconds:.0f} \\",
         f"    --cache {args.cache} --profile runs/noising-profile.json --note '...' \\",

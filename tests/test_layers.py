@@ -26,6 +26,7 @@ LAYERS = [
     "topics",
     "training",
     "inference",
+    "opinions",
     "evaluation",
     "baselines",
     "fit",
@@ -177,12 +178,13 @@ def test_the_check_sees_a_circle_closed_by_a_type_hint(tmp_path):
     ]
 
 
-# ---- the product apart from the studies (issue 32) ------------------------------------------
-# studies/ imports the package and is never imported by it, nor by anything else outside it;
-# no file edits sys.path (studies, scripts and benchmarks are imported as packages from the root)
+# ---- the product apart from the lab (issues 32, 60) ------------------------------------------
+# lab/ (the studies, lab-only instruments) imports the package and is never imported by it, nor by
+# anything else outside lab/; no file edits sys.path (lab, scripts and benchmarks are imported as
+# packages from the root)
 
 ROOT = Path(__file__).resolve().parents[1]
-STUDIES = ROOT / "studies"
+LAB = ROOT / "lab"
 NOT_SOURCE = {"runs", "build", "dist", "node_modules", "__pycache__"}
 PATH_EDITS = {"insert", "append", "extend", "remove", "clear", "pop", "__setitem__"}
 
@@ -221,8 +223,8 @@ def imported_names(path: Path) -> set[str]:
     return out
 
 
-def studies_imported(path: Path) -> set[str]:
-    return {m for m in imported_names(path) if m == "studies" or m.startswith("studies.")}
+def lab_imported(path: Path) -> set[str]:
+    return {m for m in imported_names(path) if m == "lab" or m.startswith("lab.")}
 
 
 def _is_sys_path(node: ast.AST) -> bool:
@@ -258,42 +260,42 @@ def path_edits(path: Path) -> list[int]:
     return sorted(lines)
 
 
-def test_the_package_never_imports_a_study():
-    found = {str(p.relative_to(PACKAGE.parent)): studies_imported(p) for p in python_files(PACKAGE)}
+def test_the_package_never_imports_the_lab():
+    found = {str(p.relative_to(PACKAGE.parent)): lab_imported(p) for p in python_files(PACKAGE)}
     assert {k: v for k, v in found.items() if v} == {}
 
 
-def test_nothing_outside_studies_imports_a_study():
-    assert STUDIES.is_dir()
+def test_nothing_outside_the_lab_imports_it():
+    assert LAB.is_dir()
     found = {
-        str(p.relative_to(ROOT)): studies_imported(p)
+        str(p.relative_to(ROOT)): lab_imported(p)
         for p in python_files(ROOT)
-        if STUDIES not in p.parents
+        if LAB not in p.parents
     }
     assert {k: v for k, v in found.items() if v} == {}
 
 
 def test_no_file_edits_sys_path():
     found = {str(p.relative_to(ROOT)): path_edits(p) for p in python_files(ROOT)}
-    assert len(found) > 100  # the walk reached the sources (src, tests, studies, ...)
+    assert len(found) > 100  # the walk reached the sources (src, tests, lab, ...)
     assert {k: v for k, v in found.items() if v} == {}
 
 
-def test_the_checks_see_study_imports_and_path_edits(tmp_path):
+def test_the_checks_see_lab_imports_and_path_edits(tmp_path):
     source = tmp_path / "x.py"
     source.write_text(
-        "import sys, site\nimport studies.decoding_levers\n"
-        "from studies import _harness\n"
+        "import sys, site\nimport lab.studies.decoding_levers\n"
+        "from lab.studies import _harness\n"
         "def f():\n    import importlib\n"
-        "    importlib.import_module('studies.mixture_probes')\n"
+        "    importlib.import_module('lab.benchmarks.round_clock')\n"
         "    sys.path.insert(0, 'a')\n    sys.path += ['b']\n    sys.path[0] = 'c'\n"
         "    sys.path = []\n    site.addsitedir('d')\n"
         "print(sys.path, 'sys.path.insert(0, x)')\n"
     )
-    assert studies_imported(source) == {
-        "studies",
-        "studies.decoding_levers",
-        "studies._harness",
-        "studies.mixture_probes",
+    assert lab_imported(source) == {
+        "lab.studies",
+        "lab.studies.decoding_levers",
+        "lab.studies._harness",
+        "lab.benchmarks.round_clock",
     }
     assert path_edits(source) == [7, 8, 9, 10, 11]

@@ -1,8 +1,9 @@
 """The web page end to end: the service runs under uvicorn on a free loopback port, Debian's
 Chromium (driven by Playwright, never downloaded by it) types reviews, summarizes, and reads the
-highlighted summary and its evidence; also files, errors, copy and download, and that the page
-asks nothing of any other host. A failing test leaves a screenshot in $DENOISESUM_ARTIFACTS
-(default: <tmp>/denoisesum-artifacts)."""
+highlighted summary and its evidence; also files (their columns mapped), stars, errors, copy and
+download, the page at a phone's width, and that the page asks nothing of any other host. A failing
+test leaves a screenshot in $DENOISESUM_ARTIFACTS (default: <tmp>/denoisesum-artifacts); the
+layout test leaves its screenshots (390 px and desktop) there too."""
 
 import contextlib
 import json
@@ -11,6 +12,7 @@ import socket
 import tempfile
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -87,6 +89,24 @@ def summarizer(tmp_path_factory) -> Summarizer:
 @pytest.fixture(scope="module")
 def server(summarizer):
     """The app under uvicorn in a thread, on a loopback port the OS picked; its base URL."""
+    with serve(summarizer) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def default_summarizer() -> Summarizer:
+    """The default model (package data), whose summaries follow the stars given."""
+    return Summarizer.from_pretrained()
+
+
+@pytest.fixture(scope="module")
+def default_server(default_summarizer):
+    with serve(default_summarizer) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serve(summarizer: Summarizer):
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -119,7 +139,20 @@ def browser():
 def page(browser, server, request):
     """A fresh page on the service that records every request and browser-side error; a
     screenshot is saved when the test fails."""
-    context = browser.new_context(accept_downloads=True)
+    with open_page(browser, server, request) as page:
+        yield page
+
+
+@pytest.fixture
+def default_page(browser, default_server, request):
+    """`page`, on the service of the default model."""
+    with open_page(browser, default_server, request) as page:
+        yield page
+
+
+@contextlib.contextmanager
+def open_page(browser, server: str, request, viewport: dict | None = None):
+    context = browser.new_context(accept_downloads=True, viewport=viewport)
     page = context.new_page()
     page.set_default_timeout(15_000)
     page.requests, page.problems = [], []
@@ -142,8 +175,8 @@ def level(score: float, threshold: float) -> str:  # the page's rule (app.js)
     return "high" if score >= threshold else "mid" if score >= threshold / 2 else "low"
 
 
-def expected(summarizer: Summarizer, reviews: list[str]):
-    return summarizer.explain(reviews)
+def expected(summarizer: Summarizer, reviews: list[str], ratings: list | None = None):
+    return summarizer.explain(reviews, summarizer.summarize(reviews, ratings=ratings))
 
 
 def check_summary(page, explanation) -> None:
@@ -260,8 +293,9 @@ def test_csv_and_jsonl_files(page, summarizer, tmp_path):
     select.select_option(label="sushi (2 reviews)")
     sushi = [OTHER[0], OTHER[1].replace(",", "")]
     assert page.locator("#reviews").input_value() == "\n".join(sushi)
-    page.locator("#summarize").click()
-    check_summary(page, expected(summarizer, sushi))
+    assert page.locator("#stars-on").is_checked()  # the file's rating column, sent
+    assert sent_body(page)["ratings"] == [5, 4]
+    check_summary(page, expected(summarizer, sushi, [5, 4]))
 
     jsonl = tmp_path / "sets.jsonl"
     jsonl.write_text(json.dumps({"entity_id": "one", "reviews": OTHER}) + "\n")
@@ -276,10 +310,14 @@ def test_csv_and_jsonl_files(page, summarizer, tmp_path):
     page.get_by_text("reviews.jsonl: 3 reviews").wait_for()
     assert page.locator("#reviews").input_value() == "\n".join(REVIEWS)
 
-    bad = tmp_path / "bad.csv"
-    bad.write_text("business,body\na,good\n")
-    page.locator("#file").set_input_files(str(bad))
-    page.get_by_text('no "text" column (columns: business, body)').wait_for()
+    odd = tmp_path / "odd.csv"  # no column of a usual name: the page asks which holds the text
+    odd.write_text("a,b\nx,good pizza\n")
+    page.locator("#file").set_input_files(str(odd))
+    page.get_by_text("odd.csv: which column holds the review text?").wait_for()
+    assert "(columns: a, b)" in page.locator("#message").inner_text()
+    page.locator("#col-text").select_option("b")
+    page.get_by_text("odd.csv: 1 review").wait_for()
+    assert page.locator("#reviews").input_value() == "good pizza"
     assert page.problems == []
 
 
@@ -316,3 +354,225 @@ def test_the_length_control_is_sent(page, summarizer):
     assert '"max_words":6' in sent.value.post_data
     page.locator("#summary .sent").first.wait_for()
     assert page.locator("#summary").inner_text() == summarizer.summarize(OTHER, max_words=6)
+
+
+def sent_body(page) -> dict:
+    """Summarize; the JSON body the page sent (once the answer is back and shown)."""
+    with page.expect_response("**/v1/summarize") as answer:
+        page.locator("#summarize").click()
+    page.locator("#summarize:not([disabled])").wait_for()
+    return json.loads(answer.value.request.post_data)
+
+
+def star_boxes(page) -> list[str]:
+    return [box.input_value() for box in page.locator("#star-list input.star").all()]
+
+
+def test_a_file_s_columns_are_mapped_and_its_stars_sent(page, tmp_path):
+    """A CSV export of its own names (business_id, stars, body): the page guesses the columns,
+    shows them to change, and sends the chosen stars column's numbers as `ratings`."""
+    export = tmp_path / "export.csv"
+    export.write_text(
+        "review_id,business_id,stars,body\n"
+        f'r1,pizzeria,5,"{REVIEWS[0]}"\n'
+        f"r2,pizzeria,1,{REVIEWS[1]}\n"
+        f"r3,sushi,4.5,{OTHER[0]}\n"
+        f'r4,pizzeria,n/a,"{REVIEWS[2]}"\n'
+    )
+    page.locator("#file").set_input_files(str(export))
+    page.get_by_text("export.csv: 4 reviews in 2 sets").wait_for()
+    assert "1 without stars: line 5" in page.locator("#message").inner_text()
+    assert page.locator("#col-text").input_value() == "body"
+    assert page.locator("#col-entity").input_value() == "business_id"
+    assert page.locator("#col-rating").input_value() == "stars"
+    assert page.locator("#stars-on").is_checked()
+    assert page.locator("#reviews").input_value() == "\n".join(REVIEWS)
+    assert star_boxes(page) == ["5", "1", ""]
+    assert page.locator("#review-count").inner_text() == "3 reviews, 2 with stars"
+    assert sent_body(page)["ratings"] == [5, 1, None]
+    page.locator("#set-select").select_option(label="sushi (1 review)")
+    assert star_boxes(page) == ["4.5"]
+
+    # no stars column: none sent; a column of other things than stars: one message, named
+    page.locator("#col-rating").select_option("")
+    assert not page.locator("#stars-on").is_checked()
+    assert "ratings" not in sent_body(page)
+    page.locator("#col-rating").select_option("review_id")
+    page.get_by_text('export.csv: column "review_id" holds no stars (line 2: "r1")').wait_for()
+    assert "error" in page.locator("#message").get_attribute("class")
+    assert page.locator("#reviews").input_value() == ""
+    page.locator("#col-rating").select_option("stars")
+    page.locator("#col-entity").select_option("body")
+    page.get_by_text('column "body" cannot be both the text and the entity').wait_for()
+    page.locator("#col-entity").select_option("")  # one set of all the reviews
+    page.get_by_text("export.csv: 4 reviews (1 without stars: line 5)").wait_for()
+    assert page.locator("#set-choice").is_hidden()
+
+    # bad files: one message naming the file, the line and the column
+    for name, content, message in [
+        ("ten.csv", "text,score\ngood,8\n", 'ten.csv, line 2, column "score": 8 is not stars'),
+        ("wide.csv", "text,stars\n" + "good, cheap,4\n", "wide.csv, line 2: 3 fields where"),
+        ("open.csv", 'text\n"good\n', "open.csv, line 2: a quoted field is not closed"),
+        ("empty.csv", "", "empty.csv: the file is empty"),
+        ("head.csv", "text,stars\n", "head.csv: no rows below the header (text, stars)"),
+        ("bad.jsonl", '{"text": "good"}\n{"text": \n', "bad.jsonl, line 2: not JSON"),
+        (
+            "sets.jsonl",
+            '{"reviews": ["a", "b"], "ratings": [5]}\n',
+            'sets.jsonl, line 1: "ratings"',
+        ),
+        ("none.jsonl", '{"reviews": [" "]}\n', "none.jsonl: no reviews found"),
+    ]:
+        (tmp_path / name).write_text(content)
+        page.locator("#file").set_input_files(str(tmp_path / name))
+        page.get_by_text(message).wait_for()
+        assert "error" in page.locator("#message").get_attribute("class")
+
+    # JSON Lines: Amazon's names per review; review sets with their ratings
+    amazon = tmp_path / "amazon.jsonl"
+    amazon.write_text(
+        "".join(
+            json.dumps({"asin": "B01", "overall": stars, "reviewText": text}) + "\n"
+            for text, stars in zip(OTHER, (5.0, 2.0), strict=True)
+        )
+    )
+    page.locator("#file").set_input_files(str(amazon))
+    page.get_by_text("amazon.jsonl: 2 reviews").wait_for()
+    assert [page.locator(f"#col-{c}").input_value() for c in ("text", "entity", "rating")] == [
+        "reviewText",
+        "asin",
+        "overall",
+    ]
+    assert sent_body(page)["ratings"] == [5, 2]
+    sets = tmp_path / "sets.jsonl"
+    sets.write_text(json.dumps({"entity_id": "one", "reviews": OTHER, "ratings": [None, 3]}))
+    page.locator("#file").set_input_files(str(sets))
+    page.get_by_text("sets.jsonl: 2 reviews").wait_for()
+    assert page.locator("#columns").is_hidden()
+    assert star_boxes(page) == ["", "3"]
+    assert sent_body(page)["ratings"] == [None, 3]
+    assert page.problems == []
+
+
+def test_stars_typed_on_the_page(page):
+    """Pasted reviews get their stars in a box per review, which stays with its review as the
+    text is edited; a box out of 1-5 or not a number stops the request with one message."""
+    page.locator("#reviews").fill("\n".join(REVIEWS))
+    assert page.locator("#star-list").is_hidden()
+    assert "ratings" not in sent_body(page)
+    page.get_by_label("Give each review stars").check()
+    assert page.locator("#star-list li").all_inner_texts() == [f" ★ {r}" for r in REVIEWS]
+    page.get_by_label("Stars for review 1").fill("5")
+    page.get_by_label("Stars for review 3").fill("4,5")
+    assert page.locator("#review-count").inner_text() == "3 reviews, 2 with stars"
+    assert sent_body(page)["ratings"] == [5, None, 4.5]
+
+    box = page.locator("#reviews")  # a review corrected keeps its stars; one added gets none
+    box.fill("\n".join([REVIEWS[0].replace("great", "superb"), *REVIEWS[1:]]))
+    assert star_boxes(page) == ["5", "", "4,5"]
+    box.fill("\n".join([OTHER[0], REVIEWS[0].replace("great", "superb"), *REVIEWS[1:]]))
+    assert star_boxes(page) == ["", "5", "", "4,5"]
+    page.get_by_label("Stars for review 1").fill("2")
+
+    for value, message in [("abc", '"abc" is not a number'), ("7", "7 is not from 1 to 5")]:
+        page.get_by_label("Stars for review 3").fill(value)
+        assert page.get_by_label("Stars for review 3").get_attribute("aria-invalid") == "true"
+        page.locator("#summarize").click()
+        page.get_by_text(f"Review 3's stars: {message} (give 1 to 5, or leave it empty)").wait_for()
+        assert "error" in page.locator("#message").get_attribute("class")
+    page.get_by_label("Stars for review 3").fill("")
+    assert sent_body(page)["ratings"] == [2, 5, None, 4.5]
+    page.get_by_label("Give each review stars").uncheck()  # the boxes kept, not sent
+    assert "ratings" not in sent_body(page)
+    assert page.problems == []
+
+
+STARRED = [
+    "The pizza was great and the staff was friendly. We will come back.",
+    "The soup was cold and the waiter was rude.",
+    "Great pizza, friendly staff.",
+    "We waited an hour for a table and the pasta was bland.",
+]
+STARS = [5, 1, 5, 2]
+
+
+def test_the_same_stars_give_the_same_summary_by_every_path(
+    default_page, default_server, default_summarizer, tmp_path
+):
+    """The default model: Python, HTTP, the page with stars typed and the page with a file's
+    stars column give one summary, another than the one without stars."""
+    python = default_summarizer.summarize(STARRED, ratings=STARS)
+    assert python != default_summarizer.summarize(STARRED), "these stars change nothing"
+    call = urllib.request.Request(
+        default_server + "/v1/summarize",
+        json.dumps({"reviews": STARRED, "ratings": STARS}).encode(),
+        {"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(call, timeout=60) as answer:
+        assert json.load(answer)["summary"] == python
+
+    page = default_page
+    page.locator("#reviews").fill("\n".join(STARRED))
+    page.get_by_label("Give each review stars").check()
+    for i, stars in enumerate(STARS):
+        page.get_by_label(f"Stars for review {i + 1}").fill(str(stars))
+    assert sent_body(page)["ratings"] == STARS
+    page.locator("#summary .sent").first.wait_for()
+    assert page.locator("#summary").inner_text() == python
+
+    export = tmp_path / "export.csv"
+    export.write_text(
+        "business_id,stars,body\n"
+        + "".join(f'pizzeria,{s},"{t}"\n' for t, s in zip(STARRED, STARS, strict=True))
+    )
+    page.locator("#file").set_input_files(str(export))
+    page.get_by_text("export.csv: 4 reviews").wait_for()
+    page.locator("#summary").evaluate("summary => summary.replaceChildren()")  # the next one
+    assert sent_body(page)["ratings"] == STARS
+    page.locator("#summary .sent").first.wait_for()
+    assert page.locator("#summary").inner_text() == python
+    assert page.problems == []
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_page_fits_a_phone_and_a_desktop(browser, default_server, request, tmp_path, width):
+    """At a phone's 390 px nothing is wider than the screen and the Summarize button stays in
+    its card, with a file's columns, the stars and a summary shown; on a desktop the button
+    stays at the right end of the review count's row. Screenshots: $DENOISESUM_ARTIFACTS."""
+    export = tmp_path / "export.csv"
+    export.write_text(
+        "business_id,stars,body\n"
+        + "".join(f'pizzeria,{s},"{t}"\n' for t, s in zip(STARRED, STARS, strict=True))
+        + f'sushi,5,"{OTHER[0]}"\n'
+    )
+    viewport = {"width": width, "height": 844 if width < 600 else 900}
+    with open_page(browser, default_server, request, viewport) as page:
+        page.locator("#file").set_input_files(str(export))
+        page.get_by_text("export.csv: 5 reviews in 2 sets").wait_for()
+        page.locator("#summarize").click()
+        page.locator("#summary .sent").first.wait_for()
+        page.locator("#summary .sent").first.hover()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"page-{width}px.png"), full_page=True)
+
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        assert page.evaluate("document.body.scrollWidth") <= width
+        button = page.locator("#summarize").bounding_box()
+        for card in ("#input-panel", "#result"):
+            box = page.locator(card).bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= width, (card, box)
+        card = page.locator("#input-panel").bounding_box()
+        assert (
+            card["x"] <= button["x"] and button["x"] + button["width"] <= card["x"] + card["width"]
+        )
+        assert (
+            card["y"] <= button["y"]
+            and button["y"] + button["height"] <= card["y"] + card["height"]
+        )
+        count = page.locator("#review-count").bounding_box()
+        if width > 600:  # the desktop's row: the count at the left, the button at the right
+            assert (
+                abs((count["y"] + count["height"] / 2) - (button["y"] + button["height"] / 2)) < 8
+            )
+            assert card["x"] + card["width"] - (button["x"] + button["width"]) < 40
+        assert page.problems == []

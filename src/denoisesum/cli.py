@@ -871,6 +871,41 @@ def rating_command(
     typer.echo(f"-> {path}", err=True)
 
 
+@app.command("aspects")
+@_corpus_options("entity_field", "text_field", "skip_bad")
+def aspects_command(
+    corpus: CorpusArg,
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Directory to write aspects.json to.")
+    ],
+    model: Annotated[
+        str,
+        typer.Option(help="Model directory or installed name whose rating model tells opinions."),
+    ] = "denoisesum-yelp",
+    per_entity: _count(1, 10_000, "Reviews read per entity.") = 12,
+    max_reviews: _count(100, 10_000_000, "Reviews read in all.") = 100_000,
+    corpus_options: CorpusOptions = DEFAULT_CORPUS_OPTIONS,
+) -> None:
+    """Learn the aspect lexicon (what reviewers talk about: "broth", "front desk") that the
+    opinions method reads sentences with; `fit` makes it too."""
+    from denoisesum.inference.summarizer import resolve_model
+    from denoisesum.models.rating import RatingModel
+    from denoisesum.opinions.aspects import build_lexicon, evaluative_words, sample_reviews
+    from denoisesum.progress import progress_bar
+
+    _check_output_dir(output)
+    rating = RatingModel.load(resolve_model(model))
+    reviews = sample_reviews(corpus_options.reader(corpus), per_entity, max_reviews)
+    if not reviews:
+        raise DenoiseSumError(f"{corpus[0]}: no reviews read")
+    with progress_bar(total=len(reviews), desc="tagging", unit="review") as bar:
+        lexicon = build_lexicon(reviews, evaluative_words(rating), progress=bar.update)
+    path = lexicon.save(output)
+    typer.echo(
+        f"{len(lexicon.terms):,} aspects of {lexicon.entities:,} entities -> {path}", err=True
+    )
+
+
 @app.command("opinion-set")
 @_rated_corpus_options
 def opinion_set_command(

@@ -1,5 +1,5 @@
 """How many review sets get another summary decoded alone than decoded in one batch with the
-others: the first 60 held-out hotel sets of runs/adapt-draws (python -m studies.adaptation
+others: the first 60 held-out hotel sets of runs/adapt-draws (python -m lab.studies.adaptation
 prepare --out runs/adapt-draws --draws 12), their stars given, one torch thread, the installed
 denoisesum-yelp with the code on PYTHONPATH:  python docs/results/shortlist-per-set/alone.py"""
 

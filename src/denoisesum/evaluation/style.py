@@ -14,7 +14,7 @@ Measured on a summary's text (tokenized or not; lower-cased, split into words an
   only what cannot come from the input at all.
 
 `style_report` gives the share of summaries with each fault and the mean counts, for comparing
-decodings or models side by side (studies/decoding_levers.py, docs/results/).
+decodings or models side by side (lab/studies/decoding_levers.py, docs/results/).
 """
 
 from __future__ import annotations

@@ -104,8 +104,8 @@ def base_settings(model_dir: Path) -> dict[str, Any]:
     reads = summarize.pop("max_review_tokens", None)  # fit derives it from train.data
     trained = config.get("train") if isinstance(config.get("train"), dict) else {}
     train = {key: trained[key] for key in TRAIN_KEYS if key in trained}
-    # no weight averaging: MODEL's (0.999, an average over some 1,000 steps) kept a 125-step
-    # adaptation within 0.2% of MODEL's weights and lost its gain (docs/results/adaptation.md)
+    # no weight averaging: MODEL's (0.999, an average over some 1,000 steps) would keep a short
+    # adaptation next to MODEL's weights and lose what it learned
     train.update(init_model=str(model_dir.resolve()), keep_checkpoints=1, ema_decay=0.0)
     layer: dict[str, Any] = {
         "train": {

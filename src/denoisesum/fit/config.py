@@ -80,8 +80,9 @@ class DecodeChoiceConfig:
     # minds get no sweeping verdict, and with mixed_sides a two-sided summary) tried besides the
     # decoding's own on the businesses held out of training ([evaluate]): the one whose summaries
     # agree most often with their reviews' opinion is kept, the decoding's own on a tie. The
-    # shipped 0.25 was narrowed for MeanSum's ROUGE; on held-out hotels 0.5 took agreement on
-    # mixed reviews from 53% to 88% (docs/results/adaptation-choice.md). []: no choice
+    # shipped 0.25 was narrowed for MeanSum's ROUGE, which a corpus without references does not
+    # weigh, and a wider band agrees more often on mixed reviews
+    # (docs/results/adaptation-choice.md). []: no choice
     mixed_bands: list[float] = field(default_factory=lambda: [0.5])
     # the exported model's vocabulary shortlist (SummarizerConfig.shortlist, 0: every word),
     # which the dev searches above decode with too; None: the training's summarize.shortlist
@@ -108,9 +109,8 @@ class ExportConfig:
     """How the exported model's weights are stored."""
 
     # as fp16: half the size on disk, and on a CPU decoding reads them packed
-    # (models/packed.py), 1.16x the speed of the fp32 export; the rounding changed 7 of 183
-    # summaries of an adapted model, its measures within chance (docs/results/fit-fp16.md);
-    # false: fp32, the trained weights byte for byte
+    # (models/packed.py), faster than fp32; the rounding can change a few summaries, not how
+    # good they are (docs/results/fit-fp16.md); false: fp32, the trained weights byte for byte
     fp16_weights: bool = True
 
 

@@ -15,12 +15,11 @@ all their words) and takes the model far from the inputs it learned on, so the S
   similar to a candidate summary, so the model learned to turn a set of mutually similar,
   typical reviews into their common opinion; the most central reviews are that kind of input.
   It needs no parameter (a clustering needs a k and a seed) and is deterministic: ties keep
-  the earlier review. Measured (benchmarks/many_reviews.py, docs/results/many-reviews.md, Yelp
-  businesses of 100 reviews): the 8 central reviews hold 92% of a business's 20 most frequent
-  content words (8 random ones 85%), and their summaries the most of them; what it trades:
+  the earlier review. The central reviews hold more of a business's most frequent content words
+  than random ones, and so do their summaries (docs/results/many-reviews.md); what it trades:
   typical reviews are the mainstream ones, so their stars lean a little above the business's
-  mean (+0.15 on average; random -0.03), and longer reviews (up to max_review_tokens, as they
-  are cut) score higher, sharing more words: the model gets fuller inputs.
+  mean, and longer reviews (up to max_review_tokens, as they are cut) score higher, sharing
+  more words: the model gets fuller inputs.
 - "first": the first read_reviews reviews (what max_reviews alone did before).
 - "random": a uniform sample, seeded (`seed`), the same for the same number of reviews.
 

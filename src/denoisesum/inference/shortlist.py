@@ -7,9 +7,9 @@ words and words of those reviews, so scoring only those (Jean et al. 2015; L'Hos
 over the shortlist, which changes probabilities by the mass of the words left out (small for a
 frequency-ordered vocabulary): summaries can differ from full-vocabulary decoding, so this is a
 setting (`SummarizerConfig.shortlist`, `denoisesum summarize --shortlist N`), off unless a
-model's config sets it. Measured with the shipped Yelp model (docs/results/summarize.md): 5,000
-words decode 3.5-3.8x faster than the whole 30k vocabulary with the same dev ROUGE, so its config
-sets 5000.
+model's config sets it. For the shipped Yelp model a few thousand words decode several times
+faster than its whole vocabulary with the same dev ROUGE (docs/results/summarize.md), so its
+config sets one.
 
     model = ShortlistModel(denoisesum_model, shortlist_rows(batch.reviews, 5000, vocab_size))
     hyps = beam_search(model, batch, config, model.positions(banned_ids).tolist())

@@ -114,6 +114,40 @@ class RatingModel:
         """Expected rating of each text [N]."""
         return self.probs(texts) @ self.classes
 
+    def counts(self, tokens: Sequence[str]) -> Counter:
+        """Feature column -> count of a tokenized text (the Tokenizer's tokens)."""
+        return Counter(c for c in map(self.column.get, ngrams(tokens)) if c is not None)
+
+    def stars_of_tokens(self, token_lists: Sequence[Sequence[str]]) -> np.ndarray:
+        """Expected rating of each tokenized text [N], all at once: one sparse product instead
+        of one per text, for the many sentences of many reviews."""
+        return self.stars_of_counts([self.counts(tokens) for tokens in token_lists])
+
+    def stars_of_counts(self, all_counts: Sequence[Counter]) -> np.ndarray:
+        """Expected rating of texts given as their feature counts (`counts`) [N]."""
+        from scipy.sparse import csr_matrix
+
+        rows, cols, values = [], [], []
+        for i, counts in enumerate(all_counts):
+            if not counts:
+                continue
+            where = np.fromiter(counts, dtype=np.int64, count=len(counts))
+            tf = np.fromiter((1 + math.log(counts[c]) for c in counts), np.float32, len(counts))
+            v = tf * self.idf[where]
+            rows.append(np.full(len(where), i))
+            cols.append(where)
+            values.append(v / np.linalg.norm(v))
+        n = len(all_counts)
+        if not rows:
+            x = csr_matrix((n, len(self.features)), dtype=np.float32)
+        else:
+            data = (np.concatenate(values), (np.concatenate(rows), np.concatenate(cols)))
+            x = csr_matrix(data, shape=(n, len(self.features)), dtype=np.float32)
+        scores = np.asarray(x @ self.coef.T) + self.intercept  # [N, K]
+        scores -= scores.max(1, keepdims=True)
+        p = np.exp(scores)
+        return (p / p.sum(1, keepdims=True)) @ self.classes
+
     def star(self, text: str) -> float:
         return float(self.stars([text])[0])
 

@@ -4,10 +4,9 @@ process with the fewest review sets in flight.
 One process serves HTTP; N worker processes, forked once the model is loaded (sharing its
 memory), each run an InferenceQueue of their own (continuous batching: worker.py) on `threads`
 torch threads, and receive jobs over a pipe. Requests are shared out one by one, not
-connection by connection: clients keep their connections open (HTTP keep-alive), and with
-processes that each accepted their own connections, 8 clients split 5 and 3 as often as 4 and 4,
-so one process decoded more requests than the other and its answers came later
-(docs/results/service.md).
+connection by connection: clients keep their connections open (HTTP keep-alive), so processes
+that each accepted their own connections would split the clients unevenly, and one would decode
+more requests than the other and answer later.
 
 A worker that dies fails its requests in flight and stops the service (`failed`: the command
 exits 1), since a service of fewer workers than asked for is not the one started. Workers end

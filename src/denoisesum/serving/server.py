@@ -2,9 +2,8 @@
 the app under uvicorn, with read timeouts that uvicorn lacks; with `workers` > 1 (`serve
 --workers N`), one process serves HTTP and N processes, forked after the model loaded and
 sharing its memory, decode: each request goes to the one with the fewest review sets in flight
-(pool.py). On 2 cores, two of one torch thread each answered about 2x the release's requests
-(docs/results/service.md): one process's decoding thread and request threads share one
-interpreter lock.
+(pool.py). Worker processes, not threads, because one process's decoding thread and request
+threads share one interpreter lock (docs/results/service.md).
 
 uvicorn (h11) times only the gap between two requests on a connection (`timeout_keep_alive`,
 5 s, kept): a client that opens a connection and sends nothing, half a request head, or the
@@ -197,11 +196,10 @@ def serve(
 def freeze_loaded() -> None:
     """Leave the objects alive now (the loaded model's vocabulary, tokenizer and lexicons,
     about 210,000) out of the garbage collector's passes: they live as long as the service.
-    Else each full pass, once or twice a minute per worker under load, walks them all and holds
-    the decoding thread, and with it every running request, for 110-160 ms: the slowest 1% of
-    answers (docs/results/service.md). Before forking (`--workers`), this also keeps the workers
-    from writing to the pages they share with the server (the collector marks every object it
-    walks)."""
+    Else each full pass walks them all and holds the decoding thread, and with it every running
+    request, long enough to make the slowest answers. Before forking (`--workers`), this also
+    keeps the workers from writing to the pages they share with the server (the collector marks
+    every object it walks)."""
     gc.collect()
     gc.freeze()
 
@@ -211,8 +209,8 @@ def _listen(host: str, port: int, backlog: int) -> socket.socket:
 
     Made with its protocol named (TCP), as uvicorn's own are: asyncio turns Nagle's algorithm off
     (TCP_NODELAY) only on connections of such a socket, and with it on, each answer's last
-    segment could wait for the client's delayed acknowledgement, 40 ms on Linux (`socket.
-    create_server` leaves the protocol 0: /healthz, one request at a time, took 44 ms)."""
+    segment could wait for the client's delayed acknowledgement (40 ms on Linux);
+    `socket.create_server` leaves the protocol 0."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP

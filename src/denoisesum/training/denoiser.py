@@ -117,7 +117,7 @@ class SummarizerTrainConfig:
     opinion_lr: float = 0.0
     # the NLL's weight on target words that no input review of the pair holds (1: the paper's
     # loss). A pair's summary is a real review and its inputs are noised copies and similar
-    # reviews: about 11% of its content words are in none of them (studies/pair_support.py),
+    # reviews: about 11% of its content words are in none of them (lab/studies/pair_support.py),
     # and the loss teaches the model to write such words from nothing, the invented details
     # judges mark unsupported; 0 leaves them out of the loss (they still condition what follows)
     unsupported_weight: float = 1.0

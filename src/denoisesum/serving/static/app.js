@@ -11,9 +11,14 @@
     maxWords: $("max-words"), message: $("message"), result: $("result"),
     summary: $("summary"), share: $("share"), evidence: $("evidence"), model: $("model-name"),
     copy: $("copy"), downloadText: $("download-text"), downloadJson: $("download-json"),
+    columns: $("columns"), columnsFile: $("columns-file"), colText: $("col-text"),
+    colEntity: $("col-entity"), colRating: $("col-rating"), starsOn: $("stars-on"),
+    starsHint: $("stars-hint"), starList: $("star-list"),
   };
-  let loadedSets = [];  // review sets read from a file: [{id, reviews}]
-  let last = null;  // {reviews, response} of the summary shown
+  let loadedTable = null;  // the file read, as a table whose columns the page maps
+  let loadedSets = [];  // review sets read from a file: [{id, reviews, ratings}]
+  let starRows = [];  // [{text, value}]: each review of the text box and its stars box's text
+  let last = null;  // {reviews, ratings, response} of the summary shown
   let pinned = null;  // index of the sentence whose evidence stays shown
 
   // ---- reading the reviews -----------------------------------------------------------------
@@ -34,13 +39,99 @@
 
   function updateCount() {
     const n = currentReviews().length;
-    els.count.textContent = `${n} review${n === 1 ? "" : "s"}`;
+    const rated = els.starsOn.checked ? starRows.filter((row) => row.value.trim()).length : 0;
+    els.count.textContent = `${n} review${n === 1 ? "" : "s"}` +
+      (els.starsOn.checked ? `, ${rated} with stars` : "");
   }
 
-  // CSV (RFC 4180: quoted fields may hold the delimiter, quotes ("") and line breaks)
-  function parseDelimited(text, delimiter) {
+  // ---- stars per review -----------------------------------------------------------------
+  // One row per review under the text box, kept beside its review as the text is edited: by
+  // position while the number of reviews stays the same (a review being corrected), by text
+  // when reviews come or go.
+
+  function syncStars() {
+    const reviews = currentReviews();
+    const old = starRows;
+    if (reviews.length === old.length) {
+      starRows = reviews.map((text, i) => ({ text, value: old[i].value }));
+    } else {
+      const used = new Set();
+      starRows = reviews.map((text) => {
+        const j = old.findIndex((row, k) => !used.has(k) && row.text === text);
+        if (j < 0) return { text, value: "" };
+        used.add(j);
+        return { text, value: old[j].value };
+      });
+    }
+    renderStars();
+  }
+
+  function starProblem(value) {  // null when the box is empty or holds 1 to 5, else why not
+    const text = value.trim();
+    if (!text) return null;
+    const stars = Number(text.replace(",", "."));
+    if (!Number.isFinite(stars)) return `"${text}" is not a number`;
+    if (stars < 1 || stars > 5) return `${text} is not from 1 to 5`;
+    return null;
+  }
+
+  function markStar(input, value) {
+    const bad = starProblem(value) !== null;
+    input.classList.toggle("invalid", bad);
+    input.setAttribute("aria-invalid", String(bad));
+  }
+
+  function renderStars() {
+    const on = els.starsOn.checked;
+    els.starList.hidden = !on || starRows.length === 0;
+    els.starsHint.hidden = !on;
+    els.starList.replaceChildren(...starRows.map((row, i) => {
+      const item = document.createElement("li");
+      item.className = "star-row";
+      const input = document.createElement("input");
+      input.type = "text";
+      input.inputMode = "decimal";
+      input.className = "star";
+      input.placeholder = "–";
+      input.value = row.value;
+      input.setAttribute("aria-label", `Stars for review ${i + 1}`);
+      markStar(input, row.value);
+      input.addEventListener("input", () => {
+        row.value = input.value;
+        markStar(input, input.value);
+        updateCount();
+      });
+      const text = document.createElement("span");
+      text.className = "star-text";
+      text.textContent = row.text;
+      text.title = row.text;
+      item.append(input, document.createTextNode(" ★ "), text);
+      return item;
+    }));
+    updateCount();
+  }
+
+  function currentRatings() {  // each review's stars (null where none), or null: none given
+    if (!els.starsOn.checked) return null;
+    const ratings = starRows.map((row, i) => {
+      const problem = starProblem(row.value);
+      if (problem) {
+        const input = els.starList.querySelectorAll("input.star")[i];
+        if (input) input.focus();
+        throw new Error(`Review ${i + 1}'s stars: ${problem} (give 1 to 5, or leave it empty)`);
+      }
+      return row.value.trim() ? Number(row.value.trim().replace(",", ".")) : null;
+    });
+    return ratings.some((r) => r !== null) ? ratings : null;
+  }
+
+  // ---- reading files (in the browser: they are never uploaded) --------------------------
+
+  // CSV (RFC 4180: quoted fields may hold the delimiter, quotes ("") and line breaks); each row
+  // with the line it starts on
+  function parseDelimited(text, delimiter, name) {
     const rows = [];
-    let row = [], field = "", quoted = false, i = 0;
+    let row = [], field = "", quoted = false, i = 0, line = 1, rowLine = 1, quoteLine = 1;
     if (text.charCodeAt(0) === 0xfeff) i = 1;  // a byte-order mark
     for (; i < text.length; i++) {
       const c = text[i];
@@ -48,81 +139,233 @@
         if (c === '"') {
           if (text[i + 1] === '"') { field += '"'; i++; } else { quoted = false; }
         } else {
+          if (c === "\n" || (c === "\r" && text[i + 1] !== "\n")) line++;
           field += c;
         }
       } else if (c === '"' && field === "") {
         quoted = true;
+        quoteLine = line;
       } else if (c === delimiter) {
         row.push(field); field = "";
       } else if (c === "\n" || c === "\r") {
         if (c === "\r" && text[i + 1] === "\n") i++;
-        row.push(field); rows.push(row); row = []; field = "";
+        row.push(field); rows.push({ cells: row, line: rowLine }); row = []; field = "";
+        line++; rowLine = line;
       } else {
         field += c;
       }
     }
-    if (quoted) throw new Error("a quoted field is not closed");
-    if (field !== "" || row.length > 0) { row.push(field); rows.push(row); }
-    return rows.filter((r) => r.some((cell) => cell.trim() !== ""));
+    if (quoted) throw new Error(`${name}, line ${quoteLine}: a quoted field is not closed`);
+    if (field !== "" || row.length > 0) { row.push(field); rows.push({ cells: row, line: rowLine }); }
+    return rows.filter((r) => r.cells.some((cell) => cell.trim() !== ""));
   }
 
-  function groupReviews(records) {  // [{entity, text}] -> [{id, reviews}] in order of appearance
-    const sets = new Map();
-    for (const { entity, text } of records) {
-      if (typeof text !== "string" || !text.trim()) continue;
-      if (!sets.has(entity)) sets.set(entity, []);
-      sets.get(entity).push(text.trim());
+  // A file as a table: {name, columns, rows: [{where, cells: {column: value}}], sets}, where
+  // sets are the entities a JSON file gives whole ({"reviews": [...], "ratings": [...]}).
+  function tableFromDelimited(text, delimiter, name) {
+    const rows = parseDelimited(text, delimiter, name);
+    if (!rows.length) throw new Error(`${name}: the file is empty`);
+    const columns = rows[0].cells.map((h, i) => h.trim() || `column ${i + 1}`);
+    if (rows.length < 2) throw new Error(`${name}: no rows below the header (${columns.join(", ")})`);
+    const seen = new Set();
+    for (const column of columns) {
+      if (seen.has(column)) throw new Error(`${name}, line ${rows[0].line}: two columns named "${column}"`);
+      seen.add(column);
     }
-    return [...sets].map(([id, reviews]) => ({ id, reviews }));
+    const sep = delimiter === "\t" ? "tab" : `"${delimiter}"`;
+    return {
+      name, columns, sets: [],
+      rows: rows.slice(1).map(({ cells, line }) => {
+        if (cells.length > columns.length) {
+          throw new Error(`${name}, line ${line}: ${cells.length} fields where the header has ` +
+                          `${columns.length} (a text holding a ${sep} outside quotes?)`);
+        }
+        return { where: `line ${line}`, cells: Object.fromEntries(cells.map((c, i) => [columns[i], c])) };
+      }),
+    };
   }
 
-  function setsFromTable(text, delimiter, name) {
-    const rows = parseDelimited(text, delimiter);
-    if (rows.length < 2) throw new Error(`${name}: no rows below the header`);
-    const header = rows[0].map((h) => h.trim().toLowerCase());
-    const textColumn = header.indexOf("text");
-    if (textColumn < 0) {
-      throw new Error(`${name}: no "text" column (columns: ${header.join(", ")})`);
+  function checkSetRatings(value, where, name, count) {
+    if (value === undefined || value === null) return null;
+    if (!Array.isArray(value) || value.length !== count) {
+      throw new Error(`${name}, ${where}: "ratings" must be a list of ${count} values ` +
+                      "(one per review, null where unknown)");
     }
-    const entityColumn = header.indexOf("entity_id");
-    return groupReviews(rows.slice(1).map((r) => ({
-      entity: entityColumn >= 0 ? (r[entityColumn] || "").trim() || "reviews" : "reviews",
-      text: r[textColumn] || "",
-    })));
+    return value.map((r, i) => {
+      if (r === null) return null;
+      if (typeof r !== "number" || r < 1 || r > 5) {
+        throw new Error(`${name}, ${where}: "ratings"[${i}] is ${JSON.stringify(r)}, ` +
+                        "not stars from 1 to 5 (or null)");
+      }
+      return r;
+    });
   }
 
-  function setsFromJson(text, name) {
+  function tableFromJson(text, name) {
     let values;
     const trimmed = text.trim();
-    if (trimmed.startsWith("[")) {
-      values = JSON.parse(trimmed);  // one JSON array of records or strings
+    const isArray = trimmed.startsWith("[");
+    if (!trimmed) throw new Error(`${name}: the file is empty`);
+    if (isArray) {
+      try {
+        values = JSON.parse(trimmed);  // one JSON array of records or strings
+      } catch (err) {
+        throw new Error(`${name}: not JSON (${err.message})`);
+      }
     } else {
       values = [];
       trimmed.split(/\r?\n/).forEach((line, i) => {
         if (!line.trim()) return;
         try {
-          values.push(JSON.parse(line));
+          values.push([JSON.parse(line), `line ${i + 1}`]);
         } catch (err) {
           throw new Error(`${name}, line ${i + 1}: not JSON (${err.message})`);
         }
       });
     }
-    const sets = [], single = [];
-    values.forEach((value, i) => {
-      const id = value && (value.entity_id || value.id);
+    if (isArray) values = values.map((v, i) => [v, `record ${i + 1}`]);
+    const sets = [], rows = [], columns = [];
+    for (const [value, where] of values) {
       if (typeof value === "string") {
-        single.push({ entity: "reviews", text: value });
-      } else if (value && Array.isArray(value.reviews)) {
-        sets.push({ id: id || `set ${i + 1}`,
-                    reviews: value.reviews.filter((r) => typeof r === "string" && r.trim())
-                                          .map((r) => r.trim()) });
-      } else if (value && typeof value.text === "string") {
-        single.push({ entity: id || "reviews", text: value.text });
+        rows.push({ where, cells: { text: value } });
+        if (!columns.includes("text")) columns.push("text");
+      } else if (value && typeof value === "object" && Array.isArray(value.reviews)) {
+        const id = value.entity_id || value.id || `set ${sets.length + 1}`;
+        const ratings = checkSetRatings(value.ratings, where, name, value.reviews.length);
+        const kept = [], stars = [];
+        value.reviews.forEach((r, i) => {
+          if (typeof r !== "string" || !r.trim()) return;
+          kept.push(r.trim());
+          stars.push(ratings ? ratings[i] : null);
+        });
+        if (kept.length) sets.push({ id: String(id), reviews: kept, ratings: stars });
+      } else if (value && typeof value === "object" && !Array.isArray(value)) {
+        rows.push({ where, cells: value });
+        for (const key of Object.keys(value)) if (!columns.includes(key)) columns.push(key);
       } else {
-        throw new Error(`${name}, record ${i + 1}: no "text" or "reviews" field`);
+        throw new Error(`${name}, ${where}: not a record ({"text": ...}), a review set ` +
+                        '({"reviews": [...]}) or a string');
       }
+    }
+    return { name, columns, rows, sets };
+  }
+
+  // the columns' usual names (lower case, without "_", "-" or spaces), most likely first
+  const GUESSES = {
+    text: ["text", "reviewtext", "review", "body", "reviewbody", "content", "reviewcontent",
+           "comment", "comments", "description"],
+    entity: ["entityid", "businessid", "productid", "parentasin", "asin", "hotelid", "hotel",
+             "hotelname", "hotelurl", "restaurantid", "restaurant", "placeid", "gmapid",
+             "business", "businessname", "product", "productname", "itemid", "item", "appid",
+             "entity", "name"],
+    rating: ["rating", "stars", "star", "reviewrating", "reviewstars", "overall",
+             "ratingoverall", "score", "reviewscore", "rate"],
+  };
+
+  function guess(columns, role, taken) {
+    const plain = (c) => c.toLowerCase().replace(/[^a-z0-9]/g, "");
+    for (const wanted of GUESSES[role]) {
+      const found = columns.find((c) => !taken.includes(c) && plain(c) === wanted);
+      if (found !== undefined) return found;
+    }
+    return "";
+  }
+
+  function fillSelect(select, columns, chosen, none) {
+    const options = [["", none], ...columns.map((c) => [c, c])].map(([value, label]) => {
+      const option = document.createElement("option");
+      option.value = value;
+      option.textContent = label;
+      return option;
     });
-    return [...sets, ...groupReviews(single)].filter((s) => s.reviews.length > 0);
+    select.replaceChildren(...options);
+    select.value = chosen;
+  }
+
+  function showColumns(table) {
+    const { columns } = table;
+    const text = guess(columns, "text", []);
+    const entity = guess(columns, "entity", [text]);
+    const rating = guess(columns, "rating", [text, entity]);
+    fillSelect(els.colText, columns, text, "choose…");
+    fillSelect(els.colEntity, columns, entity, "none: one set");
+    fillSelect(els.colRating, columns, rating, "none");
+    els.columnsFile.textContent = table.name;
+    els.columns.hidden = columns.length === 0;
+  }
+
+  function starsOf(raw) {  // a cell's stars: a number, null (empty, not a number), or "bad"
+    if (raw === null || raw === undefined) return null;
+    if (typeof raw === "number") return raw >= 1 && raw <= 5 ? raw : "bad";
+    const text = String(raw).trim().replace(",", ".");
+    if (!text) return null;
+    const stars = Number(text);
+    if (!Number.isFinite(stars)) return null;
+    return stars >= 1 && stars <= 5 ? stars : "bad";
+  }
+
+  function excerpt(value) {
+    const text = String(value);
+    return text.length > 40 ? `${text.slice(0, 40)}…` : text;
+  }
+
+  // The table's rows grouped by the chosen columns: [{id, reviews, ratings}] and what was left
+  function setsFromTable(table) {
+    const { name, rows } = table;
+    const text = els.colText.value, entity = els.colEntity.value, rating = els.colRating.value;
+    if (!table.rows.length) {
+      if (!table.sets.length) throw new Error(`${name}: no reviews found`);
+      return { sets: table.sets, skipped: 0, unrated: [] };
+    }
+    if (!text) {
+      throw new Error(`${name}: which column holds the review text? Choose it above ` +
+                      `(columns: ${table.columns.join(", ")})`);
+    }
+    if (entity === text || rating === text) {
+      throw new Error(`${name}: column "${text}" cannot be both the text and the ` +
+                      `${entity === text ? "entity" : "stars"}`);
+    }
+    if (rating && rating === entity) {
+      throw new Error(`${name}: column "${rating}" cannot be both the entity and the stars`);
+    }
+    const groups = new Map();
+    let skipped = 0, rated = 0, firstUnrated = null;
+    const unrated = [];
+    for (const row of rows) {
+      const review = row.cells[text];
+      if (review !== null && review !== undefined && typeof review !== "string") {
+        throw new Error(`${name}, ${row.where}, column "${text}": not a text ` +
+                        `(${excerpt(JSON.stringify(review))})`);
+      }
+      if (!review || !review.trim()) { skipped++; continue; }
+      let stars = null;
+      if (rating) {
+        stars = starsOf(row.cells[rating]);
+        if (stars === "bad") {
+          throw new Error(`${name}, ${row.where}, column "${rating}": ` +
+                          `${excerpt(row.cells[rating])} is not stars from 1 to 5`);
+        }
+        if (stars === null) {
+          unrated.push(row.where);
+          if (firstUnrated === null) firstUnrated = row;
+        } else {
+          rated++;
+        }
+      }
+      const id = entity ? String(row.cells[entity] ?? "").trim() || "(no id)" : "reviews";
+      if (!groups.has(id)) groups.set(id, { id, reviews: [], ratings: [] });
+      groups.get(id).reviews.push(review.trim());
+      groups.get(id).ratings.push(stars);
+    }
+    if (rating && rated === 0 && firstUnrated) {
+      const raw = firstUnrated.cells[rating];
+      throw new Error(`${name}: column "${rating}" holds no stars (${firstUnrated.where}: ` +
+                      `${raw === undefined || raw === null || raw === "" ? "empty"
+                        : `"${excerpt(raw)}"`}); choose the stars column, or none`);
+    }
+    const sets = [...table.sets, ...groups.values()];
+    if (!sets.length) throw new Error(`${name}: no review text in column "${text}"`);
+    return { sets, skipped, unrated };
   }
 
   function showSet(index) {
@@ -131,19 +374,30 @@
     const multiline = set.reviews.some((r) => r.includes("\n"));
     setSplitMode(multiline ? "blocks" : "lines");
     els.reviews.value = set.reviews.join(multiline ? "\n\n" : "\n");
-    updateCount();
+    const ratings = set.ratings || set.reviews.map(() => null);
+    starRows = set.reviews.map((text, i) => ({ text, value: ratings[i] === null ? "" : String(ratings[i]) }));
+    renderStars();
   }
 
-  async function loadFile(file) {
-    const text = await file.text();
-    const name = file.name;
-    const lower = name.toLowerCase();
-    let sets;
-    if (lower.endsWith(".csv")) sets = setsFromTable(text, ",", name);
-    else if (lower.endsWith(".tsv")) sets = setsFromTable(text, "\t", name);
-    else if (/\.(jsonl|ndjson|json)$/.test(lower)) sets = setsFromJson(text, name);
-    else sets = [{ id: name, reviews: [text] }];  // plain text: the textarea's rules apply
-    if (!sets.length) throw new Error(`${name}: no reviews found`);
+  function clearLoaded() {
+    loadedSets = [];
+    els.setChoice.hidden = true;
+    els.reviews.value = "";
+    starRows = [];
+    renderStars();
+  }
+
+  function applyTable() {  // the loaded table's sets under the chosen columns, on the page
+    const table = loadedTable;
+    let result;
+    try {
+      result = setsFromTable(table);
+    } catch (err) {
+      clearLoaded();
+      say(err.message, true);
+      return;
+    }
+    const { sets, skipped, unrated } = result;
     loadedSets = sets;
     els.setSelect.replaceChildren(...sets.map((s, i) => {
       const option = document.createElement("option");
@@ -152,15 +406,41 @@
       return option;
     }));
     els.setChoice.hidden = sets.length < 2;
-    if (lower.endsWith(".txt")) {
-      els.reviews.value = text;
-      updateCount();
-    } else {
-      showSet(0);
-    }
+    els.starsOn.checked = sets.some((s) => s.ratings && s.ratings.some((r) => r !== null));
+    showSet(0);
     const total = sets.reduce((n, s) => n + s.reviews.length, 0);
-    say(`${name}: ${total} review${total === 1 ? "" : "s"}` +
-        (sets.length > 1 ? ` in ${sets.length} sets; pick one above` : ""));
+    const notes = [];
+    if (skipped) notes.push(`${skipped} row${skipped === 1 ? "" : "s"} without text skipped`);
+    if (unrated.length) {
+      const shown = unrated.slice(0, 5).join(", ") + (unrated.length > 5 ? ", …" : "");
+      notes.push(`${unrated.length} without stars: ${shown}`);
+    }
+    say(`${table.name}: ${total} review${total === 1 ? "" : "s"}` +
+        (sets.length > 1 ? ` in ${sets.length} sets; pick one above` : "") +
+        (notes.length ? ` (${notes.join("; ")})` : ""));
+  }
+
+  async function loadFile(file) {
+    const text = await file.text();
+    const name = file.name;
+    const lower = name.toLowerCase();
+    let table;
+    if (lower.endsWith(".csv")) table = tableFromDelimited(text, ",", name);
+    else if (lower.endsWith(".tsv")) table = tableFromDelimited(text, "\t", name);
+    else if (/\.(jsonl|ndjson|json)$/.test(lower)) table = tableFromJson(text, name);
+    else {  // plain text: the text box's rules apply
+      if (!text.trim()) throw new Error(`${name}: the file is empty`);
+      loadedTable = null;
+      els.columns.hidden = true;
+      clearLoaded();
+      els.reviews.value = text;
+      syncStars();
+      say(`${name}: ${currentReviews().length} reviews`);
+      return;
+    }
+    loadedTable = table;
+    showColumns(table);
+    applyTable();
   }
 
   // ---- talking to the service --------------------------------------------------------------
@@ -182,8 +462,9 @@
     return `Error ${status}: ${text}`;
   }
 
-  function requestBody(reviews) {  // the reviews and the chosen slice and length
+  function requestBody(reviews, ratings) {  // the reviews, their stars, the slice and length
     const body = { reviews, slice: els.slice.value };
+    if (ratings) body.ratings = ratings;
     const words = parseInt(els.maxWords.value, 10);
     if (Number.isFinite(words) && words > 0) body.max_words = words;
     return body;
@@ -196,6 +477,13 @@
       els.reviews.focus();
       return;
     }
+    let ratings;
+    try {
+      ratings = currentRatings();
+    } catch (err) {
+      say(err.message, true);
+      return;
+    }
     els.button.disabled = true;
     els.button.textContent = "Summarizing…";
     say(`Summarizing ${reviews.length} review${reviews.length === 1 ? "" : "s"}…`);
@@ -203,7 +491,7 @@
       const response = await fetch("/v1/summarize", {
         method: "POST",
         headers: { "Content-Type": "application/json" },
-        body: JSON.stringify(requestBody(reviews)),
+        body: JSON.stringify(requestBody(reviews, ratings)),
       });
       let body = null;
       try { body = await response.json(); } catch (err) { body = null; }
@@ -211,7 +499,7 @@
         say(describeError(body, response.status, reviews), true);
         return;
       }
-      last = { reviews, response: body };
+      last = { reviews, ratings, response: body };
       pinned = null;
       render();
       const warnings = body.warnings || [];  // unreadable input, outside the model's domain
@@ -323,7 +611,10 @@
         item.className = "support-review";
         const head = document.createElement("div");
         head.className = "review-head";
-        head.textContent = `Review ${review.index + 1} · score ${review.score.toFixed(2)} · ` +
+        const stars = last.ratings && last.ratings[review.index];
+        head.textContent = `Review ${review.index + 1}` +
+          (stars !== null && stars !== undefined ? ` · ${stars}★` : "") +
+          ` · score ${review.score.toFixed(2)} · ` +
           `shares: ${review.matched.join(", ")}`;
         item.append(head, markWords(last.reviews[review.index] || "", review.matched));
         list.append(item);
@@ -379,8 +670,12 @@
 
   // ---- wiring ------------------------------------------------------------------------------
 
-  els.reviews.addEventListener("input", updateCount);
-  document.querySelectorAll('input[name="split"]').forEach((r) => r.addEventListener("change", updateCount));
+  els.reviews.addEventListener("input", syncStars);
+  document.querySelectorAll('input[name="split"]').forEach((r) => r.addEventListener("change", syncStars));
+  els.starsOn.addEventListener("change", renderStars);
+  for (const select of [els.colText, els.colEntity, els.colRating]) {
+    select.addEventListener("change", () => { if (loadedTable) applyTable(); });
+  }
   els.reviews.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) summarize();
   });
@@ -392,6 +687,10 @@
       await loadFile(file);
     } catch (err) {
       say(`Could not read the file: ${err.message}`, true);
+      loadedTable = null;
+      loadedSets = [];
+      els.columns.hidden = true;
+      els.setChoice.hidden = true;
     }
     els.file.value = "";  // the same file can be loaded again
   });
@@ -428,11 +727,12 @@
   els.downloadJson.addEventListener("click", () => {
     if (!last) return;
     const record = { ...last.response, reviews: last.reviews };
+    if (last.ratings) record.ratings = last.ratings;
     download("summary.json", "application/json", JSON.stringify(record, null, 2) + "\n");
   });
 
   fetch("/v1/models").then((r) => (r.ok ? r.json() : null)).then((body) => {
     if (body && body.models && body.models.length) els.model.textContent = `model: ${body.models[0].id}`;
   }).catch(() => {});
-  updateCount();
+  syncStars();
 })();

@@ -1,0 +1,297 @@
+"""Writing an opinion as one sentence: the review sentence that says it best, in the third person.
+
+The sentences of one opinion are noisy versions of it (the paper's idea at the level of a
+sentence); the one that says it best is the one the others agree with most (the mean cosine
+of their content words' TF-IDF vectors, the set's own IDF), that names the aspect, reads on its
+own (no opening "it", "they", "but", no question), is neither a fragment nor a ramble, and keeps
+its specifics (numbers, named dishes: `specific_words`). It is then told in the third person:
+"I loved the broth" -> "One reviewer loved the broth"; "we waited 30 minutes" -> "Reviewers
+waited 30 minutes"; "the broth was rich" -> "The broth is rich" when a sentence opens with
+its aspect, since a summary describes the place as it is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import regex
+
+from denoisesum.opinions.sentences import Sentence
+from denoisesum.text import content_words, fold
+
+MIN_WORDS, MAX_WORDS = 5, 24
+# an opinion's sentences weighed (the first ones, in review order) and the others each is
+# compared with: a bounded cost, whatever the number of reviews
+MAX_CANDIDATES, MAX_OTHERS = 300, 100  # a summary sentence's words (what a reader takes in at once)
+# a sentence opening with one of these leans on the one before it
+_LEANS = frozenset(
+    """it it's its they they're their them this that these those he she him her his which
+    also and but so or then plus though although however because anyway still too yes no
+    well oh lol haha ok okay otherwise again besides additionally instead meanwhile now
+    apparently regardless therefore thus hence secondly finally lastly next""".split()
+)
+# a sentence about the review itself, not the place
+_META = frozenset("star stars review reviews yelp yelpers rating rate rated update edit".split())
+_FIRST_SINGULAR = {"i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself"}
+_FIRST_PLURAL = {"we", "we're", "we've", "we'd", "we'll", "us", "our", "ours", "ourselves"}
+_WORD = regex.compile(r"[\p{L}']+|\S")
+# first-person words -> the third person, after the subject has been named
+_THIRD = {
+    "i": "they", "we": "they", "me": "them", "us": "them", "my": "their", "our": "their",
+    "mine": "theirs", "ours": "theirs", "myself": "themselves", "ourselves": "themselves",
+    "i'm": "they're", "we're": "they're", "i've": "they've", "we've": "they've",
+    "i'd": "they'd", "we'd": "they'd", "i'll": "they'll", "we'll": "they'll",
+}  # fmt: skip
+_PRESENT = {"was": "is", "were": "are"}
+
+
+def words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def first_person(tokens: Sequence[str]) -> bool:
+    return any(t in _FIRST_SINGULAR or t in _FIRST_PLURAL for t in tokens)
+
+
+def readable(sentence: Sentence) -> bool:
+    """Whether a review sentence can stand alone in a summary."""
+    text = sentence.text
+    n = len(text.split())
+    if sentence.piece or not (text[0].isupper() or text[0].isdigit()):
+        return False  # a fragment
+    if first_person(sentence.tokens) and not convertible(sentence.tokens):
+        return False
+    if not MIN_WORDS <= n <= MAX_WORDS or "?" in text or "http" in text or "@" in text:
+        return False
+    letters = [c for c in text if c.isalpha()]
+    if not letters or sum(c.isupper() for c in letters) > 0.3 * len(letters):
+        return False  # SHOUTING, or no words at all
+    first = sentence.tokens[0] if sentence.tokens else ""
+    if first in _LEANS or not text[0].isalnum() or _META.intersection(sentence.tokens):
+        return False
+    shouting = any(len(w) > 3 and w.isupper() for w in regex.findall(r"\p{L}+", text))
+    return not shouting and text.count("!") <= 1 and not any(m in text for m in _MARKS)
+
+
+_MARKS = ("...", '"', "--", "`", "  ")
+
+
+def convertible(tokens: Sequence[str]) -> bool:
+    """Whether third_person can tell a first-person sentence well: its reviewer is its subject
+    at the start ("I loved", "We waited", "My ramen"), the verb after "I"/"we" is one whose
+    agreement is known, and no later "I" or "we" needs a verb of its own."""
+    persons = [i for i, t in enumerate(tokens) if t in _FIRST_SINGULAR or t in _FIRST_PLURAL]
+    if not persons or persons[0] > 1:
+        return False
+    subjects = [i for i in persons if tokens[i] in ("i", "we")]
+    if len(subjects) > 1 or (subjects and subjects[0] != persons[0]):
+        return False
+    if not subjects:
+        return True  # "my ramen was cold"
+    after = [t for t in tokens[subjects[0] + 1 :] if t not in _ADVERBS][:1]
+    return bool(after) and (
+        after[0] in _PRESENT_VERBS
+        or after[0] in _KNOWN_VERBS
+        or after[0].endswith("ed")
+        or after[0] in ("'m", "'ve", "'d", "'ll", "'re")
+    )
+
+
+_KNOWN_VERBS = frozenset(
+    """am are was were have had do did does will would can could should must might may
+    went got ate came took left saw found thought felt made paid gave told said sat tried
+    bought brought spent knew kept heard""".split()
+)
+
+
+def specific_words(tokens: Sequence[str], aspects: Sequence[str]) -> int:
+    """What makes a sentence particular: numbers (prices, waits) and the words of compound
+    aspects ("pork ramen", "front desk")."""
+    numbers = sum(any(c.isdigit() for c in t) for t in tokens)
+    return numbers + sum(len(a.split()) - 1 for a in aspects)
+
+
+def vectors_of(sentences: Sequence[Sentence]) -> list[dict[str, float]]:
+    bags = [Counter(fold(w) for w in content_words(s.tokens)) for s in sentences]
+    df = Counter(w for bag in bags for w in bag)
+    n = len(bags)
+    out = []
+    for bag in bags:
+        vec = {w: (1 + math.log(c)) * math.log((n + 1) / (df[w] + 1) + 1) for w, c in bag.items()}
+        norm = math.sqrt(sum(v * v for v in vec.values())) or 1.0
+        out.append({w: v / norm for w, v in vec.items()})
+    return out
+
+
+def unit_bag(tokens: Sequence[str]) -> dict[str, float]:
+    """A text's distinct content words (folded) as a unit vector."""
+    words = {fold(w) for w in content_words(tokens)}
+    return dict.fromkeys(words, 1 / math.sqrt(len(words))) if words else {}
+
+
+def cosine(a: dict[str, float], b: dict[str, float]) -> float:
+    if len(a) > len(b):
+        a, b = b, a
+    return sum(v * b.get(w, 0.0) for w, v in a.items())
+
+
+def ranked_sentences(
+    group: Sequence[Sentence],
+    polarity: int,
+    aspect: str = "",
+    vocabulary: frozenset[str] = frozenset(),
+) -> list[int]:
+    """The indices in `group` of the sentences that can stand alone, best first: the one the
+    others agree with most, of a reader's length, an opinion rather than a story ("we ordered
+    the ramen"), as strong as the opinion, of one mind, and with its specifics."""
+    # a sentence says a complaint or praise in its own words, or it is a story ("stopped in
+    # for a sandwich") that only its review's stars make one
+    candidates = [
+        i for i, s in enumerate(group) if readable(s) and (polarity == 0 or s.felt == polarity)
+    ][:MAX_CANDIDATES]
+    if not candidates:
+        return []
+    step = max(1, len(group) // MAX_OTHERS)  # agreement with a bounded sample of the others
+    others = list(range(0, len(group), step))
+    read = sorted(set(candidates) | set(others))
+    vectors = dict(zip(read, vectors_of([group[i] for i in read]), strict=True))
+
+    def score(i: int) -> float:
+        s = group[i]
+        agree = sum(cosine(vectors[i], vectors[j]) for j in others if j != i) / len(others)
+        stars = s.aspect_stars.get(aspect, s.stars)
+        strong = 1.0 + 0.3 * min(2.0, abs(stars - 3.0)) * (polarity != 0)
+        detail = 1 + 0.15 * specific_words(s.tokens, s.aspects)
+        mind = 0.7 if s.contrast else 1.0
+        focus = 1.8 if aspect and aspect.split()[-1] in (fold(t) for t in s.tokens[:4]) else 1.0
+        known = (
+            0.5 ** sum(t.isalpha() and t not in vocabulary for t in s.tokens) if vocabulary else 1
+        )
+        return (
+            (agree + 0.05) * _shape(s) * _voice(s.tokens) * strong * detail * mind * focus * known
+        )
+
+    return sorted(candidates, key=lambda i: (-score(i), i))
+
+
+_EVALUATIVE_VERBS = frozenset(
+    "love loved like liked recommend recommended enjoy enjoyed adore adored hate hated "
+    "prefer preferred appreciate appreciated".split()
+)
+
+
+def _voice(tokens: Sequence[str]) -> float:
+    """1 for a sentence about the place; less for one about the reviewer, least for a story."""
+    if not first_person(tokens):
+        return 1.0
+    return 0.85 if _EVALUATIVE_VERBS.intersection(tokens) else 0.35
+
+
+def _shape(s: Sentence) -> float:
+    n = len(s.text.split())
+    length = 1.0 if 6 <= n <= 18 else 0.8 if n <= 24 else 0.6
+    clutter = 0.8 if any(c in s.text for c in "()&/[]*~") or " - " in s.text else 1.0
+    return length * clutter
+
+
+def third_person(text: str, aspects: Sequence[str] = (), who: str = "one") -> tuple[str, bool]:
+    """A review sentence told in the third person, and whether it names its reviewer: its
+    first "I" or "we" (one reviewer's party) becomes "one reviewer" (`who` "another": "another
+    reviewer"), later ones "they", "my" -> "their"; in the present when it opens with its aspect
+    ("The broth was rich." -> "The broth is rich.")."""
+    pieces = regex.findall(r"[\p{L}']+|[^\p{L}'\s]+|\s+", text.strip())
+    reviewer = f"{who} reviewer"
+    named = False  # whether the reviewer has been named as the subject yet
+    for k, piece in enumerate(pieces):
+        low = piece.lower()
+        if low not in _THIRD:
+            continue
+        stem, _, clitic = low.partition("'")
+        if not named and stem in ("my", "our"):
+            pieces[k] = f"{reviewer}'s"
+            named = True
+        elif not named and stem in ("i", "we"):
+            pieces[k] = reviewer + _subject_tail(clitic, True)
+            named = True
+            if not clitic and not _after_auxiliary(pieces, k):
+                _agree_next(pieces, k, True)
+        else:
+            pieces[k] = _THIRD[low]
+            if stem in ("i", "we") and not clitic:
+                _agree_next(pieces, k, False)
+    sentence = _present("".join(pieces), aspects)
+    sentence = sentence[0].upper() + sentence[1:]
+    ended = sentence if sentence[-1] in ".!" else sentence.rstrip(",;:- ") + "."
+    return ended, named
+
+
+def _after_auxiliary(pieces: list[str], k: int) -> bool:
+    before = [p.lower() for p in pieces[:k] if not p.isspace()]
+    return bool(before) and before[-1] in _INVERTING
+
+
+def _subject_tail(clitic: str, singular: bool) -> str:
+    return {
+        "": "",
+        "m": " is" if singular else " are",
+        "re": " is" if singular else " are",
+        "ve": " has" if singular else " have",
+        "d": " would",
+        "ll": " will",
+    }[clitic]
+
+
+def _agree_next(pieces: list[str], k: int, singular: bool) -> None:
+    """The verb after the new subject agrees with it: "we were" -> "one reviewer was", "I
+    love" -> "one reviewer loves" (common verbs only: an irregular past such as "went" needs
+    nothing); after "they": "was" -> "were", "am" -> "are"."""
+    for j in range(k + 1, min(k + 7, len(pieces))):
+        low = pieces[j].lower()
+        if low.isspace() or low in _ADVERBS:
+            continue
+        if singular:
+            pieces[j] = _SINGULAR.get(low) or (
+                _third_singular(pieces[j]) if low in _PRESENT_VERBS else pieces[j]
+            )
+        else:
+            pieces[j] = {"am": "are", "was": "were"}.get(low, pieces[j])
+        return
+
+
+_SINGULAR = {
+    "am": "is", "are": "is", "were": "was", "have": "has", "do": "does", "don't": "doesn't",
+    "haven't": "hasn't", "aren't": "isn't", "weren't": "wasn't",
+}  # fmt: skip
+# a subject after one of these is a question's ("what can I say"): its verb stays
+_INVERTING = frozenset("can could will would should do did does may might must shall".split())
+_ADVERBS = frozenset(
+    "really just definitely totally absolutely highly honestly usually often even still only "
+    "also always never truly seriously personally actually certainly".split()
+)
+_PRESENT_VERBS = frozenset(
+    "love like recommend think want hate enjoy prefer feel know wish hope need come go get "
+    "order eat visit suggest miss live work mean say find agree give keep crave adore dislike "
+    "appreciate understand believe expect stop return".split()
+)
+
+
+def _third_singular(verb: str) -> str:
+    low = verb.lower()
+    if low in ("go", "do"):
+        return verb + "es"
+    if low.endswith(("s", "sh", "ch", "x", "z")):
+        return verb + "es"
+    if low.endswith("y") and low[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def _present(sentence: str, aspects: Sequence[str]) -> str:
+    """'The broth was rich' -> 'The broth is rich' when the sentence opens with an aspect."""
+    match = regex.match(r"(?i)(the|their|its)\s+([\p{L}' -]{1,40}?)\s+(was|were)\b", sentence)
+    if not match or not any(a in match.group(2).lower() for a in aspects):
+        return sentence
+    verb = _PRESENT[match.group(3).lower()]
+    return sentence[: match.start(3)] + verb + sentence[match.end(3) :]

@@ -1,5 +1,0 @@
-"""Research studies and one-off probes of denoisesum (see studies/README.md).
-
-They import the package and are never imported by it (tests/test_layers.py checks both ways).
-Run one from the repository root as a module, e.g. `python -m studies.decoding_levers --help`.
-"""

@@ -1,0 +1,205 @@
+"""The opinions method on tiny hand-made reviews: a lexicon and a rating model small enough to
+read, so that each test's expected summary follows from its reviews."""
+
+import time
+
+import numpy as np
+import pytest
+
+from denoisesum.models.rating import RatingModel
+from denoisesum.opinions.aspects import Lexicon
+from denoisesum.opinions.method import DIVIDED_OPENING, OpinionMethod
+from denoisesum.opinions.sentences import distinct_reviews, read_sentences
+from denoisesum.opinions.writing import third_person
+
+GOOD = ["delicious", "friendly", "great", "rich", "fresh", "love", "loved"]
+BAD = ["rude", "salty", "slow", "cold", "dirty", "bland", "waited"]
+WORDS = (
+    GOOD
+    + BAD
+    + """the broth is was staff pork ramen a for table minutes we and
+    it our server noodles""".split()
+)
+
+
+def tiny_rating() -> RatingModel:
+    """Five classes; each good word pulls toward 5 stars, each bad one toward 1."""
+    features = GOOD + BAD
+    coef = np.zeros((5, len(features)), np.float32)
+    for j, word in enumerate(features):
+        coef[4 if word in GOOD else 0, j] = 6.0
+    return RatingModel(
+        features,
+        np.ones(len(features), np.float32),
+        coef,
+        np.zeros(5, np.float32),
+        np.arange(1, 6, dtype=np.float32),
+    )
+
+
+def tiny_lexicon() -> Lexicon:
+    terms = {"broth": 5, "staff": 80, "ramen": 10, "pork ramen": 2, "table": 60, "noodle": 8}
+    return Lexicon(terms, 100, frozenset(WORDS))
+
+
+@pytest.fixture
+def method() -> OpinionMethod:
+    return OpinionMethod(tiny_lexicon(), tiny_rating())
+
+
+def test_lexicon_names_compounds_before_their_head():
+    lexicon = tiny_lexicon()
+    assert lexicon.mentions("the pork ramen and the ramen broth".split()) == [
+        "pork ramen",
+        "ramen",
+        "broth",
+    ]
+    assert lexicon.mentions(["noodles"]) == ["noodle"]  # plurals folded
+    assert lexicon.specificity("pork ramen") > lexicon.specificity("staff")
+
+
+def test_identical_reviews_count_once():
+    found = distinct_reviews(["Great broth.", "great  broth.", "Rude staff.", "Great broth."])
+    assert found.texts == ["Great broth.", "Rude staff."]
+    assert found.copies == [3, 1]
+    assert found.warnings == ["2 repeated review(s) counted once"]
+
+
+def test_each_aspect_gets_its_clause_s_opinion():
+    [sentence], _ = read_sentences(
+        ["The broth is bland, but the staff is friendly."], tiny_lexicon(), tiny_rating()
+    )
+    assert sentence.aspect_stars["broth"] < 2.5 < 3.5 < sentence.aspect_stars["staff"]
+    assert sentence.contrast
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I loved the broth.", "One reviewer loved the broth."),
+        ("I love the pork ramen", "One reviewer loves the pork ramen."),
+        ("We waited 30 minutes for a table.", "One reviewer waited 30 minutes for a table."),
+        (
+            "We were seated quickly and I was happy.",
+            "One reviewer was seated quickly and they were happy.",
+        ),
+        ("I'm a fan of our server.", "One reviewer is a fan of their server."),
+        (
+            "I really have to say my noodles were cold.",
+            "One reviewer really has to say their noodles were cold.",
+        ),
+        ("My ramen was cold.", "One reviewer's ramen was cold."),
+        ("The broth was rich and salty.", "The broth is rich and salty."),
+    ],
+)
+def test_third_person(text, expected):
+    assert third_person(text, ["broth", "pork ramen", "ramen"]) == (
+        expected,
+        "I" in text or "We" in text or "My" in text,
+    )
+
+
+def test_the_second_reviewer_named_is_another():
+    assert third_person("I loved it here.", who="another")[0] == "Another reviewer loved it here."
+
+
+def test_the_shared_opinion_comes_first_with_its_reviews(method):
+    reviews = [
+        "The broth is rich and delicious.",
+        "Loved the rich broth here.",
+        "The broth was delicious, honestly.",
+        "The staff was rude to us.",
+        "Fresh noodles and a delicious broth.",
+    ]
+    summary = method.summarize(reviews, max_words=60)
+    first = summary.sentences[0]
+    assert first.aspect == "broth" and first.polarity == 1
+    assert first.holders == 4 and first.total == 5 and first.share == "4 of 5 reviews"
+    assert first.reviews == [0, 1, 2, 4]
+    assert summary.text.startswith(first.text)
+    assert "rude" not in summary.text  # one review of five: not an opinion reviewers share
+
+
+def test_a_divided_business_is_said_to_be_divided(method):
+    reviews = [
+        "The broth is rich and delicious.",
+        "The broth was delicious and fresh.",
+        "The staff was rude and slow.",
+        "The staff is rude to everyone.",
+    ]
+    summary = method.summarize(reviews, ratings=[5, 5, 1, 1])
+    assert summary.text.startswith(DIVIDED_OPENING)
+    assert {s.polarity for s in summary.sentences} == {-1, 1}
+
+
+def test_no_aspect_said_both_ways_unless_divided(method):
+    reviews = [
+        "The broth is delicious.",
+        "The broth is rich.",
+        "The broth is delicious and rich.",
+        "The broth is great.",
+        "The broth was delicious.",
+        "The broth is bland.",
+        "The broth was bland and cold.",
+    ]
+    summary = method.summarize(reviews, ratings=[5, 5, 5, 5, 5, 2, 2])  # a quarter unhappy
+    polarities = {s.polarity for s in summary.sentences if s.aspect == "broth"}
+    assert polarities == {1}
+
+
+def test_complaints_slice_says_only_complaints(method):
+    reviews = [
+        "The broth is rich and delicious.",
+        "The broth was delicious and fresh.",
+        "The staff was rude and slow.",
+        "The staff is rude to everyone.",
+    ]
+    summary = method.summarize(reviews, ratings=[5, 5, 1, 2], slice="complaints")
+    assert summary.sentences and all(s.polarity == -1 for s in summary.sentences)
+    assert all(i in (2, 3) for s in summary.sentences for i in s.reviews)
+
+
+def test_first_person_kept_when_asked(method):
+    reviews = ["I loved the broth here.", "I loved the rich broth."]
+    assert "I loved" in method.summarize(reviews, first_person=True).text
+    assert "I loved" not in method.summarize(reviews).text
+
+
+def test_max_words_bounds_the_summary(method):
+    reviews = [
+        "The broth is rich and delicious.",
+        "The broth was delicious and fresh.",
+        "The staff was friendly and great.",
+        "The staff is friendly to everyone.",
+        "The noodles are fresh and delicious.",
+        "Fresh noodles, delicious too.",
+    ]
+    long = method.summarize(reviews, max_words=100)
+    short = method.summarize(reviews, max_words=8)
+    assert len(long.sentences) == 3
+    assert len(short.sentences) == 1
+
+
+def test_no_review_no_summary(method):
+    summary = method.summarize([])
+    assert summary.text == "" and summary.warnings
+
+
+def test_text_without_aspects_says_so(method):
+    summary = method.summarize(["Das Essen war sehr gut.", "Ich komme wieder."])
+    assert summary.text == ""
+    assert summary.warnings == ["no opinion of the reviews could be written as a sentence"]
+
+
+def test_one_review_without_punctuation_is_read(method):
+    run_on = " ".join(["the broth is rich and delicious and the staff is friendly"] * 12)
+    summary = method.summarize([run_on])
+    assert summary.reviews_read == 1  # read, cut into clauses; whatever it says comes from it
+
+
+def test_a_huge_review_costs_what_its_cut_warrants(method):
+    huge = "The broth is delicious. " * 50_000  # 1.2 MB
+    start = time.perf_counter()
+    summary = method.summarize([huge, "The broth was rich."])
+    assert time.perf_counter() - start < 10
+    assert any("longer than" in w for w in summary.warnings)
