@@ -114,7 +114,7 @@ def test_the_shared_opinion_comes_first_with_its_reviews(method):
     summary = method.summarize(reviews, max_words=60)
     first = summary.sentences[0]
     assert first.aspect == "broth" and first.polarity == 1
-    assert first.holders == 4 and first.total == 5 and first.share == "4 of 5 reviews"
+    assert first.count == 4 and first.total == 5 and first.share == "4 of 5 reviews"
     assert first.reviews == [0, 1, 2, 4]
     assert summary.text.startswith(first.text)
     assert "rude" not in summary.text  # one review of five: not an opinion reviewers share

@@ -99,6 +99,24 @@ class SummaryOptions:
 
 
 @dataclass
+class Attribution:
+    """Where a summary sentence comes from: the reviews holding the opinion it says (their
+    positions in the input) and how many they are of how many distinct reviews were read."""
+
+    text: str
+    aspect: str  # what the opinion is about, as reviewers name it
+    polarity: int  # -1 a complaint, 0 neutral, +1 praise
+    reviews: list[int]
+    count: int  # distinct reviews holding it (a review posted twice counts once)
+    total: int  # distinct reviews read
+
+    @property
+    def share(self) -> str:
+        """ "12 of 40 reviews"."""
+        return f"{self.count} of {self.total} reviews"
+
+
+@dataclass
 class SummaryResult:
     """One review set's summary and what its reader should know: the record that the
     summarize command writes (one line, one row) and the service answers, both only formatting
@@ -114,6 +132,8 @@ class SummaryResult:
     reviews_read: int | None = None
     reviews_total: int | None = None
     explanation: Explanation | None = None  # each sentence's supporting reviews (explain=True)
+    # each sentence's opinion and the reviews holding it (methods that say opinions: opinions)
+    attribution: list[Attribution] | None = None
 
     @property
     def support(self) -> dict[str, Any] | None:
@@ -130,7 +150,8 @@ class SummaryResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON record: summary; reviews_read and reviews_total when the model chose which
-        reviews to read; warnings when there are any; support when explained."""
+        reviews to read; warnings when there are any; support when explained; attribution
+        when the method gives it."""
         record: dict[str, Any] = {"summary": self.summary}
         if self.reviews_read is not None:
             record["reviews_read"] = self.reviews_read
@@ -139,6 +160,8 @@ class SummaryResult:
             record["warnings"] = list(self.warnings)
         if self.explanation is not None:
             record["support"] = self.support
+        if self.attribution is not None:
+            record["attribution"] = [dataclasses.asdict(a) for a in self.attribution]
         return record
 
 

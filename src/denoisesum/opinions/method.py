@@ -4,7 +4,7 @@ one specific third-person sentence that carries the reviews it stands for.
     method = OpinionMethod(lexicon, rating)
     summary = method.summarize(reviews, ratings=[5, 2, None], max_words=60)
     summary.text                                       # "The broth is rich. ..."
-    summary.sentences[0].reviews, .holders, .total     # [0, 3, 7], 3, 8
+    summary.sentences[0].reviews, .count, .total       # [0, 3, 7], 3, 8
 
 Stages (one module each): sentences.py (every distinct review split into sentences, each with
 its aspects and stars), grouping.py (opinions: aspect and polarity, and the reviews holding
@@ -15,39 +15,43 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from denoisesum.models.rating import NEGATIVE, POSITIVE, RatingModel
+from denoisesum.data.tokenizer import Tokenizer
+from denoisesum.errors import ConfigError, InputError
+from denoisesum.inference.methods import (
+    COMPLAINT_STARS,
+    PRAISE_STARS,
+    Attribution,
+    ReviewInput,
+    SummaryOptions,
+    SummaryResult,
+    check_slice,
+    empty_slice_message,
+)
+from denoisesum.inference.support import explain as explain_support
+from denoisesum.models.rating import NEGATIVE, POSITIVE, RatingModel, find_rating_model
+from denoisesum.opinions.aspects import FILENAME as LEXICON
 from denoisesum.opinions.aspects import Lexicon
 from denoisesum.opinions.choosing import choose, divided, side_of
 from denoisesum.opinions.grouping import group_opinions
 from denoisesum.opinions.sentences import distinct_reviews, read_sentences
 from denoisesum.opinions.writing import third_person
 
-SLICES = {"all": (-1, 0, 1), "complaints": (-1,), "praise": (1,)}
-COMPLAINT_STARS, PRAISE_STARS = 3.0, 4.0  # the slices' reviews, as the denoisesum method's
+# the opinions each slice says (its reviews: methods.COMPLAINT_STARS / PRAISE_STARS)
+SIDES = {"all": (-1, 0, 1), "complaints": (-1,), "praise": (1,)}
 DEFAULT_MAX_WORDS = 80
+SETTINGS = ("max_words", "first_person")  # the per-call settings this method takes
+MAX_WORDS_RANGE = (5, 1000)
+_TOKENIZER = Tokenizer()
 DIVIDED_OPENING = "Reviewers are divided."
 OTHER_SIDE = "On the other hand, "
 
 
 @dataclass
-class AttributedSentence:
-    text: str
-    aspect: str  # what the opinion is about, as reviewers name it
-    polarity: int  # -1 complaint, 0 neutral, +1 praise
-    reviews: list[int]  # positions in the input of the reviews holding the opinion
-    holders: int  # how many distinct reviews hold it
-    total: int  # of how many distinct reviews read
-
-    @property
-    def share(self) -> str:
-        return f"{self.holders} of {self.total} reviews"
-
-
-@dataclass
 class OpinionSummary:
     text: str
-    sentences: list[AttributedSentence]
+    sentences: list[Attribution]
     reviews_read: int  # distinct reviews read (all of them)
     warnings: list[str] = field(default_factory=list)
 
@@ -65,6 +69,56 @@ class OpinionMethod:
     def __init__(self, lexicon: Lexicon, rating: RatingModel) -> None:
         self.lexicon = lexicon
         self.rating = rating
+
+    @classmethod
+    def from_directory(cls, directory: str | Path, rating: RatingModel | None = None):
+        """The method of a model directory: its aspects.json and rating model (rating.npz,
+        unless given); an error saying how to make what is missing."""
+        directory = Path(directory)
+        if not (directory / LEXICON).is_file():
+            raise InputError(
+                f"no {LEXICON}: the opinions method needs the aspect lexicon "
+                "(`denoisesum aspects CORPUS -o DIR`, or `denoisesum fit`)",
+                path=directory,
+            )
+        rating = rating or find_rating_model(directory)
+        if rating is None:
+            raise InputError(
+                "no rating.npz: the opinions method needs a rating model "
+                "(`denoisesum rating`, or `denoisesum fit` on a corpus with ratings)",
+                path=directory,
+            )
+        return cls(Lexicon.load(directory), rating)
+
+    # ---- the method interface (inference/methods.py) ----------------------------------------
+
+    def summarize_sets(
+        self, sets: Sequence[ReviewInput], options: SummaryOptions
+    ) -> list[SummaryResult]:
+        """One SummaryResult per set, each sentence attributed (`attribution`); with
+        options.explain, the evidence of every method too (inference/support.py)."""
+        check_slice(options.slice)
+        max_words, first_person = _settings(options.settings)
+        results = []
+        for review_set in sets:
+            said = self.summarize(
+                review_set.reviews, review_set.ratings, max_words, options.slice, first_person
+            )
+            tokens = _TOKENIZER(said.text)
+            text = " ".join(tokens) if options.raw else said.text
+            warnings = [
+                empty_slice_message(options.slice) if w.startswith("no review belongs") else w
+                for w in said.warnings
+            ]
+            result = SummaryResult(text, tokens, warnings, attribution=said.sentences)
+            if options.explain:
+                result = result.with_explanation(
+                    explain_support(
+                        review_set.reviews, said.text, _TOKENIZER, options.support, self.rating
+                    )
+                )
+            results.append(result)
+        return results
 
     def summarize(
         self,
@@ -90,7 +144,7 @@ class OpinionMethod:
             n,
             self.lexicon,
             max_words or DEFAULT_MAX_WORDS,
-            SLICES[slice],
+            SIDES[slice],
         )
         out = []
         told = 0  # reviewers already named ("one reviewer", then "another")
@@ -102,9 +156,7 @@ class OpinionMethod:
                 text, named = third_person(s.text, s.aspects, "another" if told else "one")
                 told += named
             out.append(
-                AttributedSentence(
-                    text, c.opinion.label, c.opinion.polarity, holders, len(holders), n
-                )
+                Attribution(text, c.opinion.label, c.opinion.polarity, holders, len(holders), n)
             )
         if not out:
             warnings.append("no opinion of the reviews could be written as a sentence")
@@ -112,8 +164,7 @@ class OpinionMethod:
 
     def _slice(self, reviews, ratings, slice: str):
         """The reviews of the slice, their given stars and their positions in the input."""
-        if slice not in SLICES:
-            raise ValueError(f"slice must be one of {', '.join(SLICES)}, got {slice!r}")
+        check_slice(slice)
         stars = list(ratings) if ratings is not None else [None] * len(reviews)
         keep = range(len(reviews))
         if slice != "all":
@@ -128,7 +179,7 @@ class OpinionMethod:
         return [reviews[i] for i in keep], [stars[i] for i in keep], list(keep)
 
     @staticmethod
-    def _text(sentences: list[AttributedSentence], unhappy: float, slice: str) -> str:
+    def _text(sentences: list[Attribution], unhappy: float, slice: str) -> str:
         """The sentences joined; reviews divided open with DIVIDED_OPENING, else the minority's
         one sentence is marked as the other side's."""
         texts = [s.text for s in sentences]
@@ -147,3 +198,30 @@ def _lower_first(text: str) -> str:
     first = text.split(" ", 1)[0]
     common = first.lower() in ("the", "one", "another", "their", "a", "an", "service", "food")
     return text[0].lower() + text[1:] if common or first.islower() else text
+
+
+def _settings(settings) -> tuple[int | None, bool]:
+    """(max_words, first_person) of a call's settings; any other is an error naming the
+    settings this method takes."""
+    unknown = sorted(set(settings) - set(SETTINGS))
+    if unknown:
+        raise ConfigError(
+            f"option {unknown[0]}: not an option of the opinions method "
+            f"(its options: {', '.join(SETTINGS)})",
+            key=unknown[0],
+            reason="not an option of the opinions method",
+        )
+    max_words = settings.get("max_words")
+    low, high = MAX_WORDS_RANGE
+    if max_words is not None and (
+        isinstance(max_words, bool)
+        or not isinstance(max_words, int)
+        or not low <= max_words <= high
+    ):
+        why = f"must be a whole number between {low} and {high}, got {max_words!r}"
+        raise ConfigError(f"option max_words: {why}", key="max_words", reason=why)
+    first_person = settings.get("first_person")
+    if first_person is not None and not isinstance(first_person, bool):
+        why = f"must be true or false, got {first_person!r}"
+        raise ConfigError(f"option first_person: {why}", key="first_person", reason=why)
+    return max_words, bool(first_person)
