@@ -19,7 +19,7 @@ from pathlib import Path
 
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.evaluation.decoded import decode_and_score
-from denoisesum.inference.summarizer import Summarizer
+from denoisesum.summarizer import Summarizer
 
 
 def apply_variant(summarizer: Summarizer, variant: str) -> None:

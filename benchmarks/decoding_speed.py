@@ -91,8 +91,8 @@ def count_flops(review_sets: str, entities: int, batch_size: int, model: str) ->
     import torch
 
     from denoisesum.data.reviewsets import read_review_sets
-    from denoisesum.inference.summarizer import Summarizer
     from denoisesum.models import denoisesum as ds
+    from denoisesum.summarizer import Summarizer
 
     torch.set_num_threads(1)
     counts = {

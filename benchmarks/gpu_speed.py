@@ -76,7 +76,7 @@ def figures(
 
 
 def cuda_variants(args, sets: list[list[str]], reference: list) -> list[dict]:
-    from denoisesum.inference.summarizer import Summarizer
+    from denoisesum.summarizer import Summarizer
 
     summarizer = Summarizer.from_pretrained(args.model, device="cuda")
     rows = []
@@ -117,7 +117,7 @@ def main() -> None:
             f"--review-sets {args.review_sets}: no such file (the MeanSum dev JSONL; "
             "on a machine without ../shared, copy it and name it here)"
         )
-    from denoisesum.inference.summarizer import Summarizer
+    from denoisesum.summarizer import Summarizer
 
     sets = load_sets(args.review_sets, max(args.entities, args.cpu_entities))
     cpu = Summarizer.from_pretrained(args.model, device="cpu")

@@ -53,8 +53,8 @@ import numpy as np
 import torch
 
 from benchmarks.common import cpu_name
-from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import atomic_write
+from denoisesum.summarizer import Summarizer
 from denoisesum.text import is_content_word
 
 CORPUS = Path("../shared/data/yelp/corpus")

@@ -18,7 +18,7 @@ import tracemalloc
 from pathlib import Path
 
 from benchmarks.common import cpu_name
-from denoisesum.inference.summarizer import Summarizer
+from denoisesum.summarizer import Summarizer
 
 DATA = Path("../shared/data/yelp")
 SIZES = (8, 100, 1_000, 10_000)
@@ -74,8 +74,10 @@ def main() -> None:
     reviews = corpus_reviews(max(SIZES))
     growth = {}
     for n in SIZES:
+
         def run(n=n):
             return summarizer.summarize_results([reviews[:n]], method="opinions")
+
         growth[n] = {
             "seconds": best_time(run, args.repeat if n < 10_000 else 1),
             "peak_mb": peak_memory(run) / 2**20,
@@ -89,8 +91,7 @@ def main() -> None:
             "opinions_over_denoisesum_throughput": eight["denoisesum"] / eight["opinions"],
         },
         "growth": {
-            str(n): {**g, "times_8": g["seconds"] / growth[8]["seconds"]}
-            for n, g in growth.items()
+            str(n): {**g, "times_8": g["seconds"] / growth[8]["seconds"]} for n, g in growth.items()
         },
     }
     text = json.dumps(result, indent=2)

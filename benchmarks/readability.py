@@ -13,7 +13,7 @@ from pathlib import Path
 
 from benchmarks.common import emit, percentile
 from denoisesum.data.reviewsets import read_review_sets
-from denoisesum.inference.summarizer import MIN_KNOWN_SHARE, Summarizer
+from denoisesum.summarizer import MIN_KNOWN_SHARE, Summarizer
 
 # two reviews per language, written for this check (restaurant reviews, as Yelp's)
 OTHER_LANGUAGES = {

@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main() -> None:
     from denoisesum.inference import beam
-    from denoisesum.inference.summarizer import Summarizer
     from denoisesum.serving import InferenceQueue
+    from denoisesum.summarizer import Summarizer
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(

@@ -41,8 +41,8 @@ from benchmarks.common import configured, emit, parse_variants, percentile, syst
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.vocab import SPECIALS, Vocab
 from denoisesum.inference.beam import SearchConfig
-from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
+from denoisesum.summarizer import Summarizer, SummarizerConfig
 
 VOCAB_SIZE = 30_000
 

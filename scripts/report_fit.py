@@ -18,7 +18,7 @@ from benchmarks.common import emit, system
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.evaluation.decoded import decode_and_score
 from denoisesum.evaluation.stats import paired_test
-from denoisesum.inference.summarizer import Summarizer
+from denoisesum.summarizer import Summarizer
 
 
 def stage_table(report: dict) -> list[str]:

@@ -280,7 +280,7 @@ def summaries(
     import warnings
 
     from denoisesum.inference.methods import empty_slice_message
-    from denoisesum.inference.summarizer import EmptySliceWarning, UnreadableInputWarning
+    from denoisesum.summarizer import EmptySliceWarning, UnreadableInputWarning
 
     results = summarizer.summarize_results(
         review_sets, ratings, slice=slice, batch_size=batch_size, **options

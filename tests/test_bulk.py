@@ -34,7 +34,7 @@ run_cli = functools.partial(conftest.run_cli, timeout=180)
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
     from denoisesum.inference.beam import SearchConfig
-    from denoisesum.inference.summarizer import SummarizerConfig
+    from denoisesum.summarizer import SummarizerConfig
 
     settings = SummarizerConfig(search=SearchConfig(beam=2, min_words=2, max_words=6))
     return save_tiny_summarizer(tmp_path_factory.mktemp("m") / "tiny", settings)
@@ -326,7 +326,7 @@ class CountingSummarizer:
     path = None
 
     def summarize_results(self, sets, ratings, slice_, batch_size, explain=False, raw=False):
-        from denoisesum.inference.summarizer import SummaryResult
+        from denoisesum.summarizer import SummaryResult
 
         assert len(sets) <= batch_size
         return [

@@ -26,7 +26,7 @@ run_cli = functools.partial(conftest.run_cli, timeout=180)
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
     from denoisesum.inference.beam import SearchConfig
-    from denoisesum.inference.summarizer import SummarizerConfig
+    from denoisesum.summarizer import SummarizerConfig
 
     settings = SummarizerConfig(search=SearchConfig(beam=2, min_words=2, max_words=6))
     return save_tiny_summarizer(tmp_path_factory.mktemp("m") / "tiny", settings)
@@ -43,7 +43,7 @@ def sets_file(tmp_path_factory) -> Path:
 
 
 def test_a_local_cluster_of_two_workers_writes_the_single_process_output(tiny, sets_file, tmp_path):
-    from denoisesum.inference.summarizer import Summarizer
+    from denoisesum.summarizer import Summarizer
 
     common = [sets_file, "--model", tiny, "--batch-size", "2", "--explain"]
     single, spread = tmp_path / "single.jsonl", tmp_path / "dask.jsonl"
@@ -75,7 +75,7 @@ def test_a_bad_dask_target_is_one_line_before_any_work(tiny, sets_file):
 
 
 def test_a_worker_with_another_model_refuses(tiny):
-    from denoisesum.inference.summarizer import Summarizer
+    from denoisesum.summarizer import Summarizer
 
     spec = cluster.model_spec(Summarizer.from_pretrained(tiny), None)
     assert cluster._summarizer(spec).path == tiny

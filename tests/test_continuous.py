@@ -11,8 +11,8 @@ import torch
 
 from conftest import save_tiny_summarizer, summaries
 from denoisesum.inference import beam
-from denoisesum.inference.summarizer import Summarizer
 from denoisesum.serving import continuous
+from denoisesum.summarizer import Summarizer
 from test_serving_api import OTHER, REVIEWS, SETTINGS
 
 pytestmark = pytest.mark.usefixtures("one_thread")

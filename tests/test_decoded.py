@@ -5,7 +5,7 @@ import pytest
 
 from conftest import save_tiny_summarizer, token_summary
 from denoisesum.inference.beam import SearchConfig
-from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
+from denoisesum.summarizer import Summarizer, SummarizerConfig
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -12,7 +12,7 @@ import denoisesum
 from conftest import token_summary
 from denoisesum.cli import app
 from denoisesum.data.reviewsets import read_review_sets
-from denoisesum.inference.summarizer import (
+from denoisesum.summarizer import (
     DEFAULT_MODEL_DIR,
     Summarizer,
     installed_models,

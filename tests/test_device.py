@@ -17,8 +17,8 @@ import torch
 from conftest import refused, run_cli, save_tiny_summarizer, synthetic_sets
 from denoisesum.errors import DenoiseSumError
 from denoisesum.inference.beam import SearchConfig
-from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.models.precision import resolve_device
+from denoisesum.summarizer import Summarizer, SummarizerConfig
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "review_sets.jsonl"
 HAS_CUDA = torch.cuda.is_available()

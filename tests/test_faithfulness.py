@@ -32,9 +32,9 @@ from denoisesum.inference import keep
 from denoisesum.inference.beam import SearchConfig, length_bounds
 from denoisesum.inference.constraints import WordLists, WordMasks, constraint_mask
 from denoisesum.inference.opinion import clauses, self_contradictions, split_clauses
-from denoisesum.inference.summarizer import EmptySliceWarning, Summarizer, SummarizerConfig
 from denoisesum.inference.support import explain
 from denoisesum.models.rating import RatingModel, polarity
+from denoisesum.summarizer import EmptySliceWarning, Summarizer, SummarizerConfig
 from denoisesum.text import SIDE_COUNTED, SIDE_OPENINGS, without_openings
 from denoisesum.training.rating import train_rating_model
 

@@ -74,7 +74,7 @@ def test_resume_falls_back_to_the_newest_complete_checkpoint(tmp_path, capsys):
 
 def test_a_damaged_model_file_is_one_error_naming_the_file(tmp_path):
     from conftest import save_tiny_summarizer
-    from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
+    from denoisesum.summarizer import Summarizer, SummarizerConfig
 
     directory = save_tiny_summarizer(tmp_path / "model", SummarizerConfig())
     weights = directory / "model.safetensors"
@@ -98,7 +98,7 @@ def test_a_damaged_model_file_is_one_error_naming_the_file(tmp_path):
 def tiny_model(tmp_path_factory):
     from conftest import save_tiny_summarizer
     from denoisesum.inference.beam import SearchConfig
-    from denoisesum.inference.summarizer import SummarizerConfig
+    from denoisesum.summarizer import SummarizerConfig
 
     settings = SummarizerConfig(search=SearchConfig(beam=2, min_words=2, max_words=6))
     return save_tiny_summarizer(tmp_path_factory.mktemp("m") / "tiny", settings)
@@ -205,7 +205,7 @@ def test_unreadable_input_is_flagged_and_refused_under_strict(tiny_model, tmp_pa
 
 
 def test_the_python_api_warns_on_unreadable_input(tiny_model):
-    from denoisesum.inference.summarizer import Summarizer, UnreadableInputWarning
+    from denoisesum.summarizer import Summarizer, UnreadableInputWarning
 
     summarizer = Summarizer.from_pretrained(tiny_model)
     for name, reviews in UNREADABLE.items():

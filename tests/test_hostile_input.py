@@ -229,7 +229,7 @@ def test_a_full_disk_keeps_the_old_file_leaves_no_temp_file_one_line(monkeypatch
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:
     from conftest import save_tiny_summarizer
-    from denoisesum.inference.summarizer import SummarizerConfig
+    from denoisesum.summarizer import SummarizerConfig
 
     return save_tiny_summarizer(tmp_path_factory.mktemp("models") / "tiny", SummarizerConfig())
 

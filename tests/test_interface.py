@@ -14,7 +14,7 @@ from denoisesum.inference import methods
 from denoisesum.inference.beam import SearchConfig
 from denoisesum.inference.methods import SummaryResult
 from denoisesum.inference.policy import migrate_summarize
-from denoisesum.inference.summarizer import DEFAULT_MODEL_DIR, Summarizer, SummarizerConfig
+from denoisesum.summarizer import DEFAULT_MODEL_DIR, Summarizer, SummarizerConfig
 
 SETTINGS = SummarizerConfig(
     max_review_tokens=12, max_reviews=4, search=SearchConfig(beam=3, min_words=4, max_words=30)

@@ -27,6 +27,7 @@ LAYERS = [
     "training",
     "inference",
     "opinions",
+    "summarizer",
     "evaluation",
     "baselines",
     "fit",
@@ -37,7 +38,7 @@ LAYERS = [
 ]
 BASE = {"config", "io", "errors", "extras", "text", "progress", "processes"}
 ALLOWED_UP = {
-    ("training", "denoisesum.inference.summarizer"),
+    ("training", "denoisesum.summarizer"),
     ("training", "denoisesum.evaluation.decoded"),
     ("training", "denoisesum.evaluation.rouge"),
 }

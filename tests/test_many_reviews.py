@@ -14,8 +14,8 @@ from denoisesum.cli import app
 from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.inference.beam import SearchConfig
 from denoisesum.inference.selection import centrality, select_reviews, similarity_matrix
-from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.noising.document_noise import idf_rouge1_f1
+from denoisesum.summarizer import Summarizer, SummarizerConfig
 from denoisesum.text import idf_weights
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -108,7 +108,7 @@ def test_the_installed_wheel_summarizes_with_its_default_model(wheel, tmp_path):
     code = (
         "import json, sys, denoisesum\n"
         "from denoisesum import Summarizer\n"
-        "from denoisesum.inference.summarizer import installed_models\n"
+        "from denoisesum.summarizer import installed_models\n"
         "s = Summarizer.from_pretrained()\n"
         f"print(json.dumps({{'file': denoisesum.__file__, 'model': str(s.path), "
         f"'installed': installed_models(), 'path': sys.path, "

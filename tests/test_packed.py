@@ -8,9 +8,9 @@ from conftest import grouped_reviews, save_tiny_summarizer, summaries
 from denoisesum.data.batch import inference_batch
 from denoisesum.data.vocab import BOS_ID, SPECIALS
 from denoisesum.inference.beam import SearchConfig
-from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.models import packed
 from denoisesum.models.store import export_model_dir
+from denoisesum.summarizer import Summarizer, SummarizerConfig
 
 pytestmark = [
     pytest.mark.usefixtures("one_thread"),

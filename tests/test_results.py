@@ -19,7 +19,7 @@ from denoisesum.errors import DenoiseSumError
 from denoisesum.inference.beam import SearchConfig
 from denoisesum.inference.frames import summarize_frame
 from denoisesum.inference.policy import Decoding, decoding_with
-from denoisesum.inference.summarizer import (
+from denoisesum.summarizer import (
     EmptySliceWarning,
     Summarizer,
     SummarizerConfig,

@@ -27,9 +27,9 @@ from fastapi.testclient import TestClient
 from conftest import UNREADABLE, all_ended, children, running, save_tiny_summarizer
 from denoisesum.data.vocab import EOS_ID
 from denoisesum.inference.beam import SearchConfig
-from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.serving import InferenceQueue, ServiceLimits, create_app
 from denoisesum.serving.app import field_path
+from denoisesum.summarizer import Summarizer, SummarizerConfig
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SETTINGS = SummarizerConfig(
@@ -534,7 +534,7 @@ def test_static_files_are_package_data_and_load_nothing_from_elsewhere():
 
 def test_serve_without_a_model_names_the_directory(tmp_path):
     code = (
-        "import sys; from pathlib import Path; import denoisesum.inference.summarizer as s; "
+        "import sys; from pathlib import Path; import denoisesum.summarizer as s; "
         f"s.DEFAULT_MODEL_DIR = Path({str(tmp_path / 'denoisesum-yelp')!r}); "
         "from denoisesum.cli import main; sys.argv = ['denoisesum', 'serve']; main()"
     )

@@ -52,8 +52,8 @@ import uvicorn  # noqa: E402
 
 from conftest import save_tiny_summarizer  # noqa: E402
 from denoisesum.inference.beam import SearchConfig  # noqa: E402
-from denoisesum.inference.summarizer import Summarizer, SummarizerConfig  # noqa: E402
 from denoisesum.serving import ServiceLimits, create_app  # noqa: E402
+from denoisesum.summarizer import Summarizer, SummarizerConfig  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SETTINGS = SummarizerConfig(

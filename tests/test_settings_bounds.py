@@ -88,7 +88,7 @@ def tiny_bilm(directory: Path) -> Path:
 
 def tiny_summarizer(directory: Path) -> Path:
     from conftest import save_tiny_summarizer
-    from denoisesum.inference.summarizer import SummarizerConfig
+    from denoisesum.summarizer import SummarizerConfig
 
     return save_tiny_summarizer(directory, SummarizerConfig())
 
@@ -209,10 +209,10 @@ def numeric(hint) -> bool:
 
 def every_settings_class() -> set[type]:
     from denoisesum.fit.config import FitConfig
-    from denoisesum.inference.summarizer import SummarizerConfig
     from denoisesum.inference.support import SupportConfig
     from denoisesum.models.bilm import BiLMConfig
     from denoisesum.serving.limits import ServiceLimits
+    from denoisesum.summarizer import SummarizerConfig
 
     return settings_classes(FitConfig, set()) | {
         SummarizerConfig,

@@ -19,7 +19,7 @@ from denoisesum.data.batch import inference_batch
 from denoisesum.data.vocab import BOS_ID, SPECIALS
 from denoisesum.inference.beam import SearchConfig
 from denoisesum.inference.shortlist import ShortlistModel, shortlist_rows
-from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
+from denoisesum.summarizer import Summarizer, SummarizerConfig
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SETTINGS = SummarizerConfig(

@@ -59,7 +59,7 @@ def test_a_batch_that_fails_stops_the_run_with_its_error():
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
     from denoisesum.inference.beam import SearchConfig
-    from denoisesum.inference.summarizer import SummarizerConfig
+    from denoisesum.summarizer import SummarizerConfig
 
     settings = SummarizerConfig(search=SearchConfig(beam=3, min_words=2, max_words=8))
     return save_tiny_summarizer(tmp_path_factory.mktemp("m") / "tiny", settings)
@@ -74,7 +74,7 @@ def sets_file(tmp_path) -> Path:
 
 
 def _run(tiny, sets_file, out: Path, threads: int) -> bytes:
-    from denoisesum.inference.summarizer import Summarizer
+    from denoisesum.summarizer import Summarizer
 
     summarizer = Summarizer.from_pretrained(tiny, device="cpu")
     before = torch.get_num_threads()
@@ -90,7 +90,7 @@ def _run(tiny, sets_file, out: Path, threads: int) -> bytes:
 
 
 def test_two_batches_at_once_write_the_one_at_a_time_output(tiny, sets_file, tmp_path, monkeypatch):
-    from denoisesum.inference.summarizer import Summarizer
+    from denoisesum.summarizer import Summarizer
 
     summarizer = Summarizer.from_pretrained(tiny, device="cpu")
     before = torch.get_num_threads()

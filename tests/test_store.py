@@ -9,7 +9,6 @@ from safetensors.torch import load_file
 
 import denoisesum
 from conftest import save_tiny_summarizer
-from denoisesum.inference.summarizer import SummarizerConfig, load_model
 from denoisesum.models.store import (
     CONFIG,
     RATING,
@@ -21,6 +20,7 @@ from denoisesum.models.store import (
     read_settings,
     update_settings,
 )
+from denoisesum.summarizer import SummarizerConfig, load_model
 
 PACKAGE = Path(denoisesum.__file__).parent
 NAMES = {WEIGHTS, CONFIG, VOCAB, RATING, RATING_REPORT}

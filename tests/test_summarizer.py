@@ -15,13 +15,13 @@ from typer.testing import CliRunner
 
 import denoisesum
 from conftest import grouped_reviews, save_tiny_summarizer, summaries, token_summary
+from denoisesum import summarizer as summarizer_module
 from denoisesum.cli import app
 from denoisesum.errors import DenoiseSumError, InputError
-from denoisesum.inference import summarizer as summarizer_module
 from denoisesum.inference.beam import SearchConfig
-from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.models import precision
 from denoisesum.models.precision import bf16_supported
+from denoisesum.summarizer import Summarizer, SummarizerConfig
 
 runner = CliRunner()
 SETTINGS = SummarizerConfig(

@@ -11,7 +11,6 @@ from conftest import save_tiny_summarizer
 from denoisesum.cli import app
 from denoisesum.errors import DenoiseSumError
 from denoisesum.inference.beam import SearchConfig
-from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.inference.support import (
     SupportConfig,
     explain,
@@ -19,6 +18,7 @@ from denoisesum.inference.support import (
     keyed_content_words,
     split_sentences,
 )
+from denoisesum.summarizer import Summarizer, SummarizerConfig
 from denoisesum.text import fold
 
 REVIEWS = [

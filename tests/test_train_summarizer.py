@@ -281,7 +281,7 @@ def test_overfits_one_pair_and_greedy_decoding_reproduces_it(tmp_path):
 
 
 def test_the_exported_model_loads_for_summarizing(pairs_dir, tmp_path):
-    inference = pytest.importorskip("denoisesum.inference.summarizer")
+    inference = pytest.importorskip("denoisesum.summarizer")
     trainer(pairs_dir, tmp_path / "run", tiny_config(max_steps=2)).fit()
     model, vocab, settings = inference.load_model(tmp_path / "run")
     assert len(vocab) == model.config.vocab_size and settings.max_review_tokens == 150
@@ -629,7 +629,7 @@ def test_select_on_dev_rouge_exports_the_best_decoded_model(pairs_dir, tmp_path)
 
 def test_dev_rouge_decodes_with_the_run_settings_and_exports_them(pairs_dir, tmp_path):
     from denoisesum.inference.beam import SearchConfig
-    from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
+    from denoisesum.summarizer import Summarizer, SummarizerConfig
 
     dev = tmp_path / "dev.jsonl"
     sets = [

@@ -23,14 +23,14 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from benchmarks.common import configured
+from denoisesum import summarizer as summarizer_module
 from denoisesum.data.tokenizer import detokenize
 from denoisesum.evaluation.decoded import decode_and_score
 from denoisesum.evaluation.stats import paired_test
 from denoisesum.evaluation.style import style_report
-from denoisesum.inference import summarizer as summarizer_module
 from denoisesum.inference.beam import DecodingModel
-from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import atomic_write, write_json
+from denoisesum.summarizer import Summarizer
 
 Wrap = Callable[[DecodingModel], DecodingModel]
 

@@ -109,7 +109,7 @@ def eval_sets(out: Path) -> list[dict]:
 def decode(args: argparse.Namespace) -> None:
     import torch
 
-    from denoisesum.inference.summarizer import Summarizer
+    from denoisesum.summarizer import Summarizer
 
     torch.set_num_threads(1)
     out, sets = Path(args.out), eval_sets(Path(args.out))
@@ -221,8 +221,8 @@ def scored(args: argparse.Namespace) -> tuple:
     as the runs), the hotel terms of the first fit's corpus."""
     from denoisesum.data.encoded import EncodedCorpus
     from denoisesum.evaluation.heldout import domain_terms
-    from denoisesum.inference.summarizer import DEFAULT_MODEL_DIR
     from denoisesum.models.rating import RatingModel
+    from denoisesum.summarizer import DEFAULT_MODEL_DIR
 
     out, fits = Path(args.out), fits_of(args)
     sets = eval_sets(out)
@@ -632,7 +632,7 @@ def weight_shift(fit_dir: Path) -> tuple[float, float]:
     the shipped model's: the norm of the difference over the norm of the shipped weights."""
     from safetensors.torch import load_file
 
-    from denoisesum.inference.summarizer import DEFAULT_MODEL_DIR
+    from denoisesum.summarizer import DEFAULT_MODEL_DIR
 
     base = load_file(str(DEFAULT_MODEL_DIR / "model.safetensors"))
     checkpoints = fit_dir / "work" / "train" / "checkpoints"
@@ -690,7 +690,7 @@ def _decoding_note(fits: dict[str, str], out: Path) -> str:
     from dataclasses import asdict
 
     from denoisesum.inference.beam import DecodeConfig
-    from denoisesum.inference.summarizer import DEFAULT_MODEL_DIR
+    from denoisesum.summarizer import DEFAULT_MODEL_DIR
 
     def decoding(model: Path, name: str | None = None) -> dict:
         config = json.loads((model / "config.json").read_text())["summarize"]["decode"]

@@ -24,8 +24,8 @@ from pathlib import Path
 from benchmarks.common import configured, emit, parse_variants
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.errors import DenoiseSumError
-from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import write_json
+from denoisesum.summarizer import Summarizer
 from lab.studies._harness import dev_parser, measure_rows, paired_tests, run_variant, table
 
 DEFAULT_VARIANTS = ";".join(

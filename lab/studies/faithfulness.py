@@ -39,10 +39,10 @@ from denoisesum.evaluation.opinion import opinion_report
 from denoisesum.evaluation.report import evaluate
 from denoisesum.evaluation.style import unsupported_words
 from denoisesum.inference.opinion import check_opinion, clauses, self_contradictions
-from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.inference.support import explain
 from denoisesum.io import atomic_write, iter_jsonl, read_json, write_json
 from denoisesum.models.rating import RatingModel
+from denoisesum.summarizer import Summarizer, SummarizerConfig
 
 SHARED = Path(os.environ.get("DENOISESUM_DATA", "../shared/data")) / "yelp"
 RUNS = Path("runs/faith")

@@ -32,9 +32,9 @@ import torch
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.evaluation.rouge import rouge_f1_per_entity
 from denoisesum.evaluation.stats import paired_test
-from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import write_json
 from denoisesum.models import packed
+from denoisesum.summarizer import Summarizer
 
 ROOT = Path(__file__).resolve().parents[2]
 

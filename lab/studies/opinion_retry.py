@@ -18,9 +18,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import atomic_write
 from denoisesum.models.rating import polarity
+from denoisesum.summarizer import Summarizer
 from lab.studies.faithfulness import RUNS, load_sets
 
 KEEPS = 0.6

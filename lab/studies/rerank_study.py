@@ -26,14 +26,14 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from denoisesum.inference.rerank import OverlapScorer, review_subsets
 
 from benchmarks.common import emit
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.evaluation.rouge import rouge_f1_per_entity
 from denoisesum.evaluation.stats import paired_test
-from denoisesum.inference.rerank import OverlapScorer, review_subsets
-from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import write_json
+from denoisesum.summarizer import Summarizer
 
 
 def decode_candidates(summarizer: Summarizer, sets: list, subsets: int) -> list[list[dict]]:

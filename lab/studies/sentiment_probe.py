@@ -38,9 +38,9 @@ from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.vocab import SPECIALS
 from denoisesum.inference.beam import DecodeStateLike, DecodingModel
 from denoisesum.inference.shortlist import ShortlistModel
-from denoisesum.inference.summarizer import Summarizer
 from denoisesum.io import write_json
 from denoisesum.models.bilm import length_mask
+from denoisesum.summarizer import Summarizer
 from lab.studies._harness import (
     ProbeSummarizer,
     check_keys,

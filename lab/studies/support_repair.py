@@ -170,7 +170,7 @@ def dump(args: argparse.Namespace) -> None:
     finished summaries as the shipped choice sees them (cut, with their opinion and
     contradiction keys) and the one it chose. The shipped model reads every set's stars, so its
     choice (follow_opinion) cuts every candidate: what `_cut` returns is all it compared."""
-    from denoisesum.inference import summarizer as module
+    from denoisesum import summarizer as module
     from denoisesum.models.rating import polarity
 
     shipped, cut = module.Summarizer._consistent, module.Summarizer._cut

@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from conftest import save_tiny_summarizer
-from denoisesum.inference.summarizer import SummarizerConfig
+from denoisesum.summarizer import SummarizerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = [sys.executable, "-m", "lab.studies.average_weights"]  # run from ROOT

@@ -21,7 +21,7 @@ from denoisesum.data.batch import inference_batch
 from denoisesum.data.vocab import EOS_ID, SPECIALS, UNK_ID
 from denoisesum.inference.beam import DecodeConfig, beam_search
 from denoisesum.inference.shortlist import ShortlistModel
-from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
+from denoisesum.summarizer import Summarizer, SummarizerConfig
 from lab.studies import contrast_probe
 
 ROOT = Path(__file__).resolve().parents[2]

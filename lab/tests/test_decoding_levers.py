@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from conftest import save_tiny_summarizer, write_dev_sets
-from denoisesum.inference.summarizer import SummarizerConfig
+from denoisesum.summarizer import SummarizerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = [sys.executable, "-m", "lab.studies.decoding_levers"]  # run from ROOT

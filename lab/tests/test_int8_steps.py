@@ -7,9 +7,9 @@ import torch.nn.functional as F
 
 from conftest import save_tiny_summarizer, synthetic_sets
 from denoisesum.inference.beam import DecodeConfig
-from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.models import packed
 from denoisesum.models.store import export_model_dir
+from denoisesum.summarizer import Summarizer, SummarizerConfig
 from lab.studies.int8_steps import Int8Linear, check_rows_alone, stepping
 
 pytestmark = [

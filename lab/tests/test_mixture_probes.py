@@ -11,7 +11,7 @@ import pytest
 from conftest import save_tiny_summarizer, study_refuses, synthetic_sets, write_dev_sets
 from denoisesum.data.batch import inference_batch
 from denoisesum.inference.beam import DecodeConfig, beam_search
-from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
+from denoisesum.summarizer import Summarizer, SummarizerConfig
 from lab.studies import mixture_probes
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ from conftest import (
 )
 from denoisesum.data.batch import inference_batch
 from denoisesum.inference.beam import DecodeConfig, beam_search
-from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
+from denoisesum.summarizer import Summarizer, SummarizerConfig
 from lab.studies import sentiment_probe
 from lab.studies.sentiment_lexicon import RatingLexicon
 

@@ -8,13 +8,13 @@ __version__ = "0.1.0"
 __all__ = ["Summarizer", "SummaryResult", "__version__"]
 
 if TYPE_CHECKING:
-    from denoisesum.inference.summarizer import Summarizer, SummaryResult
+    from denoisesum.summarizer import Summarizer, SummaryResult
 
 
 def __getattr__(name: str) -> Any:
     # `Summarizer` imports torch: load it on first use so `import denoisesum` stays light
     if name in ("Summarizer", "SummaryResult"):
-        from denoisesum.inference import summarizer
+        from denoisesum import summarizer
 
         return getattr(summarizer, name)
     raise AttributeError(f"module 'denoisesum' has no attribute {name!r}")

@@ -888,10 +888,10 @@ def aspects_command(
 ) -> None:
     """Learn the aspect lexicon (what reviewers talk about: "broth", "front desk") that the
     opinions method reads sentences with; `fit` makes it too."""
-    from denoisesum.inference.summarizer import resolve_model
     from denoisesum.models.rating import RatingModel
     from denoisesum.opinions.aspects import build_lexicon, evaluative_words, sample_reviews
     from denoisesum.progress import progress_bar
+    from denoisesum.summarizer import resolve_model
 
     _check_output_dir(output)
     rating = RatingModel.load(resolve_model(model))
@@ -962,9 +962,9 @@ def opinion_command(
     reviews', misleads, contradicts itself or states the opposite of the reviews."""
     from denoisesum.data.reviewsets import read_review_sets
     from denoisesum.evaluation.opinion import format_opinion_report, opinion_report
-    from denoisesum.inference.summarizer import resolve_model
     from denoisesum.io import atomic_write, iter_jsonl
     from denoisesum.models.rating import RatingModel
+    from denoisesum.summarizer import resolve_model
 
     if per_entity is not None:
         _check_output_file(per_entity, [predictions, sets])
@@ -1293,6 +1293,14 @@ def summarize_command(
             "3 stars) or the praise (at least 4): all, complaints, praise.",
         ),
     ] = "all",
+    method: Annotated[
+        str | None,
+        typer.Option(
+            help="opinions: every review read, the opinions reviewers share, each sentence "
+            "attributed; denoisesum: the paper's abstractive summary of 8 reviews. Default: "
+            "the model's.",
+        ),
+    ] = None,
     batch_size: Annotated[int, typer.Option(min=1, help="Entities decoded together.")] = 8,
     by_length: Annotated[
         bool,
@@ -1367,8 +1375,8 @@ def summarize_command(
     (JSONL: entity_id, summary; reviews_read and reviews_total when the model chose which
     reviews to read: at most its read_reviews setting, by default the most central)."""
     from denoisesum.inference import bulk
-    from denoisesum.inference.summarizer import SLICES, Summarizer
     from denoisesum.io import check_output, writing
+    from denoisesum.summarizer import SLICES, Summarizer
 
     if output != "-":
         check_output(output, [source])
@@ -1383,8 +1391,15 @@ def summarize_command(
     sets = [*(overrides or []), *([f"shortlist={shortlist}"] if shortlist is not None else [])]
     summarizer.config = _summarize_settings(summarizer.config, sets, decoding or {})
     summarizer.config.bf16 = summarizer.config.bf16 or bf16
+    summarizer.method(method)  # an unknown method: before any work
     written_as = bulk.OutputOptions(
-        slice_, raw, explain, as_text, corpus_options.entity_field, corpus_options.text_field
+        slice_,
+        method or summarizer.default_method,
+        raw,
+        explain,
+        as_text,
+        corpus_options.entity_field,
+        corpus_options.text_field,
     )
     try:
         with writing(output), _dask_cluster(dask) as cluster:  # writing: a full disk, /dev/full
@@ -1472,11 +1487,10 @@ def serve_command(
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
     """Serve summaries over HTTP: a JSON API (/v1/summarize, /docs) and a web page (/)."""
-    from denoisesum.inference.summarizer import DEFAULT_MODEL_DIR, Summarizer
-
     # without the serve extra: main() says "denoisesum serve needs the serve extra: ..."
     from denoisesum.serving import ServiceLimits, create_app
     from denoisesum.serving.server import serve  # uvicorn, with read timeouts
+    from denoisesum.summarizer import DEFAULT_MODEL_DIR, Summarizer
 
     limits = ServiceLimits(
         max_reviews=max_reviews,

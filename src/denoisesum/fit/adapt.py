@@ -59,7 +59,7 @@ RATING_FILES = (RATING, RATING_REPORT)
 
 def resolve_base(name_or_dir: str) -> Path:
     """MODEL's directory, checked: a summarizer's model.safetensors, config.json, vocab.json."""
-    from denoisesum.inference.summarizer import resolve_model
+    from denoisesum.summarizer import resolve_model
 
     try:
         path = resolve_model(name_or_dir)

@@ -647,7 +647,7 @@ class Recipe:
         return line, result
 
     def export(self) -> tuple[str, dict[str, Any]]:
-        from denoisesum.inference.summarizer import load_model
+        from denoisesum.summarizer import load_model
 
         source, choice = self.dirs["train"], self._decoding()
         config = read_settings(source)
@@ -683,7 +683,7 @@ class Recipe:
     def evaluate(self) -> tuple[str, dict[str, Any]]:
         """Summarize the held-out businesses with the exported model and score the summaries
         (evaluation/heldout.py); a warning when the model is not usable yet."""
-        from denoisesum.inference.summarizer import Summarizer
+        from denoisesum.summarizer import Summarizer
 
         out, e = self.dirs["evaluate"], self.cfg.evaluate
         ids = self.held_out()
@@ -719,8 +719,8 @@ class Recipe:
     def _rating_model(self):
         """The rating model that reads the held-out summaries: the base model's (--from; the
         export copies it), else the installed default model's, else None."""
-        from denoisesum.inference.summarizer import DEFAULT_MODEL_DIR
         from denoisesum.models.rating import find_rating_model
+        from denoisesum.summarizer import DEFAULT_MODEL_DIR
 
         source = self.base_dir or DEFAULT_MODEL_DIR
         return find_rating_model(source) if source.is_dir() else None
@@ -1008,7 +1008,7 @@ def candidate_lengths(pairs_dir: Path, limit: int) -> np.ndarray:
 def dev_summarizer(model_dir: Path, shortlist: int | None, device: str = "cpu"):
     """The model with its own settings, but `shortlist` when not None, on `device` (fit's
     train.train.device: auto, cpu or cuda)."""
-    from denoisesum.inference.summarizer import Summarizer, load_model
+    from denoisesum.summarizer import Summarizer, load_model
 
     model, vocab, config = load_model(model_dir)
     if shortlist is not None:

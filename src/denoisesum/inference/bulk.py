@@ -47,7 +47,16 @@ from denoisesum.extras import require
 OUTPUT_FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".parquet": "parquet", ".txt": "text"}
 SPILL_REVIEWS = 200_000  # a corpus's reviews held in memory at once while grouping
 PARQUET_ROWS = 10_000  # rows per row group of a .parquet output
-FIELDS = ("entity_id", "summary", "reviews_read", "reviews_total", "warnings", "support")
+FIELDS = (
+    "entity_id",
+    "summary",
+    "reviews_read",
+    "reviews_total",
+    "warnings",
+    "support",
+    "attribution",
+)
+EXPLAINED = ("support", "attribution")  # columns written with --explain (JSON)
 # seconds between progress lines when standard error is not a terminal
 PROGRESS_SECONDS = float(os.environ.get("DENOISESUM_PROGRESS_SECONDS", "10"))
 
@@ -62,6 +71,7 @@ class OutputOptions:
     sentence's support (--explain), the text format (--text) and the input's fields."""
 
     slice_: str = "all"
+    method: str | None = None  # the summarizing method (None: the model's default)
     raw: bool = False
     explain: bool = False
     as_text: bool = False
@@ -287,6 +297,7 @@ def summarize_batch(
         [s.reviews for s in batch],
         [s.ratings or None for s in batch],
         options.explain,
+        method=options.method,
         slice=options.slice_,
         batch_size=len(batch),
         raw=options.raw,
@@ -310,6 +321,11 @@ def text_block(entity_id: str, result) -> str:
     if result.reviews_read is not None:
         flagged += f"  read {result.reviews_read} of {result.reviews_total} reviews\n"
     support = result.explanation
+    if support is not None and result.attribution:
+        flagged += "".join(
+            f"    {a.share} ({', '.join(map(str, a.reviews))}): {a.text}\n"
+            for a in result.attribution
+        )
     return f"{entity_id}\n  {result.summary}\n{flagged}" + (
         format_explanation(support, "    ") + "\n" if support else ""
     )
@@ -502,7 +518,7 @@ class CsvSink(AppendSink):
 
     def __init__(self, path: Path, explain: bool) -> None:
         super().__init__(path)
-        self.columns = [c for c in FIELDS if explain or c != "support"]
+        self.columns = [c for c in FIELDS if explain or c not in EXPLAINED]
 
     def done(self) -> Iterator[str]:
         if not self.path.exists():
@@ -595,7 +611,7 @@ def _schema(explain: bool):
         ("warnings", pa.list_(pa.string())),
     ]
     if explain:
-        fields.append(("support", pa.string()))  # a JSON object
+        fields += [(name, pa.string()) for name in EXPLAINED]  # JSON
     return pa.schema(fields)
 
 
@@ -609,10 +625,9 @@ def write_parquet(path: Path, records: Iterator[dict], explain: bool) -> None:
 
     def table(rows: list[dict]):
         columns = {name: [r.get(name) for r in rows] for name in schema.names}
-        if explain:
-            columns["support"] = [
-                json.dumps(s, ensure_ascii=False) if s is not None else None
-                for s in columns["support"]
+        for name in EXPLAINED if explain else ():
+            columns[name] = [
+                json.dumps(s, ensure_ascii=False) if s is not None else None for s in columns[name]
             ]
         return pa.table(columns, schema=schema)
 
@@ -635,8 +650,9 @@ def read_parquet(path: Path) -> Iterator[dict]:
     for group in range(table.num_row_groups):
         for row in table.read_row_group(group).to_pylist():
             record = {k: v for k, v in row.items() if v is not None}
-            if "support" in record:
-                record["support"] = json.loads(record["support"])
+            for name in EXPLAINED:
+                if name in record:
+                    record[name] = json.loads(record[name])
             yield record
 
 
@@ -656,7 +672,7 @@ def read_output(path: str | Path) -> list[dict]:
                         continue
                     if key in ("reviews_read", "reviews_total"):
                         record[key] = int(value)
-                    elif key in ("warnings", "support"):
+                    elif key in ("warnings", *EXPLAINED):
                         record[key] = json.loads(value)
                     else:
                         record[key] = value

@@ -77,7 +77,7 @@ def model_spec(summarizer, threads: int | None) -> ModelSpec:
     """How workers load the command's model: by name when it is an installed one (workers
     have the package), else by absolute path (workers need the same path)."""
     from denoisesum.inference.bulk import model_fingerprint
-    from denoisesum.inference.summarizer import installed_models_dir
+    from denoisesum.models.store import installed_models_dir
 
     path = Path(summarizer.path).resolve()
     installed = installed_models_dir().resolve()
@@ -105,7 +105,7 @@ def _summarizer(spec: ModelSpec):
         import torch
 
         from denoisesum.inference.bulk import model_fingerprint
-        from denoisesum.inference.summarizer import Summarizer
+        from denoisesum.summarizer import Summarizer
 
         if spec.threads:
             torch.set_num_threads(spec.threads)

@@ -1,7 +1,7 @@
 """The DenoiseSum method (docs/method.md): a trained DenoiseSum model, its vocabulary, and the
 settings it summarizes with (SummarizerConfig: reading, precision, the search and the summary
 policy), behind the method interface of inference/methods.py. `Summarizer`
-(inference/summarizer.py) is its public facade.
+(summarizer.py) is its public facade.
 
 A model directory (format and checks: models/store.py) of kind "denoisesum" may carry, beside
 "kind" and "model", the settings to summarize with:

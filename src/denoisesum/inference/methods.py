@@ -1,6 +1,6 @@
 """The seam a summarizing method plugs into (in the style of sumy's summarizers): what a method
 is given (review sets, the call's options), what it answers (a SummaryResult per set), and the
-registry of methods by name that the `Summarizer` facade (inference/summarizer.py) chooses from
+registry of methods by name that the `Summarizer` facade (summarizer.py) chooses from
 per call (`method="denoisesum"`; a model directory's config.json names its default).
 
     class Mine:

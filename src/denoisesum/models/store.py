@@ -20,6 +20,7 @@ checkpoints (training/checkpoint.py) are model directories plus the state to res
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,7 +29,7 @@ from safetensors.torch import load_file, save_file
 
 from denoisesum.config import build, merge
 from denoisesum.data.vocab import Vocab
-from denoisesum.errors import ConfigError, InputError
+from denoisesum.errors import ConfigError, DenoiseSumError, InputError
 from denoisesum.io import atomic_write, read_json, require_part, write_json
 from denoisesum.models.bilm import BiLM, BiLMConfig
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
@@ -208,3 +209,48 @@ def load_denoisesum(directory: str | Path) -> tuple[DenoiseSum, Vocab, dict[str,
     """A trained summarizer, its vocabulary and its config.json (for the sections of other
     stages, such as "summarize")."""
     return load(directory, "denoisesum")
+
+
+# The models installed with the package: package data under denoisesum/pretrained/, one directory
+# per model (pyproject.toml), loaded by name; the default is the Yelp summarizer.
+PRETRAINED = "pretrained"
+DEFAULT_MODEL = "denoisesum-yelp"
+
+
+def installed_models_dir() -> Path:
+    """Where the installed models are: denoisesum/pretrained/ wherever the package is (a source
+    checkout, site-packages)."""
+    return Path(str(resources.files("denoisesum") / PRETRAINED))
+
+
+def installed_models() -> list[str]:
+    """The names of the installed models (directories with a config.json)."""
+    root = installed_models_dir()
+    return sorted(p.name for p in root.iterdir() if (p / CONFIG).is_file()) if root.is_dir() else []
+
+
+DEFAULT_MODEL_DIR = installed_models_dir() / DEFAULT_MODEL
+
+
+def resolve_model(name_or_path: str | Path | None) -> Path:
+    """A model directory from a path or the name of an installed model (None: the default). An
+    existing directory wins over a name; anything else that is not a name (it has a path
+    separator) is returned as given, for load_model to say what is wrong with it."""
+    if name_or_path is None:
+        if not DEFAULT_MODEL_DIR.is_dir():
+            raise DenoiseSumError(
+                f"no default model is installed (looked for {DEFAULT_MODEL_DIR}); pass a model "
+                "directory: Summarizer.from_pretrained('path/to/model') or `denoisesum summarize "
+                "--model DIR` (a directory with model.safetensors, config.json, vocab.json)"
+            )
+        return DEFAULT_MODEL_DIR
+    path = Path(name_or_path)
+    text = str(name_or_path)
+    if path.is_dir() or "/" in text or os.sep in text or text in ("", ".", ".."):
+        return path
+    if text in installed_models():
+        return installed_models_dir() / text
+    names = ", ".join(installed_models()) or "none"
+    raise DenoiseSumError(
+        f"no model directory or installed model named {text!r} (installed models: {names})"
+    )

@@ -52,7 +52,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from denoisesum import __version__
 from denoisesum.config import check
-from denoisesum.inference.summarizer import Summarizer
 from denoisesum.inference.support import SupportConfig
 from denoisesum.serving.guard import BodyBudget, add_middleware
 from denoisesum.serving.limits import BODY_SLACK, ServiceLimits
@@ -70,6 +69,7 @@ from denoisesum.serving.schemas import (
     validation_error,
 )
 from denoisesum.serving.worker import InferenceQueue
+from denoisesum.summarizer import Summarizer
 
 log = logging.getLogger("denoisesum.serving")
 FASTAPI_PARSE_ERROR = "There was an error parsing the body"  # FastAPI's 400: not UTF-8, ...

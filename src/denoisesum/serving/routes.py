@@ -15,7 +15,6 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from denoisesum.errors import DenoiseSumError
-from denoisesum.inference.summarizer import Summarizer, SummaryResult
 from denoisesum.serving.guard import BodyBudget
 from denoisesum.serving.limits import ServiceLimits
 from denoisesum.serving.pool import WorkerLost
@@ -27,6 +26,7 @@ from denoisesum.serving.schemas import (
     request_models,
 )
 from denoisesum.serving.worker import DeadlinePassed, InferenceQueue, QueueFull
+from denoisesum.summarizer import Summarizer, SummaryResult
 
 STATIC = Path(str(resources.files("denoisesum.serving") / "static"))
 

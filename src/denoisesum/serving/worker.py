@@ -25,10 +25,10 @@ import time
 from dataclasses import dataclass
 
 from denoisesum.inference.beam import stepped_by
-from denoisesum.inference.summarizer import Summarizer
 from denoisesum.inference.support import SupportConfig
 from denoisesum.serving.continuous import Stepper
 from denoisesum.serving.pool import Pool
+from denoisesum.summarizer import Summarizer
 
 # Review sets at most in one group of waiting jobs that start together: one summarize call
 # (one encoder call for all of them; every search then decodes in the one merged search), but

@@ -62,12 +62,12 @@ from denoisesum.data.batch import review_word_counts
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.vocab import EOS_ID, PAD_ID, Vocab
 from denoisesum.errors import ConfigError, DenoiseSumError, InputError
-from denoisesum.inference.summarizer import Summarizer, SummarizerConfig
 from denoisesum.io import write_json
 from denoisesum.models.bilm import add_boundaries
 from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
 from denoisesum.models.precision import use_bf16
 from denoisesum.models.store import VOCAB, read_model_dir, save_model_dir
+from denoisesum.summarizer import Summarizer, SummarizerConfig
 from denoisesum.training import distributed
 from denoisesum.training import pairs as pair_data
 from denoisesum.training.checkpoint import latest_checkpoint, load_state

@@ -26,11 +26,9 @@ in float16 autocast there (`half`), else on the CPU in fp32 (bf16 with `config.b
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 import warnings
 from collections.abc import Iterable
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -62,9 +60,23 @@ from denoisesum.inference.support import SupportConfig
 from denoisesum.io import write_json
 from denoisesum.models.denoisesum import DenoiseSum
 from denoisesum.models.rating import REPORT_FILENAME, find_rating_model
-from denoisesum.models.store import CONFIG, VOCAB, WEIGHTS, read_settings, save_weights
+from denoisesum.models.store import (
+    CONFIG,
+    DEFAULT_MODEL,
+    DEFAULT_MODEL_DIR,
+    VOCAB,
+    WEIGHTS,
+    installed_models,
+    installed_models_dir,
+    read_settings,
+    resolve_model,
+    save_weights,
+)
+from denoisesum.opinions.method import OpinionMethod
 
 __all__ = [
+    "DEFAULT_MODEL",
+    "DEFAULT_MODEL_DIR",
     "MIN_KNOWN_SHARE",
     "SLICES",
     "EmptySliceWarning",
@@ -72,8 +84,11 @@ __all__ = [
     "SummarizerConfig",
     "SummaryResult",
     "UnreadableInputWarning",
+    "installed_models",
+    "installed_models_dir",
     "load_model",
     "option_names",
+    "resolve_model",
 ]
 
 # one entity's review stars (a star None where unknown; None: none known), and one per entity
@@ -81,50 +96,10 @@ Ratings = Iterable[float | None] | None
 SetRatings = Iterable[Ratings] | None
 DEFAULT_METHOD = "denoisesum"
 register_method(DEFAULT_METHOD, lambda summarizer: summarizer.denoisesum)
-
-# The models installed with the package: package data under denoisesum/pretrained/, one directory
-# per model (pyproject.toml), loaded by name; the default is the Yelp summarizer.
-PRETRAINED = "pretrained"
-DEFAULT_MODEL = "denoisesum-yelp"
-
-
-def installed_models_dir() -> Path:
-    """Where the installed models are: denoisesum/pretrained/ wherever the package is (a source
-    checkout, site-packages)."""
-    return Path(str(resources.files("denoisesum") / PRETRAINED))
-
-
-def installed_models() -> list[str]:
-    """The names of the installed models (directories with a config.json)."""
-    root = installed_models_dir()
-    return sorted(p.name for p in root.iterdir() if (p / CONFIG).is_file()) if root.is_dir() else []
-
-
-DEFAULT_MODEL_DIR = installed_models_dir() / DEFAULT_MODEL
-
-
-def resolve_model(name_or_path: str | Path | None) -> Path:
-    """A model directory from a path or the name of an installed model (None: the default). An
-    existing directory wins over a name; anything else that is not a name (it has a path
-    separator) is returned as given, for load_model to say what is wrong with it."""
-    if name_or_path is None:
-        if not DEFAULT_MODEL_DIR.is_dir():
-            raise DenoiseSumError(
-                f"no default model is installed (looked for {DEFAULT_MODEL_DIR}); pass a model "
-                "directory: Summarizer.from_pretrained('path/to/model') or `denoisesum summarize "
-                "--model DIR` (a directory with model.safetensors, config.json, vocab.json)"
-            )
-        return DEFAULT_MODEL_DIR
-    path = Path(name_or_path)
-    text = str(name_or_path)
-    if path.is_dir() or "/" in text or os.sep in text or text in ("", ".", ".."):
-        return path
-    if text in installed_models():
-        return installed_models_dir() / text
-    names = ", ".join(installed_models()) or "none"
-    raise DenoiseSumError(
-        f"no model directory or installed model named {text!r} (installed models: {names})"
-    )
+register_method(
+    "opinions",
+    lambda summarizer: OpinionMethod.from_directory(summarizer.path, summarizer.rating),
+)
 
 
 def _delegate(name: str, settable: bool = False, doc: str = "") -> property:
