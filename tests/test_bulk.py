@@ -325,7 +325,7 @@ class CountingSummarizer:
 
     path = None
 
-    def summarize_results(self, sets, ratings, slice_, batch_size, explain=False, raw=False):
+    def summarize_results(self, sets, ratings, explain=False, *, slice, batch_size, raw=False):
         from denoisesum.inference.summarizer import SummaryResult
 
         assert len(sets) <= batch_size
