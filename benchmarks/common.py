@@ -71,11 +71,11 @@ def parse_variants(text: str) -> dict[str, dict]:
 
 def configured(base, changes: dict):
     """A copy of `base` (a SummarizerConfig) with a variant's changes (parse_variants):
-    shortlist/bf16 on the summarizer config, everything else on its decode config; checked as
-    every settings object (config.check: bounds, then validate())."""
+    shortlist/bf16 on the summarizer config, everything else on its search or policy (by name);
+    checked as every settings object (config.check: bounds, then validate())."""
     top = {k: v for k, v in changes.items() if k in ("shortlist", "bf16")}
-    decode = dataclasses.replace(base.decode, **{k: v for k, v in changes.items() if k not in top})
-    out = dataclasses.replace(base, decode=decode, **top)
+    rest = {k: v for k, v in changes.items() if k not in top}
+    out = dataclasses.replace(base.with_settings(**rest), **top)
     check(out)
     return out
 

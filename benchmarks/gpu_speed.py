@@ -5,7 +5,7 @@ item 5), written as JSON to the path given.
     python -m benchmarks.gpu_speed --out gpu-speed.json --entities 100 --cpu-entities 24
 
 One process, one model load per device, well under 3 minutes on one H100/H200 machine. Each
-variant decodes through the Summarizer (`summarize_tokens_batch`: tokenizing, choosing the
+variant decodes through the Summarizer (`summarize_results`: tokenizing, choosing the
 reviews, beam search with the model's own settings, the contradiction-free choice), after a
 warm-up batch that is not timed:
 

@@ -269,7 +269,7 @@ def measure(args, sets: list[list[str]], base: str, server: subprocess.Popen, lo
             "path": shown_path(args.model) if args.model is not None else None,
             "parameters": model["parameters"],
             "vocab_size": model["vocab_size"],
-            "beam_size": model["settings"]["decode"]["beam_size"],
+            "beam_size": model["settings"]["search"]["beam"],
         },
         "requests": len(results),
         "ok": len(ok),

@@ -325,7 +325,9 @@ class CountingSummarizer:
 
     path = None
 
-    def summarize_results(self, sets, ratings, slice_, batch_size, explain=False, raw=False):
+    def summarize_results(
+        self, sets, ratings, explain=False, *, method=None, slice, batch_size, raw=False
+    ):
         from denoisesum.summarizer import SummaryResult
 
         assert len(sets) <= batch_size

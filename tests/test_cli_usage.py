@@ -16,8 +16,8 @@ from conftest import refused, run_cli
         (["--beam", "0"], "--beam: must be a whole number of at least 1 (got '0')"),
         # the flags older than --set are the settings they stand for, checked by the
         # settings' bounds
-        (["--restate-overlap", "2"], "'decode.restate_overlap': 2.0 must be between 0 and 1"),
-        (["--opinion-weight", "nan"], "'decode.opinion_weight': nan must be between 0 and 100"),
+        (["--restate-overlap", "2"], "--restate-overlap 2.0 must be between 0 and 1"),
+        (["--opinion-weight", "nan"], "--opinion-weight nan must be between 0 and 100"),
         (["--bogus", "1"], "no such option: --bogus"),
     ],
 )

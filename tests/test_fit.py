@@ -440,7 +440,7 @@ def test_decoding_min_length_on_dev_rouge(fitted):
 def test_fit_decodes_on_its_training_device(fitted, monkeypatch):
     """The decode stage's search summarizes on the device it is given (the recipe passes
     train.train.device, set by --device), not always on the CPU."""
-    import denoisesum.summarizer as summarizer_module
+    import denoisesum.inference.denoisesum_method as summarizer_module
 
     asked = []
     real = summarizer_module.resolve_device

@@ -506,13 +506,13 @@ def test_a_request_past_its_limit_is_cut_between_steps_and_the_others_go_on(summ
         hog = pool.submit(post, port, "/v1/summarize/batch", hog_body)
         assert until(lambda: bool(slow.rows))
         time.sleep(0.3)
-        cap = SETTINGS.decode.max_words
+        cap = SETTINGS.search.max_words
         normal = post(port, "/v1/summarize", {"reviews": REVIEWS, "max_words": cap})
         assert normal.status_code == 200, normal.text
         assert hog.result().status_code == 504
         assert until(lambda: not app.state.queue.stepper.busy(), 2.0)  # the hog's search ended
         app.state.queue.close()
-    beam = SETTINGS.decode.beam
+    beam = SETTINGS.search.beam
     assert max(slow.rows) == 4 * beam  # the second request's beams joined the hog's steps
     assert len(slow.rows) < 200  # the hog never ran its 1,000 steps
 
