@@ -39,6 +39,7 @@ LAYERS = [
 BASE = {"config", "io", "errors", "extras", "text", "progress", "processes"}
 ALLOWED_UP = {
     ("training", "denoisesum.summarizer"),
+    ("inference", "denoisesum.summarizer"),  # inference/cluster.py's workers load a Summarizer
     ("training", "denoisesum.evaluation.decoded"),
     ("training", "denoisesum.evaluation.rouge"),
 }

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 import denoisesum
 from conftest import grouped_reviews, save_tiny_summarizer, summaries, token_summary
-from denoisesum import summarizer as summarizer_module
+from denoisesum.models import store
 from denoisesum.cli import app
 from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.inference.beam import SearchConfig
@@ -183,7 +183,7 @@ def test_bad_config_names_the_field(tmp_path, model_dir, change, message):
 
 
 def test_no_default_model(monkeypatch, tmp_path):
-    monkeypatch.setattr(summarizer_module, "DEFAULT_MODEL_DIR", tmp_path / "denoisesum-yelp")
+    monkeypatch.setattr(store, "DEFAULT_MODEL_DIR", tmp_path / "denoisesum-yelp")
     with pytest.raises(DenoiseSumError, match=r"no default model is installed.*--model DIR"):
         Summarizer.from_pretrained()
 
@@ -195,12 +195,12 @@ def installed(monkeypatch, tmp_path, model_dir) -> Path:
     root = tmp_path / "pretrained"
     shutil.copytree(model_dir, root / "tiny-yelp")
     (root / "notes").mkdir()
-    monkeypatch.setattr(summarizer_module, "installed_models_dir", lambda: root)
+    monkeypatch.setattr(store, "installed_models_dir", lambda: root)
     return root
 
 
 def test_an_installed_model_loads_by_name(installed, tmp_path, monkeypatch):
-    assert summarizer_module.installed_models() == ["tiny-yelp"]
+    assert store.installed_models() == ["tiny-yelp"]
     loaded = Summarizer.from_pretrained("tiny-yelp")
     assert loaded.path == installed / "tiny-yelp" and loaded.config == SETTINGS
     with pytest.raises(DenoiseSumError) as error:

@@ -378,6 +378,7 @@ def run_settings(summarizer, fmt: str, options: OutputOptions) -> dict[str, Any]
         "summarize": dataclasses.asdict(summarizer.config),
         "format": fmt,
         **options.recorded(),
+        "method": options.method or summarizer.default_method,
     }
     return json.loads(json.dumps(settings))  # as the sidecar holds them (tuples: lists)
 
