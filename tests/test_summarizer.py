@@ -15,11 +15,10 @@ from typer.testing import CliRunner
 
 import denoisesum
 from conftest import grouped_reviews, save_tiny_summarizer, summaries, token_summary
-from denoisesum.models import store
 from denoisesum.cli import app
 from denoisesum.errors import DenoiseSumError, InputError
 from denoisesum.inference.beam import SearchConfig
-from denoisesum.models import precision
+from denoisesum.models import precision, store
 from denoisesum.models.precision import bf16_supported
 from denoisesum.summarizer import Summarizer, SummarizerConfig
 
