@@ -576,3 +576,31 @@ def test_the_page_fits_a_phone_and_a_desktop(browser, default_server, request, t
             )
             assert card["x"] + card["width"] - (button["x"] + button["width"]) < 40
         assert page.problems == []
+
+
+def test_the_opinions_method_shows_who_says_each_sentence(default_page, default_summarizer):
+    """With the opinions method, each attributed sentence shows how many reviews hold its
+    opinion (beside it, never in the copied text) and, hovered, which ones."""
+    reviews = [
+        "The broth is rich and delicious.",
+        "Loved the rich broth here, so good.",
+        "The broth was delicious and the noodles fresh.",
+        "The staff was rude and slow.",
+        "Great broth, but the service is slow.",
+    ]
+    result = default_summarizer.explain(reviews, method="opinions")
+    assert result.attribution, "the opinions method attributed nothing here"
+    first = result.attribution[0]
+    page = default_page
+    page.locator("#method").select_option("opinions")
+    page.locator("#reviews").fill("\n".join(reviews))
+    assert sent_body(page)["method"] == "opinions"
+    sentence = page.locator("#summary .sent[data-share]").first
+    sentence.wait_for()
+    assert sentence.get_attribute("data-share") == f"{first.count} of {first.total}"
+    assert page.locator("#summary").inner_text() == result.summary
+    sentence.hover()
+    holders = page.locator("#evidence .holders")
+    holders.wait_for()
+    assert holders.inner_text().startswith(f"Said by {first.count} of {first.total} reviews")
+    assert page.problems == []

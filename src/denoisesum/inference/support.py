@@ -131,9 +131,12 @@ def explain(
     tokenizer: Tokenizer | None = None,
     config: SupportConfig | None = None,
     rating: RatingModel | None = None,
+    framing: regex.Pattern | None = None,
 ) -> Explanation:
     """Support of each sentence of `summary` by the `reviews` (method: module docstring);
-    with a rating model, contradicted sentences too."""
+    with a rating model, contradicted sentences too. framing: words a method adds around what
+    the reviews say ("one reviewer", "reviewers are divided"), left out like the sides'
+    openings."""
     if isinstance(reviews, str) or not isinstance(reviews, Sequence):
         raise DenoiseSumError(
             f"reviews must be a list of review texts, got {type(reviews).__name__}"
@@ -154,7 +157,10 @@ def explain(
     for start, end in split_sentences(summary):
         text = summary[start:end]
         spelled: dict[str, str] = {}  # folded key -> the sentence's first spelling
-        for key, word in keyed_content_words(tokenizer.tokenize(without_openings(text))):
+        claim = without_openings(text)
+        if framing is not None:
+            claim = framing.sub(" ", claim)
+        for key, word in keyed_content_words(tokenizer.tokenize(claim)):
             spelled.setdefault(key, word)
         if not spelled:
             sentences.append(SentenceSupport(text, start, end, 1.0, True))

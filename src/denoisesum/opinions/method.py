@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import regex
+
 from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.errors import ConfigError, InputError
 from denoisesum.inference.methods import (
@@ -46,6 +48,10 @@ MAX_WORDS_RANGE = (5, 1000)
 _TOKENIZER = Tokenizer()
 DIVIDED_OPENING = "Reviewers are divided."
 OTHER_SIDE = "On the other hand, "
+# what the method adds to the reviewers' words: left out of the evidence (inference/support.py)
+FRAMING = regex.compile(
+    r"(?i)\breviewers are divided\.?|\bon the other hand,|\b(?:one|another) reviewer(?:'s)?\b"
+)
 
 
 @dataclass
@@ -114,7 +120,12 @@ class OpinionMethod:
             if options.explain:
                 result = result.with_explanation(
                     explain_support(
-                        review_set.reviews, said.text, _TOKENIZER, options.support, self.rating
+                        review_set.reviews,
+                        said.text,
+                        _TOKENIZER,
+                        options.support,
+                        self.rating,
+                        FRAMING,
                     )
                 )
             results.append(result)

@@ -14,7 +14,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from denoisesum.errors import DenoiseSumError
+from denoisesum.errors import ConfigError, DenoiseSumError
 from denoisesum.serving.guard import BodyBudget
 from denoisesum.serving.limits import ServiceLimits
 from denoisesum.serving.pool import WorkerLost
@@ -78,8 +78,8 @@ def add_summarize_routes(
 
 
 def options(body) -> dict:
-    """The request's per-call decoding options that it sets (max_words, beam, first_person)."""
-    keys = ("max_words", "beam", "first_person")
+    """The request's per-call options that it sets (method, max_words, beam, first_person)."""
+    keys = ("method", "max_words", "beam", "first_person")
     return {k: v for k in keys if (v := getattr(body, k)) is not None}
 
 
@@ -113,6 +113,8 @@ async def run(
         raise ServiceError(503, "the service is shutting down")
     try:
         return wrapped.result()  # (the asyncio side: its exception then counts as retrieved)
+    except ConfigError as exc:  # an option the method does not take (beam with opinions)
+        raise ServiceError(422, str(exc), exc.key or "body") from None
     except DenoiseSumError as exc:
         raise ServiceError(422, str(exc), "reviews") from None
     except WorkerLost as exc:  # serve --workers: its decoding process died

@@ -55,6 +55,12 @@ SLICE = Field(
 )
 
 
+Method = Literal["opinions", "denoisesum"] | None
+METHOD = _optional(
+    "opinions: every review read, the opinions reviewers share, each sentence attributed to "
+    "its reviews; denoisesum: the paper's abstractive summary (beam applies). Default: the "
+    "model's."
+)
 MaxWords = Annotated[int, Field(ge=1, le=1000)] | None
 MAX_WORDS = _optional(
     "Words at most; the summary ends at its last sentence end within them (default: the "
@@ -111,6 +117,7 @@ def request_models(limits: ServiceLimits) -> tuple[type[BaseModel], type[BaseMod
                 ]
             },
         )
+        method: Method = METHOD
         slice: Slice = SLICE
         max_words: MaxWords = MAX_WORDS
         beam: Beam = BEAM
@@ -129,6 +136,7 @@ def request_models(limits: ServiceLimits) -> tuple[type[BaseModel], type[BaseMod
             max_length=limits.max_sets,
             description=f"1 to {limits.max_sets} review sets, summarized independently.",
         )
+        method: Method = METHOD
         slice: Slice = SLICE
         max_words: MaxWords = MAX_WORDS
         beam: Beam = BEAM
@@ -178,6 +186,21 @@ class SupportOut(BaseModel):
     )
 
 
+class AttributionOut(BaseModel):
+    text: str = Field(description="The summary sentence.")
+    aspect: str = Field(description="What its opinion is about, as reviewers name it.")
+    polarity: int = Field(description="-1 a complaint, 0 neutral, +1 praise.")
+    reviews: list[int] = Field(description="Positions of the reviews holding the opinion.")
+    count: int = Field(description="How many distinct reviews hold it.")
+    total: int = Field(description="Of how many distinct reviews read.")
+
+
+ATTRIBUTION = _optional(
+    "Each sentence's opinion and the reviews holding it ('4 of 8 reviews'): the opinions "
+    "method's answer; absent for the denoisesum method."
+)
+
+
 WARNINGS = Field(
     default_factory=list,
     description=(
@@ -195,12 +218,13 @@ TOTAL = _optional("How many reviews it was given, with reviews_read.")
 
 
 class ReadCounts(BaseModel):
-    """reviews_read and reviews_total are left out when they are None (no choice was made)."""
+    """reviews_read and reviews_total are left out when they are None (no choice was made),
+    attribution when the method gives none."""
 
     @model_serializer(mode="wrap")
     def _omit_counts_when_all_read(self, handler):
         data = handler(self)
-        for key in ("reviews_read", "reviews_total"):
+        for key in ("reviews_read", "reviews_total", "attribution"):
             if data.get(key) is None:
                 data.pop(key, None)
         return data
@@ -209,6 +233,7 @@ class ReadCounts(BaseModel):
 class SummarizeResponse(ReadCounts):
     summary: str
     support: SupportOut
+    attribution: list[AttributionOut] | None = ATTRIBUTION
     warnings: list[str] = WARNINGS
     reviews_read: int | None = READ
     reviews_total: int | None = TOTAL
@@ -219,6 +244,7 @@ class BatchResult(ReadCounts):
     id: str | None
     summary: str
     support: SupportOut
+    attribution: list[AttributionOut] | None = ATTRIBUTION
     warnings: list[str] = WARNINGS
     reviews_read: int | None = READ
     reviews_total: int | None = TOTAL

@@ -9,6 +9,7 @@
     reviews: $("reviews"), file: $("file"), setChoice: $("set-choice"), setSelect: $("set-select"),
     count: $("review-count"), button: $("summarize"), slice: $("slice"),
     maxWords: $("max-words"), message: $("message"), result: $("result"),
+    method: $("method"),
     summary: $("summary"), share: $("share"), evidence: $("evidence"), model: $("model-name"),
     copy: $("copy"), downloadText: $("download-text"), downloadJson: $("download-json"),
     columns: $("columns"), columnsFile: $("columns-file"), colText: $("col-text"),
@@ -464,6 +465,7 @@
 
   function requestBody(reviews, ratings) {  // the reviews, their stars, the slice and length
     const body = { reviews, slice: els.slice.value };
+    if (els.method.value) body.method = els.method.value;
     if (ratings) body.ratings = ratings;
     const words = parseInt(els.maxWords.value, 10);
     if (Number.isFinite(words) && words > 0) body.max_words = words;
@@ -519,6 +521,14 @@
     return sentence.score >= threshold / 2 ? "mid" : "low";
   }
 
+  // the attribution of each support sentence (the opinions method's answer), or null: the
+  // one whose sentence it is, its first letter's case and the method's framing aside
+  function attributionOf(sentence) {
+    const said = last.response.attribution || [];
+    const text = sentence.text.toLowerCase();
+    return said.find((a) => text.includes(a.text.slice(1).toLowerCase())) || null;
+  }
+
   function render() {
     const { summary, support } = last.response;
     const chars = Array.from(summary);  // offsets count code points, as Python does
@@ -534,6 +544,12 @@
       span.tabIndex = 0;
       span.setAttribute("role", "button");
       span.setAttribute("aria-label", `${sentence.text} (support ${sentence.score.toFixed(2)})`);
+      const said = attributionOf(sentence);
+      if (said) {  // shown after the sentence by the stylesheet: never part of the copied text
+        span.dataset.share = `${said.count} of ${said.total}`;
+        span.setAttribute("aria-label", `${sentence.text} (${said.count} of ${said.total} ` +
+          `reviews; support ${sentence.score.toFixed(2)})`);
+      }
       parts.push(span);
       at = sentence.end;
     });
@@ -598,6 +614,16 @@
       : sentence.supported ? "supported" : "not supported"} ` +
       `(score ${sentence.score.toFixed(2)}, threshold ${support.threshold.toFixed(2)})`;
     const parts = [title];
+    const said = attributionOf(sentence);
+    if (said) {
+      const holders = document.createElement("p");
+      holders.className = "holders";
+      holders.textContent = `Said by ${said.count} of ${said.total} reviews ` +
+        `(${said.polarity < 0 ? "a complaint" : said.polarity > 0 ? "praise" : "a statement"} ` +
+        `about the ${said.aspect}): review${said.reviews.length === 1 ? "" : "s"} ` +
+        said.reviews.map((i) => i + 1).join(", ");
+      parts.push(holders);
+    }
     if (sentence.missing.length) {
       const missing = document.createElement("p");
       missing.className = "missing";
