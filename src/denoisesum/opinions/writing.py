@@ -71,11 +71,29 @@ def readable(sentence: Sentence) -> bool:
     first = sentence.tokens[0] if sentence.tokens else ""
     if first in _LEANS or not text[0].isalnum() or _META.intersection(sentence.tokens):
         return False
+    if _refers_back(sentence):
+        return False
     shouting = any(len(w) > 3 and w.isupper() for w in regex.findall(r"\p{L}+", text))
     return not shouting and text.count("!") <= 1 and not any(m in text for m in _MARKS)
 
 
 _MARKS = ("...", '"', "--", "`", "  ")
+
+
+_BACK = frozenset("it it's they them this that these those he she him her his".split())
+
+
+def _refers_back(sentence: Sentence) -> bool:
+    """Whether a pronoun comes before anything the sentence names ("Mix it with the white
+    sauce"): it stands for something in the sentence before, which the summary does not have."""
+    folded = [fold(t) for t in sentence.tokens]
+    heads = {a.split()[-1] for a in sentence.aspects}
+    for token, key in zip(sentence.tokens, folded, strict=True):
+        if key in heads:
+            return False
+        if token in _BACK:
+            return True
+    return False
 
 
 def convertible(tokens: Sequence[str]) -> bool:
