@@ -495,8 +495,9 @@ class Recipe:
                 f", lengths {f['min_tokens']}-{f['max_tokens']} tokens fitted to the corpus's"
                 f" reviews (given {given})"
             )
+        reuse = ""
         if found.get("pairs_per_candidate", 1) > 1:
-            constraints += f"; {found['pairs_per_candidate']:g} pairs per candidate"
+            reuse = f", {found['pairs_per_candidate']:g} pairs per candidate"
         warning = shortfall(manifest)
         result = {
             "pairs": manifest["pairs"],
@@ -512,7 +513,9 @@ class Recipe:
         return (
             f"{manifest['pairs']:,} pairs of the {s.pairs:,} asked for; {found['eligible']:,}"
             f" of {found['reviews']:,} reviews qualify as candidate summaries ({constraints}"
-            " constraints)" + ("; too few candidates, see the warning" if warning else "") + noised
+            f" constraints){reuse}"
+            + ("; too few candidates, see the warning" if warning else "")
+            + noised
         ), result
 
     def topics(self) -> tuple[str, dict[str, Any]]:
