@@ -19,6 +19,7 @@ from denoisesum.evaluation.heldout import (
     held_out_entities,
     terms_covered,
 )
+from denoisesum.fit.adapt import noise_lm
 from denoisesum.fit.recipe import best_band
 from denoisesum.summarizer import DEFAULT_MODEL_DIR
 
@@ -80,8 +81,15 @@ def test_fit_from_the_installed_model_works_the_first_time(adapted):
     )
     key = "decoder_c.out.weight" if "decoder_c.out.weight" in before else sorted(before)[0]
     assert (before[key].float() - after[key].float()).abs().max().item() < 0.05
-    # one checkpoint kept: what resuming needs
+    # one checkpoint kept: what resuming needs; no pair cache (made again from the shards)
     assert len(list((train / "checkpoints").glob("step-*"))) == 1
+    assert not (train / "data").exists()
+    # noised with the installed model's own noising LM: no LM trained
+    assert not (model / "work" / "lm").exists()
+    stages = {s["stage"]: s for s in read(model / "fit-report.json")["stages"]}
+    assert stages["lm"]["status"] == "given"
+    assert stages["lm"]["output"] == str(base / "noise-lm")
+    assert "the noising LM of denoisesum-yelp" in stages["lm"]["summary"]
 
 
 def test_fit_ends_with_scores_on_held_out_businesses(adapted):
@@ -108,7 +116,33 @@ def test_fit_ends_with_scores_on_held_out_businesses(adapted):
         for line in gzip.decompress(shard.read_bytes()).decode().splitlines()
     ]
     assert made and not set(made) & set(quality["held_out"])
-    assert "[8/8] evaluate: done" in stderr
+    assert "[7/7] evaluate: done" in stderr
+    # beside the model it started from, on the same businesses (fit/compare.py)
+    base = quality["base"]
+    assert base["model"] == "denoisesum-yelp" and base["scores"]["businesses"] == 2
+    loss = base["review_loss"]
+    assert loss["businesses"] == 2 and loss["reviews"] > 2
+    assert loss["interval"][0] <= loss["difference"] <= loss["interval"][1]
+    assert "denoisesum-yelp, the model it started from, on the same businesses: opinion" in stdout
+    assert "held-out review loss (nats per word" in stdout
+    assert quality["few"].startswith("only 2 businesses held out") and quality["few"] in stdout
+
+
+def test_a_model_adapted_from_an_installed_one_noises_with_its_lm(adapted, tmp_path):
+    """--from a directory: its own noise-lm/, else that of the model it was adapted from (its
+    config's fit.from), else none (fit trains one)."""
+    shipped = DEFAULT_MODEL_DIR / "noise-lm"
+    assert noise_lm(DEFAULT_MODEL_DIR) == shipped
+    assert noise_lm(adapted["model"]) == shipped  # fit.from: denoisesum-yelp
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    config = read(adapted["model"] / "config.json")
+    del config["fit"]["from"]
+    (alone / "config.json").write_text(json.dumps(config))
+    assert noise_lm(alone) is None
+    config["fit"]["from"] = str(tmp_path / "gone")  # a model no longer there
+    (alone / "config.json").write_text(json.dumps(config))
+    assert noise_lm(alone) is None
 
 
 def test_progress_written_to_a_pipe_is_plain_lines(adapted):
@@ -116,7 +150,7 @@ def test_progress_written_to_a_pipe_is_plain_lines(adapted):
     assert "\r" not in stderr
     lines = stderr.splitlines()
     assert any(line.startswith("train: 3/3 step,") and "step/s" in line for line in lines)
-    assert any(line.startswith("train-lm: 30/30 step,") for line in lines)  # noising's LM
+    assert not any(line.startswith("train-lm:") for line in lines)  # the shipped one noises
     assert any(line.startswith("tokenizing: ") for line in lines)
 
 
@@ -125,7 +159,7 @@ def test_a_rerun_skips_every_stage(adapted):
         "fit", adapted["corpus"], "-o", adapted["model"], "--from", "denoisesum-yelp", *QUICK
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "fit: 8 skipped" in done.stdout
+    assert "fit: 7 skipped, 1 given" in done.stdout
 
 
 @pytest.mark.parametrize(

@@ -24,9 +24,15 @@ EXAMPLES = ROOT / "examples" / "review_sets.jsonl"
 
 
 def test_the_default_model_is_shipped_within_budget():
-    files = {p.name: p.stat().st_size for p in DEFAULT_MODEL_DIR.iterdir()}
+    files = {p.name: p.stat().st_size for p in DEFAULT_MODEL_DIR.iterdir() if p.is_file()}
     assert {"model.safetensors", "config.json", "vocab.json"} <= set(files)
     assert sum(files.values()) <= 60 * 2**20
+    # its noising LM (fit --from noises with it): fp16, 22 MB
+    noise_lm = {p.name: p.stat().st_size for p in (DEFAULT_MODEL_DIR / "noise-lm").iterdir()}
+    assert set(noise_lm) == {"model.safetensors", "config.json", "vocab.json"}
+    assert sum(noise_lm.values()) <= 24 * 2**20
+    with safe_open(str(DEFAULT_MODEL_DIR / "noise-lm" / "model.safetensors"), "pt") as weights:
+        assert weights.get_tensor("embed.weight").dtype.itemsize == 2
     with safe_open(str(DEFAULT_MODEL_DIR / "model.safetensors"), "pt") as weights:
         assert weights.get_tensor("embed.weight").dtype.itemsize == 2  # stored in fp16
 
@@ -36,7 +42,8 @@ def test_the_default_model_is_package_data_found_by_name():
     assert package / "pretrained" / "denoisesum-yelp" == DEFAULT_MODEL_DIR
     assert installed_models() == ["denoisesum-yelp"]
     assert resolve_model("denoisesum-yelp") == resolve_model(None) == DEFAULT_MODEL_DIR
-    assert '"denoisesum" = ["pretrained/*/*"]' in (ROOT / "pyproject.toml").read_text()
+    package_data = '"denoisesum" = ["pretrained/*/*", "pretrained/*/noise-lm/*"]'
+    assert package_data in (ROOT / "pyproject.toml").read_text()
     assert not (ROOT / "models" / "denoisesum-yelp").exists()  # one copy in the repository
 
 

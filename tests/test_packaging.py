@@ -53,13 +53,17 @@ def test_the_wheel_holds_the_default_model_once(wheel):
         entries = {info.filename: info.file_size for info in archive.infolist()}
     model = {name: size for name, size in entries.items() if "/pretrained/" in name}
     assert model == {
-        f"denoisesum/pretrained/denoisesum-yelp/{p.name}": p.stat().st_size for p in MODEL.iterdir()
+        f"denoisesum/pretrained/denoisesum-yelp/{p.relative_to(MODEL).as_posix()}": p.stat().st_size
+        for p in MODEL.rglob("*")
+        if p.is_file()
     }
-    assert [name for name in entries if name.endswith(".safetensors")] == [
-        "denoisesum/pretrained/denoisesum-yelp/model.safetensors"
-    ]  # not lms/bilm-yelp
-    # the fp16 weights hardly compress: the wheel is the model plus well under 5 MiB of code
-    weights = (MODEL / "model.safetensors").stat().st_size
+    assert sorted(name for name in entries if name.endswith(".safetensors")) == [
+        "denoisesum/pretrained/denoisesum-yelp/model.safetensors",
+        "denoisesum/pretrained/denoisesum-yelp/noise-lm/model.safetensors",  # fit --from's LM
+    ]  # not lms/bilm-yelp-256
+    # the fp16 weights hardly compress: the wheel is the model and its noising LM plus well
+    # under 5 MiB of code
+    weights = sum((d / "model.safetensors").stat().st_size for d in (MODEL, MODEL / "noise-lm"))
     assert 0.8 * weights < wheel.stat().st_size < weights + 5 * 2**20
 
 

@@ -9,10 +9,12 @@ min_length instead of choosing one). Its rating model (rating.npz), which opinio
 the contradiction-free choice read, is exported with the adapted model.
 
 No LM is trained to start the summarizer from (it starts from MODEL). The synthetic pairs still
-need a cloze LM to noise with: --noise-lm DIR gives one (cheapest: a general review LM as it is,
-e.g. the repository's Yelp BiLM; token noise only needs plausible replacements, and every stage
-after it is unchanged), else fit trains one on the corpus for noising alone (the lm stage, with
-the preset's LM sizes and budget_lm_share of --budget).
+need a cloze LM to noise with: MODEL's own noising LM, the one its pairs were noised with, in
+MODEL/noise-lm/ (the installed denoisesum-yelp ships it: the Yelp BiLM, fp16), or, for a model
+adapted from one, that model's (its config's fit.from); --noise-lm DIR gives another (token noise
+only needs plausible replacements, and every stage after it is unchanged). Only when neither
+exists does fit train one on the corpus for noising alone (the lm stage, with the preset's LM
+sizes and budget_lm_share of --budget).
 
 Fine-tuning settings the layer sets (each may be overridden with --config / --set): MODEL's own
 last learning rate when it recorded it; no weight averaging (train.ema_decay 0: an adaptation
@@ -81,6 +83,27 @@ def resolve_base(name_or_dir: str) -> Path:
             field="kind",
         )
     return path
+
+
+NOISE_LM = "noise-lm"  # MODEL/noise-lm/: the BiLM MODEL's synthetic pairs were noised with
+
+
+def noise_lm(model_dir: Path, depth: int = 4) -> Path | None:
+    """MODEL's noising LM: MODEL/noise-lm/ when it holds a model, else, for a model adapted
+    from another (its config's fit.from, a name or a directory), that one's; None when there is
+    none (looked up `depth` models back at most)."""
+    own = model_dir / NOISE_LM
+    if (own / WEIGHTS).is_file() and (own / CONFIG).is_file() and (own / VOCAB).is_file():
+        return own
+    config = read_json(model_dir / CONFIG) if (model_dir / CONFIG).is_file() else {}
+    origin = (config.get("fit") or {}).get("from") if isinstance(config, dict) else None
+    if not isinstance(origin, str) or depth <= 0:
+        return None
+    try:
+        earlier = resolve_base(origin)
+    except DenoiseSumError:
+        return None  # the model it came from is not here (another machine, deleted)
+    return None if earlier.resolve() == model_dir.resolve() else noise_lm(earlier, depth - 1)
 
 
 def base_settings(model_dir: Path) -> dict[str, Any]:

@@ -47,7 +47,7 @@ from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.errors import ConfigError, DenoiseSumError, InputError
 from denoisesum.evaluation import heldout
 from denoisesum.evaluation.decoded import choose_variant
-from denoisesum.fit import adapt, ledger
+from denoisesum.fit import adapt, compare, ledger
 from denoisesum.fit.config import (
     FitConfig,
     apply_budget,
@@ -66,7 +66,7 @@ from denoisesum.models.store import (
     load_bilm,
     read_settings,
 )
-from denoisesum.noising.pipeline import shortfall, synthesize
+from denoisesum.noising.pipeline import SMALL_CORPUS_SETTINGS, shortfall, synthesize
 from denoisesum.noising.plan import review_set_sizes
 from denoisesum.training.checkpoint import latest_checkpoint
 
@@ -183,11 +183,25 @@ def _dev_sets(path: Path) -> list:
 
 class Recipe:
     def __init__(self, request: FitRequest, log: Log, progress: bool) -> None:
-        self.request, self.log, self.progress = request, log, progress
+        self.log, self.progress = log, progress
         self.root = Path(request.output)
         self.work = self.root / "work"
         self.reader = CorpusReader(request.corpus, request.fields, skip_bad=request.skip_bad)
         self.base_dir = adapt.resolve_base(request.base) if request.base is not None else None
+        # --from noises with MODEL's own noising LM when it has one, unless --lm or --noise-lm
+        # say otherwise, or a run in this directory already trained one (its pairs were made
+        # with it: resuming keeps it)
+        self.shipped_noise_lm = None
+        if (
+            self.base_dir is not None
+            and request.lm is None
+            and request.noise_lm is None
+            and ledger.read_record(self.work, "lm") is None
+        ):
+            self.shipped_noise_lm = adapt.noise_lm(self.base_dir)
+            if self.shipped_noise_lm is not None:
+                request = dataclasses.replace(request, noise_lm=self.shipped_noise_lm)
+        self.request = request
         self.cfg = fit_config(request)
         self.dev_sets = _dev_sets(request.dev) if request.dev is not None else None
         for given in (request.lm, request.noise_lm):
@@ -475,6 +489,16 @@ class Recipe:
         )
         found = manifest["candidate_filter"]
         constraints = "custom" if s.candidates is not None else f"'{s.preset}'"
+        if "fitted_lengths" in found:
+            f = found["fitted_lengths"]
+            given = "-".join(str(x) for x in f["given"])
+            constraints += (
+                f", lengths {f['min_tokens']}-{f['max_tokens']} tokens fitted to the corpus's"
+                f" reviews (given {given})"
+            )
+        reuse = ""
+        if found.get("pairs_per_candidate", 1) > 1:
+            reuse = f", {found['pairs_per_candidate']:g} pairs per candidate"
         warning = shortfall(manifest)
         result = {
             "pairs": manifest["pairs"],
@@ -490,7 +514,9 @@ class Recipe:
         return (
             f"{manifest['pairs']:,} pairs of the {s.pairs:,} asked for; {found['eligible']:,}"
             f" of {found['reviews']:,} reviews qualify as candidate summaries ({constraints}"
-            " constraints)" + ("; too few candidates, see the warning" if warning else "") + noised
+            f" constraints){reuse}"
+            + ("; too few candidates, see the warning" if warning else "")
+            + noised
         ), result
 
     def topics(self) -> tuple[str, dict[str, Any]]:
@@ -531,6 +557,8 @@ class Recipe:
         )
         self._note_start(trainer.state["step"])
         result = trainer.fit()
+        del trainer  # its memory maps of the pair cache, before compact_run removes it
+        result["compacted_bytes"] = compact_run(out)
         start = read_json(out / "lm-init.json") if (out / "lm-init.json").is_file() else None
         rouge, loss = result["best_dev_rouge"], result["best_val_loss"]
         chosen = (
@@ -713,8 +741,35 @@ class Recipe:
             "held_out": ids,
             "usable": not failed,
             "warning": self._not_usable(failed, len(ids)) if failed else None,
+            "few": compare.few_text(len(ids)),
         }
-        return f"{len(ids)} held-out businesses: {heldout.scores_line(scores)}", result
+        line = f"{len(ids)} held-out businesses: {heldout.scores_line(scores)}"
+        if self.base_dir is not None:
+            result["base"] = self._against_base(ids, sets)
+            base_scores = heldout.scores_line(result["base"]["scores"])
+            line += f"; {self.request.base} on them: {base_scores}"
+            if result["base"]["review_loss"] is not None:
+                loss = result["base"]["review_loss"]
+                line += f"; review loss {loss['model']:.3f} against {loss['base']:.3f}"
+            write_json(out / "base.json", result["base"])
+        return line, result
+
+    def _against_base(self, ids: list[str], sets: list[dict]) -> dict[str, Any]:
+        """The model --from started from, on the same held-out businesses (fit/compare.py): its
+        summaries' scores, and both models' loss of the held-out reviews."""
+        from denoisesum.inference.summarizer import Summarizer
+
+        base = Summarizer.from_pretrained(self.base_dir, device=self.cfg.train.train.device)
+        if base.rating is None:
+            base.rating = self._rating_model()
+        scores = self._held_out_scores(given_stars_summaries(base, sets), sets, base.rating)
+        targets = compare.review_targets(self.corpus, ids, self.cfg.evaluate.seed)
+        loss = None
+        if targets:
+            mine = compare.by_business(targets, compare.review_loss(self.root, targets))
+            theirs = compare.by_business(targets, compare.review_loss(self.base_dir, targets))
+            loss = {**compare.paired(mine, theirs), "reviews": len(targets)}
+        return {"model": self.request.base, "scores": scores, "review_loss": loss}
 
     def _rating_model(self):
         """The rating model that reads the held-out summaries: the base model's (--from; the
@@ -773,10 +828,25 @@ class Recipe:
             record["settings"]["corpus"] = corpus
             ledger.write_record(self.work, "tokenize", record)
 
+    def _upgrade_synthesis_record(self, record: dict[str, Any] | None) -> None:
+        """Pairs made before synthesize.fit_lengths and uses_per_candidate existed, every one
+        asked for: those settings act only on a corpus with too few candidates, so they would
+        have changed nothing, and the record takes the present values."""
+        if record is None or not record.get("done"):
+            return
+        settings, result = record["settings"], record.get("result", {})
+        keys = [f"synthesize.{name}" for name in SMALL_CORPUS_SETTINGS]
+        if all(k in settings for k in keys) or result.get("pairs", 0) < result.get("asked", 1):
+            return
+        for key in keys:
+            settings.setdefault(key, flatten(self.cfg.synthesize, "synthesize")[key])
+        ledger.write_record(self.work, "synthesize", record)
+
     def run(self) -> FitReport:
         stages = self.stages()
         records = {s.name: ledger.read_record(self.work, s.name) for s in stages}
         self._upgrade_corpus_record(records["tokenize"], stages[0].settings["corpus"])
+        self._upgrade_synthesis_record(records.get("synthesize"))
         for s in stages:  # every settings check before any work (a failed stage starts over)
             if (
                 records[s.name] is not None
@@ -805,7 +875,10 @@ class Recipe:
         for number, stage in enumerate(stages, 1):
             if stage.name == "synthesize" and not self.request.trains_lm:
                 given = self.lm_dir if self.request.lm is not None else self.noise_lm_dir
-                report.add("lm", "given", str(given), summary=f"the BiLM in {given}")
+                summary = f"the BiLM in {given}"
+                if self.shipped_noise_lm is not None:
+                    summary = f"the noising LM of {self.request.base}, in {given}"
+                report.add("lm", "given", str(given), summary=summary)
             if stage.name == "train" and not self.cfg.train.model.discriminator:
                 report.add("topics", "not needed", "", summary="train.model.discriminator = false")
             label = f"[{number}/{len(stages)}] {stage.name}"
@@ -957,6 +1030,37 @@ class Recipe:
     @staticmethod
     def _limits_text(limits: dict[str, Any]) -> str:
         return ", ".join(f"{key.split('.')[-1]} {value:g}" for key, value in sorted(limits.items()))
+
+
+def compact_run(run: Path) -> int:
+    """What a finished trainer's run directory holds that neither the later stages nor a
+    continuation need as a copy, removed; returns the bytes freed. Its pair cache (data/: the
+    shards' token ids, memory-mapped, and the topic distributions) is made again from the
+    shards when training continues (seconds for thousands of pairs); the latest checkpoint's
+    weights, when they are the kept model's byte for byte (training ended at its best step),
+    become a hard link to run/model.safetensors (both are only ever replaced, never written
+    in place, so neither changes the other). The checkpoint itself stays: continuing with a
+    larger budget resumes from it, optimizer state and all."""
+    freed = 0
+    cache = run / "data"
+    if cache.is_dir():
+        freed += sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())
+        shutil.rmtree(cache)
+    checkpoint, kept = latest_checkpoint(run), run / WEIGHTS
+    if checkpoint is None or not kept.is_file():
+        return freed
+    copy_ = checkpoint / WEIGHTS
+    if copy_.is_file() and not copy_.samefile(kept):
+        size = copy_.stat().st_size
+        if size == kept.stat().st_size and ledger.digest([copy_]) == ledger.digest([kept]):
+            tmp = copy_.with_name(f".{copy_.name}.link")
+            try:
+                os.link(kept, tmp)
+            except OSError:  # a file system without hard links: both copies stay
+                return freed
+            os.replace(tmp, copy_)
+            freed += size
+    return freed
 
 
 def held_out_sets(corpus: EncodedCorpus, ids: list[str], cfg) -> list[dict]:

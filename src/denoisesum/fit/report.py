@@ -11,7 +11,10 @@ printed at the end.
                  "held_out": ["business id", ...], "warning": null}}
 
 quality: the evaluate stage's scores of the exported model on businesses held out of training
-(evaluation/heldout.py); usable false comes with a warning saying what to change.
+(evaluation/heldout.py); usable false comes with a warning saying what to change. With --from,
+quality.base holds the model it started from on the same businesses: its summaries' scores and
+both models' loss of the held-out reviews (fit/compare.py); quality.few says what a held-out
+evaluation on fewer than 10 businesses can show.
 
 status: "ran", "resumed" (cut off in an earlier run and finished now), "continued" (a trainer
 finished earlier, given new limits: more steps or minutes), "skipped" (done in an
@@ -110,9 +113,21 @@ class FitReport:
         if not quality.get("scores"):
             return []
         from denoisesum.evaluation.heldout import scores_line
+        from denoisesum.fit.compare import loss_line
 
         verdict = "usable" if quality.get("usable") else "NOT USABLE YET (see the warning)"
-        return [
+        lines = [
             f"held out of training ({len(quality['held_out'])} businesses of this corpus): "
             f"{scores_line(quality['scores'])}; {verdict}"
         ]
+        base = quality.get("base")
+        if base:
+            lines.append(
+                f"  {base['model']}, the model it started from, on the same businesses: "
+                f"{scores_line(base['scores'])}"
+            )
+            if base.get("review_loss"):
+                lines.append(f"  {loss_line(base['review_loss'], base['model'])}")
+        if quality.get("few"):
+            lines.append(f"  {quality['few']}")
+        return lines

@@ -44,6 +44,7 @@ from denoisesum.noising.plan import (
     document_frequency,
     eligible_candidates,
     entity_groups,
+    fitted_lengths,
     make_plan,
     rating_balance_weights,
     star_classes,
@@ -92,9 +93,19 @@ class SynthesisConfig:
     # paper): an opinion-conditioned summarizer needs negative summaries to learn from, and most
     # Yelp candidates are 4-5 stars; False: uniformly, as the paper
     balance_ratings: bool = False
+    # when fewer reviews pass the candidate constraints than `pairs` asks for, widen their
+    # length bounds to the corpus's own lengths (plan.fitted_lengths: from its 10th to its 75th
+    # percentile, never narrower than the constraints' own bounds, nor longer than twice their
+    # max_tokens); False: the constraints as given, as the paper
+    fit_lengths: bool = False
+    # the most pairs made from one candidate summary, each with its own token and chunk noise,
+    # when fewer candidates qualify than `pairs` asks for; 1: one pair each, as the paper (a
+    # small corpus then gives as many pairs as it has candidates)
+    uses_per_candidate: int = 1
     # each setting's valid values (config.py checks them)
     BOUNDS: ClassVar[dict[str, Range]] = {
         "pairs": at_least(1),
+        "uses_per_candidate": at_least(1, "1: each candidate makes one pair"),
         "n_mean": at_least(1),
         "n_std": at_least(0),
         "inventory_reviews": at_least(1),
@@ -115,10 +126,18 @@ class SynthesisConfig:
 
 
 DEFAULT_SYNTHESIS = SynthesisConfig()
+# the settings that act only when fewer candidates qualify than pairs are asked for
+SMALL_CORPUS_SETTINGS = ("fit_lengths", "uses_per_candidate")
 # SynthesisConfig fields added after pair directories were first written: the noising fingerprint
 # leaves each out while it is at its default (which does what the code did before it), so those
 # directories still match. A new field goes here.
-ADDED_SETTINGS = ("central_fraction", "document_noise", "balance_ratings")
+ADDED_SETTINGS = (
+    "central_fraction",
+    "document_noise",
+    "balance_ratings",
+    "fit_lengths",
+    "uses_per_candidate",
+)
 
 
 @dataclass(frozen=True)
@@ -353,6 +372,16 @@ def prepare(
     fingerprint = _fingerprint(corpus, lm_dir, cfg, excluded)
     if (out / "plan.json").exists():
         prepared = read_json(out / "plan.json")
+        # a plan made before the small-corpus settings existed that made every pair asked for:
+        # they would have changed nothing in it
+        small = {name: getattr(DEFAULT_SYNTHESIS, name) for name in SMALL_CORPUS_SETTINGS}
+        before = dataclasses.replace(cfg, **small)
+        if (
+            prepared["fingerprint"] != fingerprint
+            and prepared["pairs"] >= cfg.pairs
+            and prepared["fingerprint"] == _fingerprint(corpus, lm_dir, before, excluded)
+        ):
+            return prepared
         if prepared["fingerprint"] != fingerprint:
             raise DenoiseSumError(
                 f"{out} holds a run with other inputs or settings; use a new output directory"
@@ -361,7 +390,17 @@ def prepare(
     out.mkdir(parents=True, exist_ok=True)
     excluded_set = set(excluded)
     allowed = ~np.array([e in excluded_set for e in corpus.entities])[corpus.entity]
-    eligible, report = eligible_candidates(corpus, cfg.candidate_config(), allowed)
+    constraints = cfg.candidate_config()
+    eligible, report = eligible_candidates(corpus, constraints, allowed)
+    if cfg.fit_lengths and len(eligible) < cfg.pairs:
+        fitted = fitted_lengths(corpus.lengths()[allowed], constraints)
+        if fitted != constraints:
+            eligible, report = eligible_candidates(corpus, fitted, allowed)
+            report["fitted_lengths"] = {
+                "min_tokens": fitted.min_tokens,
+                "max_tokens": fitted.max_tokens,
+                "given": [constraints.min_tokens, constraints.max_tokens],
+            }
     if len(eligible) == 0:
         raise DenoiseSumError(f"no review passes the candidate constraints ({report})")
     idf = idf_weights(document_frequency(corpus, allowed), int(allowed.sum()))
@@ -372,7 +411,11 @@ def prepare(
         report["central"] = len(eligible)
         report["central_lowest_support"] = round(lowest, 4)
     weights = rating_balance_weights(corpus.ratings[eligible]) if cfg.balance_ratings else None
-    plan = make_plan(eligible, cfg.pairs, cfg.n_mean, cfg.n_std, cfg.seed, weights)
+    plan = make_plan(
+        eligible, cfg.pairs, cfg.n_mean, cfg.n_std, cfg.seed, weights, cfg.uses_per_candidate
+    )
+    if cfg.uses_per_candidate > 1:
+        report["pairs_per_candidate"] = round(len(plan.candidates) / len(eligible), 2)
     if cfg.balance_ratings:
         chosen = np.bincount(star_classes(corpus.ratings[plan.candidates]), minlength=6)
         report["chosen_by_stars"] = {
@@ -519,11 +562,17 @@ def shortfall(manifest: dict[str, Any]) -> str | None:
         for name, count in found.items()
         if name.startswith("rejected_") and count
     )
+    uses = manifest["settings"].get("uses_per_candidate", 1)
+    reuse = (
+        f", each used for at most {uses} pairs"
+        if uses > 1
+        else "; --set synthesize.uses_per_candidate=N makes up to N pairs of each"
+    )
     return (
         f"{made:,} pairs made of the {asked:,} asked for: only {found['eligible']:,} of "
         f"{found['reviews']:,} reviews qualify as candidate summaries (rejected for "
-        f"{rejected or 'nothing'}); loosen the candidate constraints (preset, candidates.*) "
-        "or give more reviews"
+        f"{rejected or 'nothing'}){reuse}; loosen the candidate constraints (preset, "
+        "candidates.*, fit_lengths) or give more reviews"
     )
 
 

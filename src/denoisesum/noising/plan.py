@@ -6,6 +6,7 @@ and depends only on the corpus, the settings and the seed, never on how many wor
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,6 +63,26 @@ def eligible_candidates(
         ok &= ~bad
     report["eligible"] = int(ok.sum())
     return reviews[ok], report
+
+
+# SynthesisConfig.fit_lengths: the corpus's review lengths (percentiles) the widened bounds reach
+FIT_LOW, FIT_HIGH = 10, 75
+FIT_MAX_GROWTH = 2  # the widened max_tokens is at most this many times the given one
+
+
+def fitted_lengths(lengths: np.ndarray, cfg: CandidateConfig) -> CandidateConfig:
+    """`cfg` with its length bounds widened to the corpus's own review `lengths` (tokens): from
+    their FIT_LOW-th to their FIT_HIGH-th percentile (the longest quarter stays out: a summary
+    is not the longest review), never narrower than cfg's bounds and never longer than
+    FIT_MAX_GROWTH times its max_tokens (the summaries the model learns to write)."""
+    if len(lengths) == 0:
+        return cfg
+    low, high = np.percentile(lengths, [FIT_LOW, FIT_HIGH])
+    return dataclasses.replace(
+        cfg,
+        min_tokens=max(1, min(cfg.min_tokens, int(low))),
+        max_tokens=max(cfg.max_tokens, min(int(high), FIT_MAX_GROWTH * cfg.max_tokens)),
+    )
 
 
 @dataclass
@@ -163,20 +184,32 @@ def make_plan(
     n_std: float,
     seed: int,
     weights: np.ndarray | None = None,
+    uses: int = 1,
 ) -> Plan:
     """Sample `pairs` distinct candidates (fewer if fewer are eligible) and N ~ Normal, N >= 1.
 
     weights: float [len(eligible)], positive: draw candidates with these relative weights
-    (without replacement); None: uniformly, exactly as before weights existed."""
+    (without replacement); None: uniformly, exactly as before weights existed.
+    uses: when fewer candidates are eligible than `pairs`, each may make up to this many pairs
+    (each pair has its own noise: its random streams are its pair id's): the plan then goes
+    through all of them, in a new random order, once per round, and the last round takes a
+    sample of them, drawn as above; 1: one pair each."""
     rng = np.random.default_rng([seed, 0])
-    size = min(pairs, len(eligible))
-    if weights is None:
-        chosen = rng.choice(eligible, size=size, replace=False)
-    else:
+
+    def draw(size: int) -> np.ndarray:
+        if weights is None:
+            return rng.choice(eligible, size=size, replace=False)
         # Efraimidis-Spirakis: the `size` largest keys log(u) / w are a weighted sample without
         # replacement, in O(n log n) (Generator.choice with p and replace=False is far slower)
         keys = np.log(rng.random(len(eligible))) / np.asarray(weights, dtype=np.float64)
-        chosen = eligible[np.argsort(-keys, kind="stable")[:size]]
+        return eligible[np.argsort(-keys, kind="stable")[:size]]
+
+    size = min(pairs, len(eligible) * max(1, uses))
+    rounds = []
+    while size > 0:
+        rounds.append(draw(min(size, len(eligible))))
+        size -= len(rounds[-1])
+    chosen = np.concatenate(rounds) if rounds else np.zeros(0, dtype=np.int64)
     n = np.maximum(1, np.rint(rng.normal(n_mean, n_std, size=len(chosen)))).astype(np.int32)
     return Plan(chosen.astype(np.int64), n)
 
