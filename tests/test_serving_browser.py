@@ -176,7 +176,7 @@ def level(score: float, threshold: float) -> str:  # the page's rule (app.js)
 
 
 def expected(summarizer: Summarizer, reviews: list[str], ratings: list | None = None):
-    return summarizer.explain(reviews, summarizer.summarize(reviews, ratings=ratings))
+    return summarizer.explain(reviews, ratings).explanation
 
 
 def check_summary(page, explanation) -> None:
@@ -493,7 +493,7 @@ STARRED = [
     "Great pizza, friendly staff.",
     "We waited an hour for a table and the pasta was bland.",
 ]
-STARS = [5, 1, 5, 2]
+STARS = [5, 4, 5, 4]  # lenient raters: the default method says no complaint
 
 
 def test_the_same_stars_give_the_same_summary_by_every_path(

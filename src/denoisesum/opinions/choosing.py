@@ -72,18 +72,23 @@ def choose(
     sides: tuple[int, ...] = (-1, 0, 1),
 ) -> list[Chosen]:
     """The opinions to say and the sentence that says each, in the order to say them: the
-    majority's side first. When no opinion of the majority's side is held widely enough, it is
-    said from single reviews rather than leaving the minority's alone (a misleading summary)."""
+    majority's side first. When no opinion of a side a reader must hear (the majority's, and
+    both sides of divided reviews) is held widely enough, that side is said from single
+    reviews: a summary of one side alone would mislead."""
     ask = _Ask(sentences, unhappy_share, n_reviews, lexicon, max_words, sides)
     floor = min_holders(n_reviews)
-    chosen = ask.pick(opinions, {-1: floor, 1: floor})
+    floors = {-1: floor, 1: floor}
+    chosen = ask.pick(opinions, floors)
+    # the sides a reader must hear: the majority's, and both when the reviews are divided
     majority = -1 if unhappy_share > 0.5 else 1
-    if (
-        floor > 1
-        and majority in sides
-        and all(side_of(c.opinion.polarity) != majority for c in chosen)
-    ):
-        chosen = ask.pick(opinions, {majority: 1, -majority: floor})
+    owed = (-1, 1) if divided(unhappy_share) else (majority,)
+    silent = [
+        side
+        for side in owed
+        if side in sides and all(side_of(c.opinion.polarity) != side for c in chosen)
+    ]
+    if floor > 1 and silent:
+        chosen = ask.pick(opinions, {**floors, **dict.fromkeys(silent, 1)})
     return _ordered(chosen, unhappy_share)
 
 
