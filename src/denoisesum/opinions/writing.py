@@ -30,7 +30,7 @@ _LEANS = frozenset(
     """it it's its they they're their them this that these those he she him her his which
     also and but so or then plus though although however because anyway still too yes no
     well oh lol haha ok okay otherwise again besides additionally instead meanwhile now
-    apparently regardless therefore thus hence secondly finally lastly next""".split()
+    apparently regardless therefore thus hence secondly finally lastly next actually""".split()
 )
 # a sentence about the review itself, not the place
 _META = frozenset("star stars review reviews yelp yelpers rating rate rated update edit".split())
@@ -73,11 +73,14 @@ def readable(sentence: Sentence) -> bool:
         return False
     if _refers_back(sentence):
         return False
+    if _GLUED_WORDS.search(text):
+        return False  # words run together ("MusegadesLas VegasHair"): text lost its spaces
     shouting = any(len(w) > 3 and w.isupper() for w in regex.findall(r"\p{L}+", text))
     return not shouting and text.count("!") <= 1 and not any(m in text for m in _MARKS)
 
 
 _MARKS = ("...", '"', "--", "`", "  ")
+_GLUED_WORDS = regex.compile(r"(?<!\bMc)(?<!\bMac)(?<!\bi)\p{Ll}{2}\p{Lu}")
 
 
 _BACK = frozenset("it it's they them this that these those he she him her his".split())
