@@ -1,6 +1,6 @@
 """How much of a review set the model can read: the share of its words (tokens with a letter or
 digit) in the model's vocabulary, for real English review sets and for other languages, which
-sets the threshold `inference.summarizer.MIN_KNOWN_SHARE` below which a summary is flagged.
+sets the threshold `denoisesum.summarizer.MIN_KNOWN_SHARE` below which a summary is flagged.
 
     python -m benchmarks.readability --model denoisesum-yelp \
         --review-sets ../shared/data/yelp/meansum_dev.jsonl [--markdown docs/results/readability.md]

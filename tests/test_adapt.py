@@ -116,7 +116,7 @@ def test_fit_ends_with_scores_on_held_out_businesses(adapted):
         for line in gzip.decompress(shard.read_bytes()).decode().splitlines()
     ]
     assert made and not set(made) & set(quality["held_out"])
-    assert "[7/7] evaluate: done" in stderr
+    assert "[8/8] evaluate: done" in stderr
     # beside the model it started from, on the same businesses (fit/compare.py)
     base = quality["base"]
     assert base["model"] == "denoisesum-yelp" and base["scores"]["businesses"] == 2
@@ -159,7 +159,7 @@ def test_a_rerun_skips_every_stage(adapted):
         "fit", adapted["corpus"], "-o", adapted["model"], "--from", "denoisesum-yelp", *QUICK
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "fit: 7 skipped, 1 given" in done.stdout
+    assert "fit: 8 skipped, 1 given" in done.stdout
 
 
 @pytest.mark.parametrize(
@@ -194,12 +194,12 @@ def test_a_failed_stage_starts_over_when_fixed(tmp_path):
     out = tmp_path / "out"
     args = ["fit", corpus, "-o", out, "--preset", "tiny", "--set", "train.train.max_steps=2"]
     failed = run_cli(*args, "--set", f'train.train.init_model="{tmp_path / "missing"}"')
-    assert failed.returncode != 0 and "[5/7] train: training" in failed.stderr
+    assert failed.returncode != 0 and "[5/8] train: training" in failed.stderr
     assert read(out / "work" / "train.stage.json")["failed"]
     fixed = run_cli(*args)
     assert fixed.returncode == 0, fixed.stderr[-2000:]
     assert "train: it failed earlier" in fixed.stderr and "starting it over" in fixed.stderr
-    assert "[5/7] train: done" in fixed.stderr
+    assert "[5/8] train: done" in fixed.stderr
 
 
 def test_the_band_kept_is_the_one_whose_summaries_agree_most():

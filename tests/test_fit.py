@@ -26,7 +26,7 @@ from denoisesum.fit.presets import PRESETS
 from denoisesum.fit.recipe import FitRequest, fit_config, search_min_length
 from denoisesum.noising.pipeline import shortfall
 
-STAGES = ["tokenize", "lm", "synthesize", "topics", "train", "decode", "export"]
+STAGES = ["tokenize", "lm", "synthesize", "topics", "train", "decode", "aspects", "export"]
 
 
 def fit_args(corpus: Path, model: Path, *extra: str) -> list[str]:
@@ -53,9 +53,9 @@ def fitted(tmp_path_factory):
 def test_fit_runs_every_stage_into_one_directory(fitted):
     model, output = fitted["model"], fitted["output"]
     for number, stage in enumerate(STAGES, 1):  # each stage says its name, then one summary line
-        assert f"[{number}/7] {stage}: " in output
+        assert f"[{number}/8] {stage}: " in output
         assert (
-            sum(line.startswith(f"[{number}/7] {stage}: done in ") for line in output.splitlines())
+            sum(line.startswith(f"[{number}/8] {stage}: done in ") for line in output.splitlines())
             == 1
         )
     assert "24 pairs of the 24 asked for; 360 of 360 reviews qualify" in output
@@ -94,9 +94,9 @@ def test_a_rerun_skips_every_stage(fitted):
     before = (model / "model.safetensors").stat().st_mtime_ns
     result = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
     assert result.exit_code == 0, result.output
-    assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 7
-    assert result.output.count(": skipped (done earlier") == 7
-    assert "fit: 7 skipped" in result.output
+    assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 8
+    assert result.output.count(": skipped (done earlier") == 8
+    assert "fit: 8 skipped" in result.output
     assert (model / "model.safetensors").stat().st_mtime_ns == before
 
 
@@ -108,10 +108,10 @@ def test_a_truncated_exported_model_is_made_again(fitted, tmp_path):
     result = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
     assert result.exit_code == 0, result.output
     assert (
-        "[7/7] export: its output changed since it ran (model.safetensors: 100 bytes, "
+        "[8/8] export: its output changed since it ran (model.safetensors: 100 bytes, "
         in result.output
     )
-    assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 6 + ["ran"]
+    assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 7 + ["ran"]
     assert (model / "model.safetensors").read_bytes() == (
         fitted["model"] / "model.safetensors"
     ).read_bytes()
@@ -170,7 +170,7 @@ def test_the_same_corpus_copied_elsewhere_is_reused_and_another_refused(fitted, 
     os.utime(copy, (time.time() + 3600, time.time() + 3600))
     result = CliRunner().invoke(app, fit_args(copy, model))
     assert result.exit_code == 0, result.output
-    assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 7
+    assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 8
     copy.write_text(copy.read_text().replace("great", "grand", 1))
     result = CliRunner().invoke(app, fit_args(copy, model))
     assert isinstance(result.exception, DenoiseSumError)
@@ -188,7 +188,7 @@ def test_a_run_made_before_the_content_fingerprint_is_upgraded(fitted, tmp_path)
     path.write_text(json.dumps(record))
     result = CliRunner().invoke(app, fit_args(corpus, model))
     assert result.exit_code == 0, result.output
-    assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 7
+    assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 8
     assert "sha256" in json.loads(path.read_text())["settings"]["corpus"][0]
     record["settings"]["corpus"] = [{**old[0], "bytes": old[0]["bytes"] + 1}]  # another corpus
     path.write_text(json.dumps(record))
@@ -224,13 +224,17 @@ def test_a_changed_decoding_setting_remakes_the_last_stages_only(fitted, tmp_pat
     )
     assert result.exit_code == 0, result.output
     assert "decode: decode.shortlist changed since it ran: making it again" in result.output
-    assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 5 + ["ran"] * 2
+    assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 5 + [
+        "ran",
+        "skipped",
+        "ran",
+    ]
     assert json.loads((model / "config.json").read_text())["summarize"]["shortlist"] == 3
     assert (model / "model.safetensors").read_bytes() == weights
     again = CliRunner().invoke(
         app, fit_args(fitted["corpus"], model, "--set", "decode.shortlist=3")
     )
-    assert again.exit_code == 0 and "fit: 7 skipped" in again.output
+    assert again.exit_code == 0 and "fit: 8 skipped" in again.output
     bad = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--set", "decode.shortlist=-1"))
     assert "'decode.shortlist': -1 must be at least 0" in str(bad.exception)
 
@@ -243,7 +247,7 @@ def test_fp16_weights_false_exports_the_trained_weights_as_they_are(fitted, tmp_
     )
     assert result.exit_code == 0, result.output
     assert "parameters (fp32)" in result.output
-    assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 6 + ["ran"]
+    assert [s["status"] for s in report(model)["stages"]] == ["skipped"] * 7 + ["ran"]
     assert (model / "model.safetensors").read_bytes() == (
         model / "work" / "train" / "model.safetensors"
     ).read_bytes()
@@ -287,7 +291,7 @@ def test_a_run_recorded_before_a_new_decoding_setting_is_not_refused(fitted, tmp
     assert record["settings"].pop("train.summarize.policy.opinion_reach") == 0.0
     path.write_text(json.dumps(record))
     result = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
-    assert result.exit_code == 0 and "fit: 7 skipped" in result.output, result.output
+    assert result.exit_code == 0 and "fit: 8 skipped" in result.output, result.output
     record["settings"]["train.train.lr"] = 0.5  # a recorded setting still counts
     path.write_text(json.dumps(record))
     result = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
@@ -303,9 +307,9 @@ def test_changed_inputs_remake_a_cheap_stage_and_refuse_the_others(fitted, tmp_p
     record_path.write_text(json.dumps(record))
     result = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
     assert result.exit_code == 0, result.output
-    assert "[6/7] decode: train changed since it ran: making it again" in result.output
+    assert "[6/8] decode: train changed since it ran: making it again" in result.output
     # the same choice again: the export, made from it, is still up to date
-    assert [s["status"] for s in report(model)["stages"]][-2:] == ["ran", "skipped"]
+    assert [s["status"] for s in report(model)["stages"]][-3:] == ["ran", "skipped", "skipped"]
     # another LM: the pairs made with the old one cannot be reused
     weights = load_file(str(model / "work" / "lm" / "model.safetensors"))
     weights["embed.weight"] = weights["embed.weight"] + 1
@@ -337,7 +341,7 @@ def test_a_separate_lm_noises_the_pairs(fitted, tmp_path):
     init = json.loads((model / "work" / "train" / "lm-init.json").read_text())
     assert init["skipped"] == [] and len(init["copied"]) == 4  # from --lm, not the noising LM
     again = CliRunner().invoke(app, args)
-    assert again.exit_code == 0 and "fit: 6 skipped" in again.output  # (+ the given LM)
+    assert again.exit_code == 0 and "fit: 7 skipped" in again.output  # (+ the given LM)
     # without --noise-lm the pairs would be noised by --lm: those on disk are not theirs
     result = CliRunner().invoke(app, fit_args(fitted["corpus"], model, "--lm", str(lm)))
     assert str(result.exception).startswith(
@@ -417,6 +421,7 @@ def test_a_run_killed_while_training_finishes_with_the_same_model(fitted, tmp_pa
         "topics": "skipped",
         "train": "resumed",
         "decode": "ran",
+        "aspects": "skipped",
         "export": "ran",
     }
     resumed, reference = (load_file(str(d / "model.safetensors")) for d in (model, fitted["model"]))
@@ -625,11 +630,11 @@ def test_a_new_time_or_step_limit_continues_training(fitted, tmp_path):
     longer = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
     assert longer.exit_code == 0, longer.output
     assert (
-        "[5/7] train: its limits changed since it ran (max_minutes 0, max_steps 20 -> "
+        "[5/8] train: its limits changed since it ran (max_minutes 0, max_steps 20 -> "
         "max_minutes 0, max_steps 30): continuing from its checkpoint"
     ) in longer.output
     statuses = [s["status"] for s in report(model)["stages"]]
-    assert statuses == ["skipped"] * 4 + ["continued", "ran", "ran"]
+    assert statuses == ["skipped"] * 4 + ["continued", "ran", "skipped", "ran"]
     continued, reference = (
         load_file(str(d / "model.safetensors")) for d in (model, fitted["model"])
     )
@@ -640,7 +645,7 @@ def test_a_new_time_or_step_limit_continues_training(fitted, tmp_path):
     record["settings"].update(record.pop("limits"))
     path.write_text(json.dumps(record))
     again = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
-    assert again.exit_code == 0 and "fit: 7 skipped" in again.output
+    assert again.exit_code == 0 and "fit: 8 skipped" in again.output
     shutil.rmtree(model / "work" / "train" / "checkpoints")
     refused = CliRunner().invoke(
         app, fit_args(fitted["corpus"], model, "--set", "train.train.max_steps=40")

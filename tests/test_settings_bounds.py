@@ -187,7 +187,7 @@ def test_a_setting_out_of_bounds_is_one_line_naming_it_before_any_work(
     assert refused(done, message), done.stderr
     # before any work: nothing tokenized, trained or written
     assert not any(tmp_path.iterdir()) or not any(tmp_path.rglob("*.npy")), done.stderr
-    assert "[1/7]" not in done.stderr
+    assert "[1/8]" not in done.stderr
 
 
 # ---- the one mechanism: every numeric setting has its range ----------------------------------

@@ -184,6 +184,15 @@ def paired(args: argparse.Namespace) -> None:
             f"{key}: {sum(a[key] for a, _ in pairs)} -> {sum(b[key] for _, b in pairs)} of "
             f"{len(pairs)}; fixed {fixed}, new {new}, sign test p {p:.2f}"
         )
+    for scale in ("readability", "specificity"):
+        change = [b[scale] - a[scale] for a, b in pairs if scale in a and scale in b]
+        differ = [c for c in change if c]
+        if change:
+            p = wilcoxon(differ).pvalue if differ else 1.0
+            print(
+                f"{scale}: mean change {sum(change) / len(change):+.2f} over {len(change)} "
+                f"businesses ({len(differ)} differ), Wilcoxon p {p:.3g}"
+            )
     for verdict in ("full", "none"):
         change = [_share(b, verdict) - _share(a, verdict) for a, b in pairs]
         differ = [c for c in change if c]

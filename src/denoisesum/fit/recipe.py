@@ -58,6 +58,7 @@ from denoisesum.fit.presets import DEFAULT_PRESET, preset_settings
 from denoisesum.fit.report import FitReport, seconds_text
 from denoisesum.inference.policy import migrate_summarize, split_settings
 from denoisesum.io import read_json, write_json
+from denoisesum.models.rating import FILENAME as RATING
 from denoisesum.models.store import (
     CONFIG,
     VOCAB,
@@ -68,12 +69,15 @@ from denoisesum.models.store import (
 )
 from denoisesum.noising.pipeline import SMALL_CORPUS_SETTINGS, shortfall, synthesize
 from denoisesum.noising.plan import review_set_sizes
+from denoisesum.opinions.aspects import FILENAME as ASPECTS
 from denoisesum.training.checkpoint import latest_checkpoint
 
 Log = Callable[[str], None]
 # a trainer's limits: changed later (a new session's time budget), they continue the stage from
 # its checkpoint instead of being refused as other settings (the trainers resume with new limits)
 LIMITS = ("train.max_steps", "train.max_minutes")
+# the opinions method's aspect lexicon: from up to this many reviews of each entity, and in all
+ASPECT_REVIEWS_PER_ENTITY, ASPECT_REVIEWS = 12, 100_000
 # every setting's default: a setting added to the code since a stage was recorded is taken at
 # its default there (ledger.changed_settings), so an upgrade does not refuse finished stages;
 # but exports recorded before export.fp16_weights existed wrote fp32, and are made again
@@ -217,6 +221,7 @@ class Recipe:
             "lm": self.lm_dir,
             "synthesize": self.work / "pairs",
             "topics": self.work / "topics",
+            "aspects": self.work / "aspects",
             "train": self.work / "train",
             "evaluate": self.work / "heldout",
         }
@@ -237,6 +242,7 @@ class Recipe:
             "noise_lm": [self.noise_lm_dir / WEIGHTS],
             "synthesize": [self.dirs["synthesize"] / "manifest.json"],
             "topics": sorted(self.dirs["topics"].glob("topics.*")),
+            "aspects": [self.dirs["aspects"] / ASPECTS],
             "train": [self.dirs["train"] / WEIGHTS, self.dirs["train"] / CONFIG],
             "export": [self.root / WEIGHTS, self.root / CONFIG],
         }
@@ -275,7 +281,7 @@ class Recipe:
                 dict,
                 self.tokenize,
                 f"tokenizing {len(self.reader.paths)} file(s)",
-            )
+            ),
         ]
         if self.request.trains_lm:
             t = c.lm.train
@@ -346,11 +352,29 @@ class Recipe:
             )
         )
         out.append(
+            self._stage(
+                "aspects",
+                ASPECTS,
+                flatten(
+                    {
+                        "corpus": content_fingerprint(self.reader.paths),
+                        "fields": fields,
+                        "from": self.request.base,
+                        "per_entity": ASPECT_REVIEWS_PER_ENTITY,
+                        "max_reviews": ASPECT_REVIEWS,
+                    }
+                ),
+                dict,
+                self.aspects,
+                "the aspect lexicon (what reviewers talk about), for the opinions method",
+            )
+        )
+        out.append(
             Stage(
                 "export",
                 self.root,
                 flatten(c.export, "export"),
-                lambda: self._digests("train", "decode"),
+                lambda: self._digests("train", "decode", "aspects"),
                 lambda: all((self.root / f).is_file() for f in (WEIGHTS, CONFIG, VOCAB)),
                 self.export,
                 "exporting the model",
@@ -518,6 +542,30 @@ class Recipe:
             + ("; too few candidates, see the warning" if warning else "")
             + noised
         ), result
+
+    def aspects(self) -> tuple[str, dict[str, Any]]:
+        """The corpus's aspect lexicon (opinions/aspects.py), joined with the base model's
+        (--from) so that an adapted model knows both domains' aspects."""
+        from denoisesum.opinions.aspects import (
+            Lexicon,
+            build_lexicon,
+            evaluative_words,
+            merge_lexicons,
+            sample_reviews,
+        )
+
+        rating = self._rating_model()
+        evaluative = evaluative_words(rating) if rating is not None else []
+        reviews = sample_reviews(self.reader, ASPECT_REVIEWS_PER_ENTITY, ASPECT_REVIEWS)
+        lexicon = build_lexicon(reviews, evaluative)
+        if self.base_dir is not None and (self.base_dir / ASPECTS).is_file():
+            lexicon = merge_lexicons(lexicon, Lexicon.load(self.base_dir))
+        lexicon.save(self.dirs["aspects"])
+        return (
+            f"{len(lexicon.terms):,} aspects, from {len(reviews):,} reviews of "
+            f"{lexicon.entities:,} entities",
+            {"aspects": len(lexicon.terms), "reviews": len(reviews)},
+        )
 
     def topics(self) -> tuple[str, dict[str, Any]]:
         from denoisesum.topics.build import build_topics
@@ -697,6 +745,10 @@ class Recipe:
         if self.base_dir is not None:
             config["fit"]["from"] = self.request.base
             adapt.export_rating(self.base_dir, self.root)
+        # the opinions method is the default where it has what it reads: the aspects learnt
+        # here and a rating model (the base's; a corpus alone gives none)
+        shutil.copyfile(self.dirs["aspects"] / ASPECTS, self.root / ASPECTS)
+        config["method"] = "opinions" if (self.root / RATING).is_file() else "denoisesum"
         fp16 = self.cfg.export.fp16_weights
         export_model_dir(source, self.root, config, fp16=fp16)
         model, vocab, _ = load_model(self.root)  # what `summarize --model` will load
@@ -757,7 +809,7 @@ class Recipe:
     def _against_base(self, ids: list[str], sets: list[dict]) -> dict[str, Any]:
         """The model --from started from, on the same held-out businesses (fit/compare.py): its
         summaries' scores, and both models' loss of the held-out reviews."""
-        from denoisesum.inference.summarizer import Summarizer
+        from denoisesum.summarizer import Summarizer
 
         base = Summarizer.from_pretrained(self.base_dir, device=self.cfg.train.train.device)
         if base.rating is None:

@@ -111,6 +111,15 @@ def evaluative_words(rating, threshold: float = EVALUATIVE_PULL) -> list[str]:
     return [w for w, pull in rating.word_weights().items() if abs(pull) > threshold]
 
 
+def merge_lexicons(own: Lexicon, base: Lexicon) -> Lexicon:
+    """A domain's lexicon with a base model's: every term of either, the base's own terms
+    counted as if the domain had as many entities (its specificity kept), the words of both."""
+    scale = own.entities / max(1, base.entities)
+    terms = {t: max(1, round(df * scale)) for t, df in base.terms.items()}
+    terms.update(own.terms)
+    return Lexicon(dict(sorted(terms.items())), own.entities, own.words | base.words)
+
+
 def sample_reviews(reviews, per_entity: int, max_reviews: int) -> list[tuple[str, str]]:
     """(entity id, text) of at most `per_entity` reviews of each entity (the first ones) and
     `max_reviews` in all, from corpus Reviews: many entities rather than many reviews of a few,

@@ -158,14 +158,16 @@ class OpinionMethod:
             SIDES[slice],
         )
         out = []
-        told = 0  # reviewers already named ("one reviewer", then "another")
+        named: set[int] = set()  # reviews whose reviewer the summary has named already
         for c in chosen:
             s = sentences[c.sentence]
             holders = sorted(positions[distinct.first[r]] for r in c.opinion.reviews)
             text = s.text
             if not first_person:
-                text, named = third_person(s.text, s.aspects, "another" if told else "one")
-                told += named
+                who = "the same" if s.review in named else "another" if named else "one"
+                text, names = third_person(s.text, s.aspects, who)
+                if names:
+                    named.add(s.review)
             out.append(
                 Attribution(text, c.opinion.label, c.opinion.polarity, holders, len(holders), n)
             )

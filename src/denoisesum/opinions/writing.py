@@ -220,7 +220,7 @@ def _shape(s: Sentence) -> float:
 def third_person(text: str, aspects: Sequence[str] = (), who: str = "one") -> tuple[str, bool]:
     """A review sentence told in the third person, and whether it names its reviewer: its
     first "I" or "we" (one reviewer's party) becomes "one reviewer" (`who` "another": "another
-    reviewer"), later ones "they", "my" -> "their"; in the present when it opens with its aspect
+    reviewer", "the same": "the same reviewer"), later ones "they", "my" -> "their"; in the present when it opens with its aspect
     ("The broth was rich." -> "The broth is rich.")."""
     pieces = regex.findall(r"[\p{L}']+|[^\p{L}'\s]+|\s+", text.strip())
     reviewer = f"{who} reviewer"
