@@ -188,7 +188,8 @@ def test_no_review_no_summary(method):
 def test_text_without_aspects_says_so(method):
     summary = method.summarize(["Das Essen war sehr gut.", "Ich komme wieder."])
     assert summary.text == ""
-    assert summary.warnings == ["no opinion of the reviews could be written as a sentence"]
+    assert summary.warnings[0] == "no opinion of the reviews could be written as a sentence"
+    assert "another language?" in summary.warnings[1]
 
 
 def test_one_review_without_punctuation_is_read(method):
@@ -203,3 +204,29 @@ def test_a_huge_review_costs_what_its_cut_warrants(method):
     summary = method.summarize([huge, "The broth was rich."])
     assert time.perf_counter() - start < 10
     assert any("longer than" in w for w in summary.warnings)
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    from denoisesum.summarizer import Summarizer
+
+    return Summarizer.from_pretrained(device="cpu")
+
+
+def test_bad_input_gets_a_summary_or_says_why(shipped):
+    """The issue's bad inputs with the shipped model: one review, one sentence, no punctuation,
+    another language, one review pasted many times."""
+
+    def run(reviews):
+        [result] = shipped.summarize_results([reviews], method="opinions")
+        return result
+
+    one = run(["The ramen broth is rich and the noodles are perfectly chewy. Great spot."])
+    assert one.summary and one.attribution[0].total == 1
+    bare = run(["the ramen broth is rich and the noodles are chewy and the staff is friendly"])
+    assert bare.summary or bare.warnings
+    german = run(["Das Essen war sehr gut und der Service freundlich.", "Ich komme wieder gern."])
+    assert german.summary == "" and any("another language" in w for w in german.warnings)
+    pasted = run(["The broth is rich and delicious."] * 50 + ["The staff was rude."])
+    assert any("49 repeated review(s) counted once" in w for w in pasted.warnings)
+    assert all(a.total == 2 for a in pasted.attribution)

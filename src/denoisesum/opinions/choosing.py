@@ -70,12 +70,13 @@ def choose(
     lexicon: Lexicon,
     max_words: int,
     sides: tuple[int, ...] = (-1, 0, 1),
+    strict: bool = True,
 ) -> list[Chosen]:
     """The opinions to say and the sentence that says each, in the order to say them: the
     majority's side first. When no opinion of a side a reader must hear (the majority's, and
     both sides of divided reviews) is held widely enough, that side is said from single
     reviews: a summary of one side alone would mislead."""
-    ask = _Ask(sentences, unhappy_share, n_reviews, lexicon, max_words, sides)
+    ask = _Ask(sentences, unhappy_share, n_reviews, lexicon, max_words, sides, strict)
     floor = min_holders(n_reviews)
     floors = {-1: floor, 1: floor}
     chosen = ask.pick(opinions, floors)
@@ -105,6 +106,7 @@ class _Ask:
     lexicon: Lexicon
     max_words: int
     sides: tuple[int, ...]
+    strict: bool  # a complaint or praise quoted only from a sentence whose words say it
 
     def pick(self, opinions: Sequence[Opinion], floors: dict[int, int]) -> list[Chosen]:
         """floors: per side, the reviews an opinion needs."""
@@ -142,7 +144,9 @@ class _Ask:
                 continue  # said once, or both ways only when the reviews are divided
             if said is None and not _majority(opinion, opinions):
                 continue
-            index = _fresh_sentence(opinion, self.sentences, vectors, chosen, self.lexicon.words)
+            index = _fresh_sentence(
+                opinion, self.sentences, vectors, chosen, self.lexicon.words, self.strict
+            )
             if index is None:
                 continue
             length = len(self.sentences[index].text.split())
@@ -178,9 +182,10 @@ def _fresh_sentence(
     vectors: _Bags,
     chosen: list[Chosen],
     vocabulary: frozenset[str],
+    strict: bool = True,
 ) -> int | None:
     group = [sentences[i] for i in opinion.sentences]
-    for k in ranked_sentences(group, opinion.polarity, opinion.label, vocabulary):
+    for k in ranked_sentences(group, opinion.polarity, opinion.label, vocabulary, strict):
         index = opinion.sentences[k]
         if all(cosine(vectors[index], vectors[c.sentence]) <= REPEAT for c in chosen):
             return index

@@ -43,6 +43,7 @@ from denoisesum.opinions.writing import third_person
 # the opinions each slice says (its reviews: methods.COMPLAINT_STARS / PRAISE_STARS)
 SIDES = {"all": (-1, 0, 1), "complaints": (-1,), "praise": (1,)}
 DEFAULT_MAX_WORDS = 80
+MIN_KNOWN_SHARE = 0.8  # fewer of the reviews' words known: a warning (English reviews: about 97%)
 SETTINGS = ("max_words", "first_person")  # the per-call settings this method takes
 MAX_WORDS_RANGE = (5, 1000)
 _TOKENIZER = Tokenizer()
@@ -148,15 +149,11 @@ class OpinionMethod:
         sentences, review_stars = read_sentences(distinct.texts, self.lexicon, self.rating, given)
         unhappy = sum(map(review_polarity, review_stars)) / len(review_stars)
         n = len(distinct.texts)
-        chosen = choose(
-            group_opinions(sentences),
-            sentences,
-            unhappy,
-            n,
-            self.lexicon,
-            max_words or DEFAULT_MAX_WORDS,
-            SIDES[slice],
-        )
+        opinions = group_opinions(sentences)
+        ask = (sentences, unhappy, n, self.lexicon, max_words or DEFAULT_MAX_WORDS, SIDES[slice])
+        # no sentence says an opinion in its own words (a review or two): the best readable
+        # sentences of the opinions, their polarity read with their reviews' stars
+        chosen = choose(opinions, *ask) or choose(opinions, *ask, strict=False)
         out = []
         named: set[int] = set()  # reviews whose reviewer the summary has named already
         for c in chosen:
@@ -173,6 +170,7 @@ class OpinionMethod:
             )
         if not out:
             warnings.append("no opinion of the reviews could be written as a sentence")
+        warnings += self._unknown_words(sentences)
         return OpinionSummary(self._text(out, unhappy, slice), out, n, warnings)
 
     def _slice(self, reviews, ratings, slice: str):
@@ -190,6 +188,19 @@ class OpinionMethod:
             else:
                 keep = [i for i in keep if read[i] >= PRAISE_STARS]
         return [reviews[i] for i in keep], [stars[i] for i in keep], list(keep)
+
+    def _unknown_words(self, sentences) -> list[str]:
+        """A warning when most of the reviews' words are not the corpus's (another language?)."""
+        if not self.lexicon.words:
+            return []
+        words = [t for s in sentences for t in s.tokens if t.isalpha()]
+        known = sum(w in self.lexicon.words for w in words) / len(words) if words else 0.0
+        if known >= MIN_KNOWN_SHARE:
+            return []
+        return [
+            f"only {known:.0%} of the reviews' words are words of the model's corpus (below "
+            f"{MIN_KNOWN_SHARE:.0%}; another language?): few opinions can be read"
+        ]
 
     @staticmethod
     def _text(sentences: list[Attribution], unhappy: float, slice: str) -> str:

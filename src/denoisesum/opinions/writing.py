@@ -163,6 +163,7 @@ def ranked_sentences(
     polarity: int,
     aspect: str = "",
     vocabulary: frozenset[str] = frozenset(),
+    strict: bool = True,
 ) -> list[int]:
     """The indices in `group` of the sentences that can stand alone, best first: the one the
     others agree with most, of a reader's length, an opinion rather than a story ("we ordered
@@ -170,7 +171,9 @@ def ranked_sentences(
     # a sentence says a complaint or praise in its own words, or it is a story ("stopped in
     # for a sandwich") that only its review's stars make one
     candidates = [
-        i for i, s in enumerate(group) if readable(s) and (polarity == 0 or s.felt == polarity)
+        i
+        for i, s in enumerate(group)
+        if readable(s) and (polarity == 0 or s.felt == polarity or not strict)
     ][:MAX_CANDIDATES]
     if not candidates:
         return []
@@ -220,8 +223,8 @@ def _shape(s: Sentence) -> float:
 def third_person(text: str, aspects: Sequence[str] = (), who: str = "one") -> tuple[str, bool]:
     """A review sentence told in the third person, and whether it names its reviewer: its
     first "I" or "we" (one reviewer's party) becomes "one reviewer" (`who` "another": "another
-    reviewer", "the same": "the same reviewer"), later ones "they", "my" -> "their"; in the present when it opens with its aspect
-    ("The broth was rich." -> "The broth is rich.")."""
+    reviewer", "the same": "the same reviewer"), later ones "they", "my" -> "their"; in the
+    present when it opens with its aspect ("The broth was rich." -> "The broth is rich.")."""
     pieces = regex.findall(r"[\p{L}']+|[^\p{L}'\s]+|\s+", text.strip())
     reviewer = f"{who} reviewer"
     named = False  # whether the reviewer has been named as the subject yet
