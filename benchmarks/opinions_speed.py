@@ -17,7 +17,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from benchmarks.common import cpu_name
+from benchmarks.common import cpu_name, emit
 from denoisesum.summarizer import Summarizer
 
 DATA = Path("../shared/data/yelp")
@@ -94,10 +94,7 @@ def main() -> None:
             str(n): {**g, "times_8": g["seconds"] / growth[8]["seconds"]} for n, g in growth.items()
         },
     }
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    emit(json.dumps(result, indent=2) + "\n", args.out)
 
 
 if __name__ == "__main__":

@@ -152,6 +152,13 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
             yield line_no, value
 
 
+def file_in(path: str | Path, name: str) -> Path:
+    """`path` itself, or the file `name` in it when it is a directory (a model directory's
+    part, given by the directory or by the file)."""
+    path = Path(path)
+    return path / name if path.is_dir() else path
+
+
 def require_file(path: str | Path, field: str | None = None) -> Path:
     """An input that must be a readable file: InputError saying what it is instead."""
     path = Path(path)

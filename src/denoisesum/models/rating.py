@@ -28,6 +28,7 @@ import numpy as np
 
 from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.errors import InputError
+from denoisesum.io import file_in
 
 FILENAME, REPORT_FILENAME = "rating.npz", "rating-report.json"  # the model, its accuracy
 MAX_N = 3  # longest n-gram
@@ -178,9 +179,7 @@ class RatingModel:
     @classmethod
     def load(cls, directory: str | Path) -> RatingModel:
         """From a directory holding rating.npz (or the file itself)."""
-        path = Path(directory)
-        if path.is_dir():
-            path = path / FILENAME
+        path = file_in(directory, FILENAME)
         try:
             with np.load(path, allow_pickle=False) as data:
                 model = cls(

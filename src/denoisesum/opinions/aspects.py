@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from denoisesum.errors import InputError
-from denoisesum.io import read_json, write_json
+from denoisesum.io import file_in, read_json, write_json
 from denoisesum.text import STOPWORDS, fold
 
 FILENAME = "aspects.json"
@@ -95,9 +95,7 @@ class Lexicon:
 
     @classmethod
     def load(cls, directory: str | Path) -> Lexicon:
-        path = Path(directory)
-        if path.is_dir():
-            path = path / FILENAME
+        path = file_in(directory, FILENAME)
         data = read_json(path)
         if not (isinstance(data, dict) and isinstance(data.get("terms"), dict)):
             raise InputError("not an aspect lexicon (needs 'entities' and 'terms')", path=path)
