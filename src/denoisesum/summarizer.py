@@ -21,10 +21,15 @@ the service (serving/) only format it. DataFrames: inference/frames.py's summari
 
 Device: `from_pretrained(..., device="auto")` decodes on the GPU when PyTorch sees one (CUDA),
 in float16 autocast there (`half`), else on the CPU in fp32 (bf16 with `config.bf16`).
+
+CPU threads (denoisesum/threads.py): each call decodes on as many torch threads as the cores
+other processes leave free, re-measured as it runs, so that a busy machine slows it in
+proportion; `threads=N` fixes N. A torch thread count set before the call is left alone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import warnings
@@ -73,6 +78,7 @@ from denoisesum.models.store import (
     save_weights,
 )
 from denoisesum.opinions.method import OpinionMethod
+from denoisesum.threads import governing, governor
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -119,7 +125,9 @@ class Summarizer:
     `summarize_results` and `explain`, each with `method=` (default: `default_method`, the
     model directory's). The DenoiseSum method (`denoisesum`) holds the model, its vocabulary
     and its settings (`config`, set up before summarizing: calls never change it). device:
-    "cpu" (the default here; from_pretrained's is "auto"), "auto", "cuda" or "cuda:N"."""
+    "cpu" (the default here; from_pretrained's is "auto"), "auto", "cuda" or "cuda:N". threads:
+    torch threads per call on the CPU (None: as many as other processes leave free, never more
+    than torch's; module docstring)."""
 
     def __init__(
         self,
@@ -128,8 +136,14 @@ class Summarizer:
         config: SummarizerConfig | None = None,
         device: str | torch.device = "cpu",
         method: str = DEFAULT_METHOD,
+        threads: int | None = None,
     ) -> None:
         method_factory(method)  # a known one
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)):
+            raise DenoiseSumError(f"threads must be a whole number or None, got {threads!r}")
+        if threads is not None and threads < 1:
+            raise DenoiseSumError(f"threads must be at least 1, got {threads}")
+        self.threads = threads
         self.denoisesum = DenoiseSumMethod(model, vocab, config, device)
         self.default_method = method
         self.path: Path | None = None  # the model directory, when loaded from one
@@ -158,17 +172,20 @@ class Summarizer:
         path: str | Path | None = None,
         config: SummarizerConfig | None = None,
         device: str | torch.device = "auto",
+        threads: int | None = None,
     ) -> Summarizer:
         """Load a model directory, or an installed model by name (e.g. "denoisesum-yelp"; None:
         the default model). `config` replaces the settings saved with the model. device: "auto"
-        (CUDA when present, else the CPU), "cpu", "cuda" (an error where there is none)."""
+        (CUDA when present, else the CPU), "cpu", "cuda" (an error where there is none).
+        threads: torch threads per call on the CPU (None: chosen from the free cores)."""
         from denoisesum.models.precision import resolve_device
 
         device = resolve_device(device)  # before the model loads: a bad device fails fast
+        governor()  # the load measured from now: the first call has the loading's to go by
         path = resolve_model(path)
         model, vocab, saved = load_model(path)
         method = read_settings(path).get("method", DEFAULT_METHOD)
-        summarizer = cls(model, vocab, config or saved, device, method)
+        summarizer = cls(model, vocab, config or saved, device, method, threads)
         summarizer.path = Path(path)
         summarizer.rating = find_rating_model(path)
         return summarizer
@@ -258,7 +275,9 @@ class Summarizer:
             raise DenoiseSumError(f"batch_size must be at least 1, got {batch_size}")
         inputs = [ReviewInput(s, ratings[i] if ratings else None) for i, s in enumerate(sets)]
         call = SummaryOptions(slice, explain, support, raw, batch_size, options)
-        return self.method(method).summarize_sets(inputs, call)
+        on_cpu = self.device.type == "cpu"
+        with governing(self.threads) if on_cpu else contextlib.nullcontext():
+            return self.method(method).summarize_sets(inputs, call)
 
     def explain(
         self,

@@ -44,6 +44,7 @@ from denoisesum.inference.constraints import (
     constraint_mask,
     reads_said,
 )
+from denoisesum.threads import pace
 
 MIN_MAX_WORDS = 15  # length_ratio never allows fewer words than this (nor than max_words)
 
@@ -385,6 +386,7 @@ class _Search:
 
     def step(self) -> None:
         """One step: decode_step's log p [A*K, V] and next state, then the bookkeeping."""
+        pace()  # torch's threads follow the CPU's load (threads.py)
         if self.allowed is None:
             log_probs, state = self.model.decode_step(self.state, self.prev)
         else:  # each entity's distribution over its own words (a ShortlistModel's union)

@@ -46,6 +46,7 @@ from denoisesum.errors import DenoiseSumError
 from denoisesum.inference.beam import Hypothesis
 from denoisesum.inference.shortlist import ShortlistModel
 from denoisesum.models.denoisesum import DenoiseSum
+from denoisesum.threads import governing
 
 MAX_ENTITIES = 256
 # settings a merged search applies to each entity apart (its own length bounds: beam.py):
@@ -77,6 +78,7 @@ class Stepper:
         self._merged: list[Merged] = []  # every merged search with entities decoding
         self.steps = 0  # model calls made (merged steps)
         self.rows = 0  # beam rows stepped, summed over those calls
+        self.threads: int | None = None  # torch threads for the steps (None: threads.py's)
 
     def run(self, search, late: Callable[[], bool] = lambda: False):
         """In a request's thread (beam.stepped_by): hand `search` over and wait until the worker
@@ -108,7 +110,13 @@ class Stepper:
     @torch.inference_mode()  # as the requests' own threads encode (Summarizer)
     def round(self) -> None:
         """One step of every running search (in the worker thread): new searches join a merged
-        one first, those of late requests end, then each merged search takes one step."""
+        one first, those of late requests end, then each merged search takes one step; on as
+        many torch threads as the CPU's load leaves (threads.py; `threads`: that many), where
+        `serve` did not set them (--threads)."""
+        with governing(self.threads):
+            self._round()
+
+    def _round(self) -> None:
         with self._cond:
             entries = list(self._entries)
         for entry in entries:

@@ -85,6 +85,7 @@ class InferenceQueue:
         self._thread: threading.Thread | None = None
         self._closed = False
         self.stepper = Stepper(self._cond)  # the running requests' searches
+        self.stepper.threads = getattr(summarizer, "threads", None)  # None: threads.py's
         # id(group of jobs) -> the review sets it decodes now (0 while it is explained)
         self._running: dict[int, int] = {}
         self._requests = concurrent.futures.ThreadPoolExecutor(  # one thread per group
