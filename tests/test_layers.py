@@ -20,6 +20,7 @@ LAYERS = [
     "text",
     "progress",
     "processes",
+    "threads",
     "data",
     "models",
     "noising",
