@@ -14,7 +14,6 @@ from typing import Annotated, Any, NamedTuple
 
 import typer
 
-from denoisesum import __version__
 from denoisesum.baselines.options import (
     DEFAULT_SAMPLE,
     DEFAULT_SEED,
@@ -23,6 +22,7 @@ from denoisesum.baselines.options import (
 )
 from denoisesum.errors import DenoiseSumError
 from denoisesum.extras import check_command, install_hint, missing_extra
+from denoisesum.version import __version__
 
 app = typer.Typer(
     help="Unsupervised opinion summarization by noising and denoising (DenoiseSum).",
@@ -1250,7 +1250,7 @@ def fit_command(
 
 
 @app.command("summarize")
-@_corpus_options("entity_field", "text_field")
+@_corpus_options("entity_field", "text_field", "rating_field", "skip_bad")
 @_decoding_flags
 def summarize_command(
     source: Annotated[
@@ -1374,15 +1374,17 @@ def summarize_command(
     """Summarize every entity's reviews with a trained DenoiseSum model; writes predictions
     (JSONL: entity_id, summary; reviews_read and reviews_total when the model chose which
     reviews to read: at most its read_reviews setting, by default the most central)."""
-    from denoisesum.inference import bulk
+    from denoisesum.execution.inputs import Source
+    from denoisesum.execution.outputs import OutputOptions, output_format
+    from denoisesum.execution.bulk import Interrupted, run
     from denoisesum.io import check_output, writing
     from denoisesum.summarizer import SLICES, Summarizer
 
     if output != "-":
         check_output(output, [source])
-    bulk.output_format(output, as_text)  # an unknown extension: before the model loads
+    output_format(output, as_text)  # an unknown extension: before the model loads
     if dask is not None:
-        from denoisesum.inference.cluster import parse_target
+        from denoisesum.execution.cluster import parse_target
 
         parse_target(dask)
     if slice_ not in SLICES:
@@ -1392,7 +1394,7 @@ def summarize_command(
     summarizer.config = _summarize_settings(summarizer.config, sets, decoding or {})
     summarizer.config.bf16 = summarizer.config.bf16 or bf16
     summarizer.method(method)  # an unknown method: before any work
-    written_as = bulk.OutputOptions(
+    written_as = OutputOptions(
         slice_,
         method or summarizer.default_method,
         raw,
@@ -1400,12 +1402,14 @@ def summarize_command(
         as_text,
         corpus_options.entity_field,
         corpus_options.text_field,
+        corpus_options.rating_field,
     )
+    reading = Source(source, corpus_options.fields(), corpus_options.skip_bad)
     try:
-        with writing(output), _dask_cluster(dask) as cluster:  # writing: a full disk, /dev/full
-            written, before = bulk.run(
+        with writing(output), _dask_cluster(dask, summarizer) as cluster:  # a full disk
+            written, before = run(
                 summarizer,
-                source,
+                reading,
                 output,
                 written_as,
                 batch_size=batch_size,
@@ -1415,7 +1419,7 @@ def summarize_command(
                 cluster=cluster,
             )
             sys.stdout.flush()
-    except bulk.Interrupted as stop:
+    except Interrupted as stop:
         typer.echo(f"\ninterrupted: {stop}", err=True)
         raise typer.Exit(130) from None
     if output != "-":
@@ -1424,14 +1428,14 @@ def summarize_command(
 
 
 @contextlib.contextmanager
-def _dask_cluster(target: str | None):
+def _dask_cluster(target: str | None, summarizer):
     """--dask's cluster for the run (None without it), closed at the end."""
     if target is None:
         yield None
         return
-    from denoisesum.inference.cluster import Cluster
+    from denoisesum.execution.cluster import Cluster
 
-    with Cluster.start(target) as cluster:
+    with Cluster.start(target, summarizer) as cluster:
         yield cluster
 
 
