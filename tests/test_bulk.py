@@ -282,7 +282,9 @@ def test_progress_counts_rate_and_eta():
 
     now = [0.0]
     stream = io.StringIO()
-    progress = bulk.summarize_progress(100, skipped=20, stream=stream, every=5, clock=lambda: now[0])
+    progress = bulk.summarize_progress(
+        100, skipped=20, stream=stream, every=5, clock=lambda: now[0]
+    )
     now[0] = 4.0
     progress.update(8)  # before `every`: nothing said
     assert stream.getvalue() == ""

@@ -525,8 +525,8 @@ def test_a_decoding_process_that_dies_answers_its_requests_503_and_stops_the_ser
     import os
     import signal
 
-    from denoisesum.serving import InferenceQueue
     from denoisesum.execution.pool import WorkerLost
+    from denoisesum.serving import InferenceQueue
     from denoisesum.serving.worker import QueueFull
 
     held = ModelGate(summarizer)

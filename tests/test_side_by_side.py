@@ -27,7 +27,9 @@ def test_in_threads_keeps_the_order_and_decodes_two_at_once():
             running.discard(i)
         return i * 10
 
-    assert list(executors.in_order(executors.Inline(decode, 2).submit, range(7), 2)) == [i * 10 for i in range(7)]
+    assert list(executors.in_order(executors.Inline(decode, 2).submit, range(7), 2)) == [
+        i * 10 for i in range(7)
+    ]
     assert most[0] == 2
     assert list(executors.in_order(executors.Inline(decode, 1).submit, range(3), 1)) == [0, 10, 20]
 
@@ -143,6 +145,7 @@ def test_a_worker_that_dies_stops_the_run_with_one_line(tiny, sets_file, tmp_pat
     import multiprocessing
 
     from denoisesum.errors import DenoiseSumError
+
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("the dying worker is made by forking this test's process")
     monkeypatch.setattr(workers, "pool_start", lambda: "fork")

@@ -1374,9 +1374,9 @@ def summarize_command(
     """Summarize every entity's reviews with a trained DenoiseSum model; writes predictions
     (JSONL: entity_id, summary; reviews_read and reviews_total when the model chose which
     reviews to read: at most its read_reviews setting, by default the most central)."""
+    from denoisesum.execution.bulk import Interrupted, run
     from denoisesum.execution.inputs import Source
     from denoisesum.execution.outputs import OutputOptions, output_format
-    from denoisesum.execution.bulk import Interrupted, run
     from denoisesum.io import check_output, writing
     from denoisesum.summarizer import SLICES, Summarizer
 
