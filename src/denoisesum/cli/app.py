@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from typing import Annotated
 
@@ -41,6 +42,17 @@ def _main(
     ] = False,
 ) -> None:
     """Unsupervised opinion summarization by noising and denoising (DenoiseSum)."""
+
+
+# what typer says of a path it checked ("path 'x' is not readable."), as this package says it
+PATH_PROBLEMS = {
+    "is not readable": "permission denied",
+    "is not writable": "permission denied",
+    "does not exist": "no such file",
+    "is a directory": "is a directory, not a file",
+    "is a file": "is a file, not a directory",
+}
+PATH_PROBLEM = re.compile(r"'(?P<path>.*)' (?P<problem>" + "|".join(PATH_PROBLEMS) + r")\.$")
 
 
 def _warning_line(message, category, filename, lineno, line=None) -> str:
@@ -105,6 +117,9 @@ def _usage_line(exc) -> str:
         message = exc.format_message()
         return message[:1].lower() + message[1:]
     name = max(param.opts, key=len) if getattr(param, "opts", None) else param.human_readable_name
+    found = PATH_PROBLEM.search(getattr(exc, "message", ""))
+    if found:  # typer checked a path option's file: what happened, with the path
+        return f"{found['path']}: {PATH_PROBLEMS[found['problem']]} ({name})"
     given = _given(exc)
     return f"{name}: must be {_takes(param)}" + (f" (got {given!r})" if given is not None else "")
 
