@@ -108,6 +108,21 @@ def test_the_check_sees_function_level_imports(tmp_path):
 # type hint) cannot be read or loaded on its own; shared things go to a module both import
 
 
+def imported_modules(node: ast.AST, modules: set[str]) -> set[str]:
+    """What an import statement imports: `from a import b` is module a.b when there is one,
+    else a; any other statement imports nothing."""
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
+    if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        return {
+            f"{node.module}.{alias.name}"
+            if f"{node.module}.{alias.name}" in modules
+            else node.module
+            for alias in node.names
+        }
+    return set()
+
+
 def load_time_imports(path: Path, modules: set[str]) -> set[str]:
     """The package's modules that `path` imports when it is loaded: its top-level imports, those
     under a top-level `if` (TYPE_CHECKING included) or `try` too, never those in functions.
@@ -116,16 +131,8 @@ def load_time_imports(path: Path, modules: set[str]) -> set[str]:
 
     def visit(body: list[ast.stmt]) -> None:
         for node in body:
-            if isinstance(node, ast.Import):
-                found.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                found.update(
-                    f"{node.module}.{alias.name}"
-                    if f"{node.module}.{alias.name}" in modules
-                    else node.module
-                    for alias in node.names
-                )
-            elif isinstance(node, ast.If | ast.Try):
+            found.update(imported_modules(node, modules))
+            if isinstance(node, ast.If | ast.Try):
                 for handler in getattr(node, "handlers", []):
                     visit(handler.body)
                 visit(node.body + node.orelse + getattr(node, "finalbody", []))
@@ -167,18 +174,8 @@ def every_import(path: Path, modules: set[str]) -> set[str]:
     """The package's modules that `path` imports anywhere: at load time or inside a function
     (run later, but a circle all the same: neither module can be read without the other).
     `from a import b` is an import of module a.b when there is one, else of a."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.update(
-                f"{node.module}.{alias.name}"
-                if f"{node.module}.{alias.name}" in modules
-                else node.module
-                for alias in node.names
-            )
-    return found & modules
+    tree = ast.walk(ast.parse(path.read_text(), str(path)))
+    return set().union(*(imported_modules(node, modules) for node in tree)) & modules
 
 
 def test_no_import_circle_even_through_function_level_imports():

@@ -130,35 +130,43 @@ CORPUS_OPTIONS = {
 }
 
 
-def corpus_options_of(*names: str):
-    """A decorator: the command takes the corpus options `names` (all of CORPUS_OPTIONS when
-    none are named) where it declares its parameter `corpus_options`, which gets them as one
-    CorpusOptions (an option the command does not take keeps its default)."""
-    taken = names or tuple(CORPUS_OPTIONS)
+def _options_for(parameter: str, options: dict[str, tuple[Any, Any]], gather):
+    """A decorator: the command takes `options` ({name: (annotation, default)}) where it
+    declares `parameter`, which gets gather({name: value}) of them."""
 
     def decorate(command):
         signature = inspect.signature(command, eval_str=True)
         params = []
         for param in signature.parameters.values():
-            if param.name != "corpus_options":
+            if param.name != parameter:
                 params.append(param)
                 continue
-            for name in taken:
-                default = CorpusOptions._field_defaults[name]
-                params.append(
-                    param.replace(name=name, annotation=CORPUS_OPTIONS[name], default=default)
-                )
+            params += [
+                param.replace(name=name, annotation=kind, default=default)
+                for name, (kind, default) in options.items()
+            ]
 
         @functools.wraps(command)
         def run(**values):
-            given = {name: values.pop(name) for name in taken}
-            return command(**values, corpus_options=CorpusOptions(**given))
+            given = {name: values.pop(name) for name in options}
+            return command(**values, **{parameter: gather(given)})
 
         run.__signature__ = signature.replace(parameters=params)  # what typer reads
         run.__annotations__ = {param.name: param.annotation for param in params}
         return run
 
     return decorate
+
+
+def corpus_options_of(*names: str):
+    """A decorator: the command takes the corpus options `names` (all of CORPUS_OPTIONS when
+    none are named) where it declares its parameter `corpus_options`, which gets them as one
+    CorpusOptions (an option the command does not take keeps its default)."""
+    taken = {
+        name: (CORPUS_OPTIONS[name], CorpusOptions._field_defaults[name])
+        for name in names or CORPUS_OPTIONS
+    }
+    return _options_for("corpus_options", taken, lambda given: CorpusOptions(**given))
 
 
 # the decoding settings the summarize command takes as flags, each by its setting's name
@@ -217,25 +225,8 @@ FLAG_NAMES = {
 def decoding_flags(command):
     """A decorator: the command takes DECODING_FLAGS where it declares its parameter
     `decoding`, which gets the given ones as {setting: value} (None: not given)."""
-    signature = inspect.signature(command, eval_str=True)
-    params = []
-    for param in signature.parameters.values():
-        if param.name != "decoding":
-            params.append(param)
-            continue
-        params += [
-            param.replace(name=name, annotation=kind, default=None)
-            for name, kind in DECODING_FLAGS.items()
-        ]
-
-    @functools.wraps(command)
-    def run(**values):
-        given = {name: values.pop(name) for name in DECODING_FLAGS}
-        return command(**values, decoding=given)
-
-    run.__signature__ = signature.replace(parameters=params)  # what typer reads
-    run.__annotations__ = {param.name: param.annotation for param in params}
-    return run
+    flags = {name: (kind, None) for name, kind in DECODING_FLAGS.items()}
+    return _options_for("decoding", flags, dict)(command)
 
 
 def torch_device(name: str, option: str = "--device"):

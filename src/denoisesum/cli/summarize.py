@@ -256,7 +256,7 @@ Threads = Annotated[
         min=1, help="torch threads per worker (default: torch's, shared among the workers)."
     ),
 ]
-Workers = Annotated[
+ServeWorkers = Annotated[
     int,
     typer.Option(
         min=1,
@@ -278,7 +278,7 @@ def serve_command(
     max_batch: MaxBatch = 8,
     max_pending: MaxPending = 64,
     threads: Threads = None,
-    workers: Workers = 1,
+    workers: ServeWorkers = 1,
     device: DeviceOption = "auto",
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
