@@ -52,7 +52,7 @@ def child(out: Path, command: list[str]) -> None:
     """Run `denoisesum <command>` in this process; write its timings to `out`."""
     start = time.perf_counter()
     from denoisesum import cli
-    from denoisesum.inference import bulk
+    from denoisesum.execution import bulk
 
     spans: list[float] = []
     inner = bulk.run

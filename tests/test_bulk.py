@@ -23,7 +23,7 @@ from conftest import (
     save_tiny_summarizer,
     write_jsonl,
 )
-from denoisesum.inference import bulk
+from denoisesum.execution import bulk, inputs, outputs, resume
 
 N_ENTITIES = 12
 
@@ -64,9 +64,9 @@ def reference(tiny, sets_file, tmp_path_factory) -> list[str]:
 
 # the CLI with every batch taking at least 0.5 s more: time to interrupt a run midway
 SLOW_CLI = (
-    "import time, denoisesum.inference.bulk as bulk\n"
-    "decode = bulk.summarize_batch\n"
-    "bulk.summarize_batch = lambda *args: (time.sleep(0.5), decode(*args))[1]\n"
+    "import time, denoisesum.execution.outputs as outputs\n"
+    "decode = outputs.summarize_batch\n"
+    "outputs.summarize_batch = lambda *args: (time.sleep(0.5), decode(*args))[1]\n"
     "from denoisesum.cli import main\n"
     "main()\n"
 )
@@ -125,7 +125,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_output(
     # once more: nothing left to do, nothing duplicated
     again = run_cli(*args[3:])
     assert again.returncode == 0 and out.read_text().splitlines() == reference
-    assert json.loads(bulk.sidecar(out).read_text())["complete"] is True
+    assert json.loads(resume.sidecar(out).read_text())["complete"] is True
 
 
 def test_ctrl_c_says_how_to_continue(tiny, sets_file, reference, tmp_path):
@@ -152,7 +152,7 @@ def test_ctrl_c_says_how_to_continue(tiny, sets_file, reference, tmp_path):
     assert f"summaries of this run are in {out}; run the same command again to continue" in stderr
     done = run_cli(*args[3:])
     assert done.returncode == 0, done.stderr
-    assert bulk.read_output(out) == [json.loads(line) for line in reference]
+    assert outputs.read_output(out) == [json.loads(line) for line in reference]
 
 
 def test_a_truncated_last_line_is_dropped_and_made_again(tiny, sets_file, reference, tmp_path):
@@ -188,7 +188,7 @@ def test_resuming_with_other_settings_is_refused(tiny, sets_file, tmp_path):
     done = run_cli("summarize", sets_file, "--model", tiny, "-o", out, "--beam", "3", "--overwrite")
     assert done.returncode == 0, done.stderr
     assert len(out.read_text().splitlines()) == N_ENTITIES
-    saved = json.loads(bulk.sidecar(out).read_text())["settings"]
+    saved = json.loads(resume.sidecar(out).read_text())["settings"]
     assert saved["summarize"]["search"]["beam"] == 3
 
 
@@ -198,8 +198,8 @@ def test_csv_and_parquet_outputs_read_back_as_the_jsonl(tiny, sets_file, referen
         out = tmp_path / name
         done = run_cli("summarize", sets_file, "--model", tiny, "-o", out, "--batch-size", "2")
         assert done.returncode == 0, done.stderr
-        assert bulk.read_output(out) == expected, name
-        assert not bulk.spool(out).exists()
+        assert outputs.read_output(out) == expected, name
+        assert not outputs.spool(out).exists()
     with (tmp_path / "out.csv").open(newline="") as handle:
         assert next(csv.reader(handle)) == [
             "entity_id",
@@ -211,18 +211,18 @@ def test_csv_and_parquet_outputs_read_back_as_the_jsonl(tiny, sets_file, referen
     # a parquet run killed midway leaves a spool that the rerun continues
     spooled = tmp_path / "again.parquet"
     assert run_cli("summarize", sets_file, "--model", tiny, "-o", spooled).returncode == 0
-    bulk.spool(spooled).write_text("\n".join(reference[:3]) + "\n" + reference[3][:10])
+    outputs.spool(spooled).write_text("\n".join(reference[:3]) + "\n" + reference[3][:10])
     spooled.unlink()
     done = run_cli("summarize", sets_file, "--model", tiny, "-o", spooled, "--batch-size", "2")
     assert done.returncode == 0, done.stderr
-    assert bulk.read_output(spooled) == expected and not bulk.spool(spooled).exists()
+    assert outputs.read_output(spooled) == expected and not outputs.spool(spooled).exists()
     # a CSV resumes by rows
     out = tmp_path / "out.csv"
     lines = out.read_text().splitlines()
     out.write_text("\n".join(lines[:4]) + "\n" + lines[4][:7])
     done = run_cli("summarize", sets_file, "--model", tiny, "-o", out, "--batch-size", "2")
     assert done.returncode == 0, done.stderr
-    assert bulk.read_output(out) == expected
+    assert outputs.read_output(out) == expected
 
 
 def test_explain_and_warnings_survive_csv_and_parquet(tiny, tmp_path):
@@ -234,7 +234,7 @@ def test_explain_and_warnings_survive_csv_and_parquet(tiny, tmp_path):
     for name in ("out.jsonl", "out.csv", "out.parquet"):
         done = run_cli("summarize", sets, "--model", tiny, "-o", tmp_path / name, "--explain")
         assert done.returncode == 0, done.stderr
-        runs[name] = bulk.read_output(tmp_path / name)
+        runs[name] = outputs.read_output(tmp_path / name)
     assert runs["out.csv"] == runs["out.jsonl"] == runs["out.parquet"]
     assert runs["out.jsonl"][-1]["warnings"] and "support" in runs["out.jsonl"][0]
 
@@ -282,7 +282,9 @@ def test_progress_counts_rate_and_eta():
 
     now = [0.0]
     stream = io.StringIO()
-    progress = bulk.Progress(100, skipped=20, stream=stream, every=5, clock=lambda: now[0])
+    progress = bulk.summarize_progress(
+        100, skipped=20, stream=stream, every=5, clock=lambda: now[0]
+    )
     now[0] = 4.0
     progress.update(8)  # before `every`: nothing said
     assert stream.getvalue() == ""
@@ -297,8 +299,8 @@ def test_a_corpus_is_grouped_in_bounded_memory(tmp_path):
     from denoisesum.data.corpus import Review
 
     reviews = [Review(f"e{i % 7}", f"review {i}") for i in range(100)]
-    small = [(s.entity_id, s.reviews) for s in bulk.group_corpus(reviews)]
-    spilled = [(s.entity_id, s.reviews) for s in bulk.group_corpus(reviews, limit=9)]
+    small = [(s.entity_id, s.reviews) for s in inputs.group_corpus(reviews)]
+    spilled = [(s.entity_id, s.reviews) for s in inputs.group_corpus(reviews, limit=9)]
     assert small == spilled
     assert [e for e, _ in small] == [f"e{i}" for i in range(7)]
     assert small[3][1] == [f"review {i}" for i in range(3, 100, 7)]
@@ -372,7 +374,7 @@ def test_memory_is_bounded_by_the_batch_not_the_input(tmp_path, monkeypatch):
     reviews = (Review(f"e{i % 1000}", review) for i in range(4000))
     tracemalloc.start()
     try:
-        count = sum(1 for _ in bulk.group_corpus(reviews, limit=500))
+        count = sum(1 for _ in inputs.group_corpus(reviews, limit=500))
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -384,14 +386,14 @@ def test_by_length_batches_alike_when_resumed(tiny, sets_file, reference, tmp_pa
 
     sets = [SimpleNamespace(entity_id=f"e{i}", reviews=["x" * (i * 7 % 10 + 1)]) for i in range(40)]
     length = lambda s: len(s.reviews[0])  # noqa: E731
-    whole = list(bulk.batches(sets, 3, by_length=length, window=4))
+    whole = list(inputs.batches(sets, 3, by_length=length, window=4))
     assert [len(b) for b in whole] == [3, 3, 3, 3] * 3 + [3, 1]
     assert [length(s) for s in whole[0] + whole[1] + whole[2] + whole[3]] == sorted(
         length(s) for s in sets[:12]
     )
     order = [s.entity_id for b in whole for s in b]
     done = set(order[:7])  # a run killed after two batches and a truncated line
-    rest = [s.entity_id for b in bulk.batches(sets, 3, done, length, window=4) for s in b]
+    rest = [s.entity_id for b in inputs.batches(sets, 3, done, length, window=4) for s in b]
     assert order[:7] + rest == order
     # the command: the same summaries, in the order of the windows
     out = tmp_path / "out.jsonl"

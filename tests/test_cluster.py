@@ -13,7 +13,7 @@ import pytest
 import conftest
 from conftest import grouped_reviews, refused, save_tiny_summarizer, write_jsonl
 from denoisesum.errors import DenoiseSumError
-from denoisesum.inference import bulk, cluster
+from denoisesum.execution import bulk, cluster, outputs, resume, workers
 
 pytest.importorskip("distributed", reason="the dask extra is not installed")
 
@@ -52,7 +52,7 @@ def test_a_local_cluster_of_two_workers_writes_the_single_process_output(tiny, s
         Summarizer.from_pretrained(tiny),
         str(sets_file),
         str(single),
-        bulk.OutputOptions(explain=True),
+        outputs.OutputOptions(explain=True),
         batch_size=2,
     )
     assert len(single.read_text().splitlines()) == N_ENTITIES + 1
@@ -60,13 +60,13 @@ def test_a_local_cluster_of_two_workers_writes_the_single_process_output(tiny, s
     # cluster: the rest decoded on the workers, appended in order, to the same bytes (one
     # cluster run: each costs the workers' start, 10-30 s on a loaded 2-core machine)
     spread.write_bytes(b"".join(single.read_bytes().splitlines(keepends=True)[:3]))
-    bulk.sidecar(spread).write_bytes(bulk.sidecar(single).read_bytes())
+    resume.sidecar(spread).write_bytes(resume.sidecar(single).read_bytes())
     done = run_cli("summarize", *common, "-o", spread, "--dask", "2")
     assert done.returncode == 0, done.stderr
     assert f"{N_ENTITIES + 1 - 3} summaries -> {spread} (3 from before kept)" in done.stderr
     assert spread.read_bytes() == single.read_bytes()
     assert "warning: entity unreadable:" in done.stderr  # a worker's warning, said here
-    assert json.loads(bulk.sidecar(spread).read_text())["complete"] is True
+    assert json.loads(resume.sidecar(spread).read_text())["complete"] is True
 
 
 def test_a_bad_dask_target_is_one_line_before_any_work(tiny, sets_file):
@@ -77,11 +77,11 @@ def test_a_bad_dask_target_is_one_line_before_any_work(tiny, sets_file):
 def test_a_worker_with_another_model_refuses(tiny):
     from denoisesum.summarizer import Summarizer
 
-    spec = cluster.model_spec(Summarizer.from_pretrained(tiny), None)
-    assert cluster._summarizer(spec).path == tiny
-    other = cluster.ModelSpec(spec.model, spec.config, (("model.safetensors", "0" * 64),), None)
+    spec = workers.model_spec(Summarizer.from_pretrained(tiny), None)
+    assert workers.load(spec).path == tiny
+    other = workers.ModelSpec(spec.model, spec.config, (("model.safetensors", "0" * 64),), None)
     with pytest.raises(DenoiseSumError, match="is not the command's"):
-        cluster._summarizer(other)
+        workers.load(other)
 
 
 def test_targets_parse():

@@ -16,7 +16,8 @@ from conftest import (
     token_summaries,
     write_jsonl,
 )
-from denoisesum.cli import _summarize_settings, app
+from denoisesum.cli import app
+from denoisesum.cli.options import summarize_settings
 from denoisesum.data.batch import inference_batch
 from denoisesum.data.corpus import Review
 from denoisesum.data.tokenizer import detokenize
@@ -556,7 +557,7 @@ def test_turning_the_sides_off_turns_off_what_works_on_them(summarizer, tmp_path
         assert summarizer.summarize(mixed_set(), ratings=stars).startswith("Some reviewers")
         for off in ({"mixed_sides": False}, {"mixed_band": 0.0}):
             assert not summarizer.summarize(mixed_set(), ratings=stars, **off).startswith("Some")
-        config = _summarize_settings(summarizer.config, ["policy.mixed_sides=false"], {})
+        config = summarize_settings(summarizer.config, ["policy.mixed_sides=false"], {})
         assert not config.policy.mixed_sides and config.policy.side_shares
     finally:
         summarizer.config = old

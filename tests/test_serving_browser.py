@@ -50,7 +50,7 @@ if not CHROMIUM.exists():
 import torch  # noqa: E402
 import uvicorn  # noqa: E402
 
-from conftest import save_tiny_summarizer  # noqa: E402
+from conftest import run_cli, save_tiny_summarizer  # noqa: E402
 from denoisesum.inference.beam import SearchConfig  # noqa: E402
 from denoisesum.serving import ServiceLimits, create_app  # noqa: E402
 from denoisesum.summarizer import Summarizer, SummarizerConfig  # noqa: E402
@@ -499,8 +499,9 @@ STARS = [5, 4, 5, 4]  # lenient raters: the default method says no complaint
 def test_the_same_stars_give_the_same_summary_by_every_path(
     default_page, default_server, default_summarizer, tmp_path
 ):
-    """The default model: Python, HTTP, the page with stars typed and the page with a file's
-    stars column give one summary, another than the one without stars."""
+    """The default model: Python, HTTP, the page with stars typed, the page with a file's
+    stars column and the command line on that file give one summary, another than the one
+    without stars."""
     python = default_summarizer.summarize(STARRED, ratings=STARS)
     assert python != default_summarizer.summarize(STARRED), "these stars change nothing"
     call = urllib.request.Request(
@@ -532,6 +533,12 @@ def test_the_same_stars_give_the_same_summary_by_every_path(
     page.locator("#summary .sent").first.wait_for()
     assert page.locator("#summary").inner_text() == python
     assert page.problems == []
+
+    out = tmp_path / "cli.jsonl"
+    fields = ["--entity-field", "business_id", "--text-field", "body", "--rating-field", "stars"]
+    done = run_cli("summarize", export, *fields, "-o", out, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["summary"] for line in out.read_text().splitlines()] == [python]
 
 
 @pytest.mark.parametrize("width", [390, 1280])

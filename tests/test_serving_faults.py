@@ -520,13 +520,13 @@ def test_a_request_past_its_limit_is_cut_between_steps_and_the_others_go_on(summ
 def test_a_decoding_process_that_dies_answers_its_requests_503_and_stops_the_service(
     summarizer,
 ):
-    """serve --workers (pool.py): the request in flight fails as WorkerLost (503), the
+    """serve --workers (execution/pool.py): the request in flight fails as WorkerLost (503), the
     service's stop is called, and the dead process gets no more requests."""
     import os
     import signal
 
+    from denoisesum.execution.pool import WorkerLost
     from denoisesum.serving import InferenceQueue
-    from denoisesum.serving.pool import WorkerLost
     from denoisesum.serving.worker import QueueFull
 
     held = ModelGate(summarizer)

@@ -1,6 +1,6 @@
 """Two batches decoded at once (issue 34 item 3), on two threads of one process
-(bulk.side_by_side, bulk.in_threads) or in two worker processes (bulk.worker_processes,
-cluster.ProcessPool, forked or spawned): the output is the one-at-a-time run's, byte for byte."""
+(executors.side_by_side, executors.Inline) or in two worker processes (executors.worker_processes,
+workers.BatchPool, forked or spawned): the output is the one-at-a-time run's, byte for byte."""
 
 import os
 import threading
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from conftest import grouped_reviews, save_tiny_summarizer, write_jsonl
-from denoisesum.inference import bulk
+from denoisesum.execution import bulk, executors, outputs, pool, workers
 
 
 def test_in_threads_keeps_the_order_and_decodes_two_at_once():
@@ -27,9 +27,11 @@ def test_in_threads_keeps_the_order_and_decodes_two_at_once():
             running.discard(i)
         return i * 10
 
-    assert list(bulk.in_threads(decode, range(7), 2)) == [i * 10 for i in range(7)]
+    assert list(executors.in_order(executors.Inline(decode, 2).submit, range(7), 2)) == [
+        i * 10 for i in range(7)
+    ]
     assert most[0] == 2
-    assert list(bulk.in_threads(decode, range(3), 1)) == [0, 10, 20]
+    assert list(executors.in_order(executors.Inline(decode, 1).submit, range(3), 1)) == [0, 10, 20]
 
 
 def test_stopping_early_cancels_the_batches_not_started():
@@ -40,7 +42,7 @@ def test_stopping_early_cancels_the_batches_not_started():
         time.sleep(0.02)
         return i
 
-    results = bulk.in_threads(decode, range(100), 2)
+    results = executors.in_order(executors.Inline(decode, 2).submit, range(100), 2)
     assert next(results) == 0
     results.close()  # what an error or Ctrl-C in the writer does
     assert len(started) <= 3
@@ -53,7 +55,7 @@ def test_a_batch_that_fails_stops_the_run_with_its_error():
         return i
 
     with pytest.raises(ValueError, match="batch 2"):
-        list(bulk.in_threads(decode, range(6), 2))
+        list(executors.in_order(executors.Inline(decode, 2).submit, range(6), 2))
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +83,7 @@ def _run(tiny, sets_file, out: Path, threads: int) -> bytes:
     torch.set_num_threads(threads)
     try:
         bulk.run(
-            summarizer, str(sets_file), str(out), bulk.OutputOptions(explain=True), batch_size=2
+            summarizer, str(sets_file), str(out), outputs.OutputOptions(explain=True), batch_size=2
         )
         assert torch.get_num_threads() == threads  # restored
     finally:
@@ -97,7 +99,7 @@ def test_two_batches_at_once_write_the_one_at_a_time_output(tiny, sets_file, tmp
     try:
         for threads in (1, 2):  # 1: one batch at a time; 2: two at once, a thread each
             torch.set_num_threads(threads)
-            with bulk.side_by_side(summarizer, str(sets_file)) as workers:
+            with executors.side_by_side(summarizer, str(sets_file)) as workers:
                 assert workers == threads
                 assert torch.get_num_threads() == 1
             assert torch.get_num_threads() == threads  # restored
@@ -105,7 +107,7 @@ def test_two_batches_at_once_write_the_one_at_a_time_output(tiny, sets_file, tmp
         torch.set_num_threads(before)
     one = _run(tiny, sets_file, tmp_path / "one.jsonl", 1)
     assert len(one.splitlines()) == 9
-    monkeypatch.setattr(bulk, "POOL_BATCHES", {"fork": 99, "spawn": 99})  # 5 batches: threads
+    monkeypatch.setattr(executors, "POOL_BATCHES", {"fork": 99, "spawn": 99})  # 5 batches: threads
     pools = pools_made(monkeypatch)
     assert _run(tiny, sets_file, tmp_path / "threads.jsonl", 2) == one
     assert pools == [], "worker processes where two threads were expected"
@@ -113,10 +115,8 @@ def test_two_batches_at_once_write_the_one_at_a_time_output(tiny, sets_file, tmp
 
 def pools_made(monkeypatch) -> list:
     """The ProcessPools that bulk runs enter from now on, as they are entered."""
-    from denoisesum.inference import cluster
-
     made: list = []
-    monkeypatch.setattr(cluster.ProcessPool, "__enter__", lambda pool: made.append(pool) or pool)
+    monkeypatch.setattr(pool.ProcessPool, "__enter__", lambda pool: made.append(pool) or pool)
     return made
 
 
@@ -126,13 +126,11 @@ def test_worker_processes_write_the_one_at_a_time_output(
 ):
     import multiprocessing
 
-    from denoisesum.inference import cluster
-
     if start not in multiprocessing.get_all_start_methods():
         pytest.skip(f"this system cannot {start} processes")
     one = _run(tiny, sets_file, tmp_path / "one.jsonl", 1)
-    monkeypatch.setattr(cluster, "pool_start", lambda: start)
-    monkeypatch.setattr(bulk, "POOL_BATCHES", {start: 2})  # spawned for 5 batches too
+    monkeypatch.setattr(workers, "pool_start", lambda: start)
+    monkeypatch.setattr(executors, "POOL_BATCHES", {start: 2})  # spawned for 5 batches too
     made = pools_made(monkeypatch)
     assert _run(tiny, sets_file, tmp_path / "processes.jsonl", threads) == one
     # a worker per torch thread, one thread each (5 batches of 2: every worker had one)
@@ -147,13 +145,12 @@ def test_a_worker_that_dies_stops_the_run_with_one_line(tiny, sets_file, tmp_pat
     import multiprocessing
 
     from denoisesum.errors import DenoiseSumError
-    from denoisesum.inference import cluster
 
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("the dying worker is made by forking this test's process")
-    monkeypatch.setattr(cluster, "pool_start", lambda: "fork")
-    monkeypatch.setattr(bulk, "POOL_BATCHES", {"fork": 2})
-    monkeypatch.setattr(cluster, "summarize_partition", _die)  # what the forked workers run
+    monkeypatch.setattr(workers, "pool_start", lambda: "fork")
+    monkeypatch.setattr(executors, "POOL_BATCHES", {"fork": 2})
+    monkeypatch.setattr(workers, "summarize_partition", _die)  # what the forked workers run
     with pytest.raises(DenoiseSumError, match="a worker process decoding the batches stopped"):
         _run(tiny, sets_file, tmp_path / "out.jsonl", 2)
 

@@ -166,6 +166,8 @@ def require_file(path: str | Path, field: str | None = None) -> Path:
         raise InputError("is a directory, not a file", path=path, field=field)
     if not path.is_file():
         raise InputError("no such file", path=path, field=field)
+    if not os.access(path, os.R_OK):
+        raise InputError("permission denied", path=path, field=field)
     return path
 
 

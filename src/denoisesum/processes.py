@@ -1,12 +1,10 @@
 """Worker processes that end with the process that started them.
 
-A worker forked or spawned by `summarize` (inference/cluster.py) or `serve --workers`
-(serving/pool.py) is stopped by its parent on Ctrl-C, SIGTERM or an error. A parent that is
-killed (SIGKILL, out of memory) cannot stop them: a pool worker would wait for work for ever (a
-forked one holds the other end of its own queue, so it never reads the end of it), and so would
-a decoding worker of the service (its siblings forked after it hold the server's end of its
-pipe, so it never reads the end of it either). `end_with(parent)` makes such a worker exit once it
-is orphaned, which shows as a parent process id that is no longer its parent's.
+A worker forked or spawned by `summarize` or `serve --workers` (execution/pool.py) is stopped
+by its parent on Ctrl-C, SIGTERM or an error. A parent that is killed (SIGKILL, out of memory)
+cannot stop them: a worker would wait for work for ever (its siblings forked after it hold the
+parent's end of its pipe, so it never reads the end of it). `end_with(parent)` makes such a
+worker exit once it is orphaned, which shows as a parent process id that is no longer its parent's.
 """
 
 from __future__ import annotations

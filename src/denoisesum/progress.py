@@ -10,6 +10,9 @@ ends, each with the stage, the count, the rate and the ETA:
 
     train: 197/2500 step, 3.9 step/s, 00:49 elapsed, ETA 02:11 (time budget)
 
+A stage may word its lines itself (`form`: `summarize` says entities, its share, the rate of
+this run, the ETA and the time elapsed) and start without the "started" line (`announce`).
+
 `time_left` (seconds, or None for no limit) is a stage's time budget: a trainer that stops after
 max_minutes stops before max_steps when that comes first, and its ETA is then the time left, not
 the steps left over the rate (on the bar too: its total becomes the step it will stop at).
@@ -62,6 +65,9 @@ class LineProgress:
         stream: TextIO | None = None,
         interval: float = PLAIN_INTERVAL,
         time_left: TimeLeft | None = None,
+        form: Callable[[LineProgress, str], str] | None = None,
+        announce: bool = True,
+        clock: Callable[[], float] = time.monotonic,
         **_: Any,
     ) -> None:
         if total is None and iterable is not None and hasattr(iterable, "__len__"):
@@ -70,10 +76,12 @@ class LineProgress:
         self.n = self.initial = initial
         self.stream = stream if stream is not None else sys.stderr
         self.interval, self.time_left = interval, time_left
-        self.start = self.last = time.monotonic()
+        self.form, self.clock = form, clock
+        self.start = self.last = clock()
         self.postfix = ""
         self.closed = False
-        self._write("started")
+        if announce:
+            self._write("started")
 
     def __iter__(self):
         for item in self.iterable:
@@ -89,7 +97,7 @@ class LineProgress:
 
     def update(self, n: float = 1) -> None:
         self.n += n
-        now = time.monotonic()
+        now = self.clock()
         if now - self.last >= self.interval:
             self.last = now
             self._write()
@@ -115,7 +123,9 @@ class LineProgress:
             self._write("done")
 
     def line(self, status: str = "") -> str:
-        elapsed = time.monotonic() - self.start
+        if self.form is not None:
+            return self.form(self, status)
+        elapsed = self.clock() - self.start
         rate = (self.n - self.initial) / elapsed if elapsed > 0 else 0.0
         count = f"{self.n:,.0f}" + (f"/{self.total:,.0f}" if self.total is not None else "")
         parts = [f"{count} {self.unit}", f"{rate:,.1f} {self.unit}/s", f"{clock(elapsed)} elapsed"]
@@ -173,16 +183,19 @@ def progress_bar(
     stream: TextIO | None = None,
     time_left: TimeLeft | None = None,
     interval: float = PLAIN_INTERVAL,
+    lines: dict[str, Any] | None = None,
     **kwargs: Any,
 ):
     """A bar on a terminal, plain lines elsewhere, nothing when not `enabled`; kwargs: tqdm's
-    (total, desc, unit, initial, ...)."""
+    (total, desc, unit, initial, ...); lines: LineProgress's own (form, announce, clock)."""
     stream = stream if stream is not None else sys.stderr
     if not enabled:
         return tqdm(iterable, disable=True, **kwargs)
     if _is_terminal(stream):
         return BudgetBar(iterable, file=stream, time_left=time_left, dynamic_ncols=True, **kwargs)
-    return LineProgress(iterable, stream=stream, time_left=time_left, interval=interval, **kwargs)
+    return LineProgress(
+        iterable, stream=stream, time_left=time_left, interval=interval, **(lines or {}), **kwargs
+    )
 
 
 def _is_terminal(stream: TextIO) -> bool:

@@ -16,7 +16,7 @@ inference/policy.py). Options never change the summarizer: each call makes its o
 passed down to the search, so one Summarizer may serve several threads at once.
 
 `SummaryResult` (inference/methods.py) is the record of one summary: summary, tokens,
-warnings, reviews_read/reviews_total, explanation. The summarize command (inference/bulk.py) and
+warnings, reviews_read/reviews_total, explanation. The summarize command (execution/) and
 the service (serving/) only format it. DataFrames: inference/frames.py's summarize_frame.
 
 Device: `from_pretrained(..., device="auto")` decodes on the GPU when PyTorch sees one (CUDA),

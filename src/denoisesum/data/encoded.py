@@ -34,6 +34,7 @@ import numpy as np
 from denoisesum.data.corpus import CorpusReader, Review
 from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.data.vocab import Vocab
+from denoisesum.errors import InputError
 from denoisesum.io import read_json, write_json
 from denoisesum.progress import progress_bar
 
@@ -186,6 +187,12 @@ class EncodedCorpus(RankedTokens):
 
         def fill(tmp: Path) -> dict[str, Any]:
             n_reviews, skipped = _encode_to(tmp, reviews, tokenizer, workers, total)
+            if n_reviews == 0:  # an empty export or a mistyped glob: said as what it is
+                why = f" ({skipped} bad record(s) skipped)" if skipped else ""
+                raise InputError(
+                    f"no reviews: the corpus has none to learn from{why}",
+                    path=", ".join(map(str, reviews.paths)),
+                )
             # "sources" stays: the noising fingerprint of pairs made from this cache hashes it
             return {
                 "format": FORMAT,

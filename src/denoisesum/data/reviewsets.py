@@ -28,10 +28,10 @@ from pydantic import (
 )
 
 from denoisesum.errors import InputError, plain_validation_message
-from denoisesum.io import BLANK, atomic_write, iter_jsonl, parse_json_line, writing
+from denoisesum.io import BLANK, atomic_write, iter_lines, parse_json_line, writing
 
 if TYPE_CHECKING:
-    from denoisesum.data.corpus import Review
+    from denoisesum.data.corpus import Review, SkipLog
 
 
 class ReviewSet(BaseModel):
@@ -79,36 +79,70 @@ Record = TypeVar("Record", ReviewSet, Prediction)
 
 
 def _validate(
-    records: Iterable[tuple[int, Any]], kind: type[Record], path: str | Path
+    records: Iterable[tuple[int, Any]],
+    kind: type[Record],
+    path: str | Path,
+    skipped: SkipLog | None = None,
 ) -> Iterator[Record]:
+    """The records of (line, value or the InputError of a line that does not parse); a bad one
+    is an error, or with `skipped` (--skip-bad) counted there and left out."""
     seen: set[str] = set()
     for line, value in records:
         try:
-            record = kind.model_validate(value)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            field = ".".join(str(p) for p in err["loc"]) or None
-            message = plain_validation_message(err)
-            if field is None and err["type"] == "model_type":  # the line is not an object
-                required = [n for n, f in kind.model_fields.items() if f.is_required()]
-                message += f" with {' and '.join(required)}"
-            raise InputError(message, path=path, line=line, field=field) from None
-        if record.entity_id in seen:
-            raise InputError(
-                f"duplicate entity_id '{record.entity_id}'", path=path, line=line, field="entity_id"
-            )
+            if isinstance(value, InputError):
+                raise value
+            record = _checked(kind, value, path, line)
+            if record.entity_id in seen:
+                raise InputError(
+                    f"duplicate entity_id '{record.entity_id}'",
+                    path=path,
+                    line=line,
+                    field="entity_id",
+                )
+        except InputError as exc:
+            if skipped is None:
+                raise
+            skipped.add(exc)
+            continue
         seen.add(record.entity_id)
         yield record
 
 
-def _read(path: str | Path, kind: type[Record]) -> Iterator[Record]:
-    return _validate(iter_jsonl(path), kind, path)
+def _checked(kind: type[Record], value: Any, path: str | Path, line: int) -> Record:
+    try:
+        return kind.model_validate(value)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or None
+        message = plain_validation_message(err)
+        if field is None and err["type"] == "model_type":  # the line is not an object
+            required = [n for n, f in kind.model_fields.items() if f.is_required()]
+            message += f" with {' and '.join(required)}"
+        raise InputError(message, path=path, line=line, field=field) from None
 
 
-def read_review_sets_stream(stream: IO[bytes], name: str = "<stdin>") -> Iterator[ReviewSet]:
-    """Review sets from an open binary stream (standard input); errors name it `name`."""
-    lines = ((n, parse_json_line(raw, name, n)) for n, raw in enumerate(stream, start=1))
-    return _validate(((n, v) for n, v in lines if v is not BLANK), ReviewSet, name)
+def _parsed(lines: Iterable[tuple[int, bytes]], name: str | Path) -> Iterator[tuple[int, Any]]:
+    """(line number, its JSON value, or the InputError saying why it is not JSON), blank lines
+    left out."""
+    for number, raw in lines:
+        try:
+            value = parse_json_line(raw, name, number)
+        except InputError as exc:
+            value = exc
+        if value is not BLANK:
+            yield number, value
+
+
+def _read(path: str | Path, kind: type[Record], skipped: SkipLog | None = None) -> Iterator[Record]:
+    return _validate(_parsed(iter_lines(path), path), kind, path, skipped)
+
+
+def read_review_sets_stream(
+    stream: IO[bytes], name: str = "<stdin>", skipped: SkipLog | None = None
+) -> Iterator[ReviewSet]:
+    """Review sets from an open binary stream (standard input); errors name it `name`;
+    skipped: bad records counted there and left out (--skip-bad)."""
+    return _validate(_parsed(enumerate(stream, start=1), name), ReviewSet, name, skipped)
 
 
 def review_sets_from_corpus(reviews: Iterable[Review]) -> list[ReviewSet]:
@@ -120,8 +154,9 @@ def review_sets_from_corpus(reviews: Iterable[Review]) -> list[ReviewSet]:
     return [ReviewSet(entity_id=e, reviews=texts) for e, texts in groups.items()]
 
 
-def read_review_sets(path: str | Path) -> Iterator[ReviewSet]:
-    return _read(path, ReviewSet)
+def read_review_sets(path: str | Path, skipped: SkipLog | None = None) -> Iterator[ReviewSet]:
+    """Review sets from a file; skipped: bad records counted there and left out (--skip-bad)."""
+    return _read(path, ReviewSet, skipped)
 
 
 def read_predictions(path: str | Path) -> Iterator[Prediction]:

@@ -50,7 +50,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from denoisesum import __version__
 from denoisesum.config import check
 from denoisesum.inference.support import SupportConfig
 from denoisesum.serving.guard import BodyBudget, add_middleware
@@ -70,6 +69,7 @@ from denoisesum.serving.schemas import (
 )
 from denoisesum.serving.worker import InferenceQueue
 from denoisesum.summarizer import Summarizer
+from denoisesum.version import __version__
 
 log = logging.getLogger("denoisesum.serving")
 FASTAPI_PARSE_ERROR = "There was an error parsing the body"  # FastAPI's 400: not UTF-8, ...

@@ -15,9 +15,9 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from denoisesum.errors import ConfigError, DenoiseSumError
+from denoisesum.execution.pool import WorkerLost
 from denoisesum.serving.guard import BodyBudget
 from denoisesum.serving.limits import ServiceLimits
-from denoisesum.serving.pool import WorkerLost
 from denoisesum.serving.schemas import (
     ERROR_RESPONSES,
     BatchResponse,
@@ -146,7 +146,7 @@ def add_service_routes(
         return {
             "status": "ok",
             "model": model_id,
-            "workers": queue.workers,  # the decoding processes (serve --workers: pool.py)
+            "workers": queue.workers,  # the decoding processes (serve --workers: execution/pool.py)
             "pending_sets": queue.pending_sets,
             "batches": queue.batches,
             "buffered_bytes": budget.used,

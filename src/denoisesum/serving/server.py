@@ -2,8 +2,8 @@
 the app under uvicorn, with read timeouts that uvicorn lacks; with `workers` > 1 (`serve
 --workers N`), one process serves HTTP and N processes, forked after the model loaded and
 sharing its memory, decode: each request goes to the one with the fewest review sets in flight
-(pool.py). Worker processes, not threads, because one process's decoding thread and request
-threads share one interpreter lock (docs/results/service.md).
+(execution/pool.py). Worker processes, not threads, because one process's decoding thread and
+request threads share one interpreter lock (docs/results/service.md).
 
 uvicorn (h11) times only the gap between two requests on a connection (`timeout_keep_alive`,
 5 s, kept): a client that opens a connection and sends nothing, half a request head, or the
@@ -170,7 +170,7 @@ def serve(
     threads: int | None = None,
 ) -> None:
     """Serve until interrupted (Ctrl-C); with `workers` > 1, decoding in that many processes
-    of `threads` torch threads each (None: the cores shared out among them; pool.py)."""
+    of `threads` torch threads each (None: the cores shared out among them; execution/pool.py)."""
     config = server_config(app, host, port, log_level)
     freeze_loaded()
     if workers == 1:

@@ -20,24 +20,21 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import os
+import signal
 import threading
 import time
 from dataclasses import dataclass
 
+from denoisesum.execution.pool import ProcessPool, QueueFull
 from denoisesum.inference.beam import stepped_by
 from denoisesum.inference.support import SupportConfig
 from denoisesum.serving.continuous import Stepper
-from denoisesum.serving.pool import Pool
 from denoisesum.summarizer import Summarizer
 
 # Review sets at most in one group of waiting jobs that start together: one summarize call
 # (one encoder call for all of them; every search then decodes in the one merged search), but
 # whose jobs are all answered when its longest set is done
 GROUP_SETS = 2
-
-
-class QueueFull(Exception):
-    """More review sets are waiting than ServiceLimits.max_pending_sets."""
 
 
 class DeadlinePassed(Exception):
@@ -79,7 +76,7 @@ class InferenceQueue:
         self.support = support or SupportConfig()
         self._pending = 0
         self._batches = 0  # summarize_results calls made (what batching saved shows here)
-        self._pool: Pool | None = None  # serve --workers: the processes that decode instead
+        self._pool: ProcessPool | None = None  # serve --workers: the processes that decode
         self._jobs: collections.deque[Job] = collections.deque()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -94,7 +91,7 @@ class InferenceQueue:
 
     @property
     def pending_sets(self) -> int:
-        return self._pending if self._pool is None else self._pool.pending_sets
+        return self._pending if self._pool is None else self._pool.pending
 
     @property
     def batches(self) -> int:
@@ -103,7 +100,7 @@ class InferenceQueue:
     @property
     def workers(self) -> list[int]:
         """The process ids of the processes that decode."""
-        return [os.getpid()] if self._pool is None else [w.pid for w in self._pool.workers]
+        return [os.getpid()] if self._pool is None else self._pool.pids
 
     @property
     def failed(self) -> bool:
@@ -112,10 +109,18 @@ class InferenceQueue:
 
     def spread(self, workers: int, threads: int, on_failure=None) -> None:
         """From now on, decode in `workers` processes of `threads` torch threads, forked now
-        with the model (pool.py): each request goes to the one with the fewest sets in flight.
-        Call it before the queue has run anything (no thread of it started yet). on_failure:
-        what stops the service when one of them dies."""
-        self._pool = Pool(self, workers, threads, on_failure)
+        with the model (execution/pool.py), each running this queue: each request goes to the
+        one with the fewest sets in flight, at most max_pending_sets waiting and max_batch_sets
+        decoding there. Call it before the queue has run anything (no thread of it started
+        yet). on_failure: what stops the service when one of them dies (default: SIGTERM to
+        this process)."""
+        self._pool = ProcessPool(
+            lambda: self,
+            workers,
+            threads,
+            capacity=self.max_pending_sets + self.max_batch_sets,
+            on_failure=on_failure or (lambda: os.kill(os.getpid(), signal.SIGTERM)),
+        )
 
     def submit(
         self,
@@ -128,7 +133,7 @@ class InferenceQueue:
         """Queue review sets; past `timeout_s` from now, what is left of them is dropped.
         options: per-call options (Summarizer.summarize's: max_words, beam, first_person)."""
         if self._pool is not None:
-            return self._pool.submit(sets, ratings, slice, timeout_s, options)
+            return self._pool.submit(sets, ratings, slice, timeout_s, options, weight=len(sets))
         future: concurrent.futures.Future = concurrent.futures.Future()
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with self._cond:
