@@ -312,7 +312,7 @@ FitNoiseLm = Annotated[
     typer.Option(
         help="A trained BiLM to noise the candidates with instead (token replacement), e.g. a "
         "larger one than the summarizer's sizes allow to start from (default: the LM "
-        "of --lm, or the one fit trains)."
+        "of --lm, --from MODEL's own, or the one fit trains)."
     ),
 ]
 FitConfig = Annotated[
@@ -336,8 +336,8 @@ FitBase = Annotated[
         metavar="DIR|NAME",
         help="Adapt a trained summarizer (an installed model's name, e.g. denoisesum-yelp, "
         "or a directory) to this corpus: it starts from that model, with its "
-        "vocabulary, sizes, topic count and decoding, and no LM is trained to start "
-        "from (--noise-lm DIR: none at all).",
+        "vocabulary, sizes, topic count and decoding; no LM is trained: the pairs are "
+        "noised with MODEL's own noising LM (denoisesum-yelp ships it), or --noise-lm DIR.",
     ),
 ]
 FitDevice = Annotated[
