@@ -15,7 +15,7 @@ from denoisesum.config import check
 from denoisesum.errors import ConfigError
 from denoisesum.fit import compare
 from denoisesum.fit.config import preset_config
-from denoisesum.fit.recipe import compact_run
+from denoisesum.fit.stages import compact_run
 from denoisesum.noising import pipeline
 from denoisesum.noising.candidates import CandidateConfig, preset
 from denoisesum.noising.plan import fitted_lengths, make_plan
