@@ -219,7 +219,8 @@ def train_command(
     from denoisesum.data.vocab import Vocab
     from denoisesum.io import require_file
     from denoisesum.topics import load_topics
-    from denoisesum.training.denoiser import SummarizerRunConfig, SummarizerTrainer
+    from denoisesum.training.denoiser import SummarizerTrainer
+    from denoisesum.training.denoiser_config import SummarizerRunConfig
 
     flags = {
         "train.max_steps": max_steps,

@@ -34,7 +34,7 @@ from denoisesum.inference.beam import SearchConfig
 from denoisesum.inference.policy import SummaryPolicy, split_settings
 from denoisesum.noising.pipeline import SynthesisConfig
 from denoisesum.topics.models import LDAConfig
-from denoisesum.training.denoiser import SummarizerRunConfig
+from denoisesum.training.denoiser_config import SummarizerRunConfig
 from denoisesum.training.lm import LMRunConfig
 
 
