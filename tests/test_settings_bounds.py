@@ -241,7 +241,7 @@ def test_settings_are_checked_in_one_form():
 def bad_settings(case: str):
     """A settings object made in Python with one bad setting, and the error it gives."""
     from denoisesum.inference.support import SupportConfig
-    from denoisesum.noising.pipeline import SynthesisConfig
+    from denoisesum.noising.config import SynthesisConfig
     from denoisesum.serving.limits import ServiceLimits
     from denoisesum.training.denoiser_config import SummarizerRunConfig, SummarizerTrainConfig
     from denoisesum.training.pairs import PairVocabConfig

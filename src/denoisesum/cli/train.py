@@ -147,7 +147,7 @@ def synthesize(
     check_output_dir(output, cache or output / "encoded")
     from denoisesum.io import require_file
     from denoisesum.models.store import load_bilm
-    from denoisesum.noising.pipeline import SynthesisConfig
+    from denoisesum.noising.config import SynthesisConfig
     from denoisesum.noising.pipeline import synthesize as run
     from denoisesum.noising.plan import read_entity_list, review_set_sizes
 

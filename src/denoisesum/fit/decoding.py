@@ -20,7 +20,7 @@ from denoisesum.fit.request import Log
 def held_out_sets(corpus: EncodedCorpus, ids: list[str], cfg) -> list[dict]:
     """A review set per held-out business: up to cfg.reviews of its reviews (drawn with
     cfg.seed), as text (tokens joined by spaces) with their stars (None where unknown)."""
-    from denoisesum.noising.pipeline import review_ids
+    from denoisesum.noising.shard import review_ids
 
     index = {entity: i for i, entity in enumerate(corpus.entities)}
     rng = np.random.default_rng([cfg.seed, 1])
