@@ -92,6 +92,7 @@ def count_flops(review_sets: str, entities: int, batch_size: int, model: str) ->
 
     from denoisesum.data.reviewsets import read_review_sets
     from denoisesum.models import denoisesum as ds
+    from denoisesum.models import denoisesum_parts as parts
     from denoisesum.summarizer import Summarizer
 
     torch.set_num_threads(1)
@@ -106,7 +107,7 @@ def count_flops(review_sets: str, entities: int, batch_size: int, model: str) ->
     steps = {"beam rows x steps": 0}
     summarizer = Summarizer.from_pretrained(model)
     c = summarizer.model.config
-    e, d, h = c.embed_dim, c.hidden_dim, ds.encoder_size(c)
+    e, d, h = c.embed_dim, c.hidden_dim, parts.encoder_size(c)
 
     def wrap(cls, name, add):
         inner = getattr(cls, name)
@@ -145,7 +146,7 @@ def count_flops(review_sets: str, entities: int, batch_size: int, model: str) ->
     originals = [
         (ds.DenoiseSum, "encode_reviews", wrap(ds.DenoiseSum, "encode_reviews", encoder)),
         (ds.DenoiseSum, "_memory", wrap(ds.DenoiseSum, "_memory", keys)),
-        (ds.Decoder, "forward", wrap(ds.Decoder, "forward", decoder)),
+        (parts.Decoder, "forward", wrap(parts.Decoder, "forward", decoder)),
     ]
     try:
         sets = [s.reviews for s in list(read_review_sets(review_sets))[:entities]]

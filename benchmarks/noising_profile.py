@@ -19,7 +19,7 @@ import time
 import numpy as np
 import torch
 
-from denoisesum.noising import pipeline
+from denoisesum.noising import shard
 from denoisesum.noising.token_noise import lm_nucleus_sample, nucleus_sample
 
 
@@ -57,9 +57,9 @@ def main() -> None:
         parser.add_argument(name)
     parser.add_argument("--batch", type=int, default=32)
     args = parser.parse_args()
-    res = pipeline._resources(pipeline.Job(args.run, args.corpus, args.lm, {}))
+    res = shard._resources(shard.Job(args.run, args.corpus, args.lm, {}))
     plan, corpus, model = res["plan"], res["corpus"], res["model"]
-    batch = [pipeline.review_ids(corpus, int(plan.candidates[k])) for k in range(args.batch)]
+    batch = [shard.review_ids(corpus, int(plan.candidates[k])) for k in range(args.batch)]
     lengths = torch.tensor([len(t) for t in batch])
     ids = torch.zeros(len(batch), int(lengths.max()), dtype=torch.long)
     for row, type_ids in enumerate(batch):

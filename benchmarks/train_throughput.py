@@ -30,7 +30,11 @@ from benchmarks.common import processor
 from denoisesum.config import load_config
 from denoisesum.data.batch import make_batch
 from denoisesum.models.denoisesum import DenoiseSum
-from denoisesum.training.denoiser import SummarizerRunConfig, autocast_dtype, pick_device
+from denoisesum.training.denoiser_config import (
+    SummarizerRunConfig,
+    autocast_dtype,
+    pick_device,
+)
 
 
 def real_lengths(pairs_dir: Path, limit: int = 400) -> list[tuple[int, list[int], list[int]]]:

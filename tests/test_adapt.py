@@ -20,7 +20,7 @@ from denoisesum.evaluation.heldout import (
     terms_covered,
 )
 from denoisesum.fit.adapt import noise_lm
-from denoisesum.fit.recipe import best_band
+from denoisesum.fit.decoding import best_band
 from denoisesum.summarizer import DEFAULT_MODEL_DIR
 
 # a few steps and greedy decoding: the 30k-word model is slow on one CPU thread

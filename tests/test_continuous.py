@@ -146,7 +146,7 @@ def test_a_full_merged_search_refuses_newcomers(summarizer, monkeypatch):
 
 
 def test_a_join_that_fails_leaves_the_merged_search_as_it_was(summarizer, monkeypatch):
-    from denoisesum.models.denoisesum import DecodeState
+    from denoisesum.models.denoisesum_parts import DecodeState
 
     first = fresh(summarizer, SETS[0])
     merged = continuous.Merged(first)

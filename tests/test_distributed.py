@@ -25,11 +25,8 @@ from denoisesum.models.bilm import BiLMConfig
 from denoisesum.models.denoisesum import DenoiseSumConfig
 from denoisesum.topics import CategoryTopics
 from denoisesum.training import distributed
-from denoisesum.training.denoiser import (
-    SummarizerRunConfig,
-    SummarizerTrainConfig,
-    SummarizerTrainer,
-)
+from denoisesum.training.denoiser import SummarizerTrainer
+from denoisesum.training.denoiser_config import SummarizerRunConfig, SummarizerTrainConfig
 from denoisesum.training.distributed import Distributed
 from denoisesum.training.lm import LMRunConfig, LMTrainConfig, LMTrainer, VocabConfig
 from denoisesum.training.pairs import PairDataConfig, PairVocabConfig

@@ -22,8 +22,9 @@ from denoisesum.cli import app
 from denoisesum.data.reviewsets import ReviewSet
 from denoisesum.errors import ConfigError, DenoiseSumError
 from denoisesum.fit.config import apply_budget, flatten, preset_config
+from denoisesum.fit.decoding import search_min_length
 from denoisesum.fit.presets import PRESETS
-from denoisesum.fit.recipe import FitRequest, fit_config, search_min_length
+from denoisesum.fit.request import FitRequest, fit_config
 from denoisesum.noising.pipeline import shortfall
 
 STAGES = ["tokenize", "lm", "synthesize", "topics", "train", "decode", "aspects", "export"]

@@ -15,9 +15,10 @@ from denoisesum.config import check
 from denoisesum.errors import ConfigError
 from denoisesum.fit import compare
 from denoisesum.fit.config import preset_config
-from denoisesum.fit.recipe import compact_run
+from denoisesum.fit.stages import compact_run
 from denoisesum.noising import pipeline
 from denoisesum.noising.candidates import CandidateConfig, preset
+from denoisesum.noising.config import SynthesisConfig
 from denoisesum.noising.plan import fitted_lengths, make_plan
 from test_noising import read_pairs, synth_config, workspace  # noqa: F401 (a fixture)
 from test_noising import synthesize as run_synthesis
@@ -106,7 +107,7 @@ def test_the_presets_fit_a_small_corpus_but_tiny_does_not():
         assert s.fit_lengths and s.uses_per_candidate == 5
     tiny = preset_config("tiny").synthesize
     assert not tiny.fit_lengths and tiny.uses_per_candidate == 1
-    default = pipeline.SynthesisConfig()  # `denoisesum synthesize`: the paper's
+    default = SynthesisConfig()  # `denoisesum synthesize`: the paper's
     assert not default.fit_lengths and default.uses_per_candidate == 1
 
 

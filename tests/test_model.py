@@ -10,10 +10,9 @@ from denoisesum.data.batch import BOTH, DOCUMENT, SEGMENT, SummaryBatch, inferen
 from denoisesum.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from denoisesum.errors import ConfigError
 from denoisesum.models.bilm import length_mask
-from denoisesum.models.denoisesum import (
+from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
+from denoisesum.models.denoisesum_parts import (
     BranchState,
-    DenoiseSum,
-    DenoiseSumConfig,
     copy_distribution,
     copy_mass_at,
     kl_divergence,

@@ -20,6 +20,7 @@ from denoisesum.models.bilm import BiLMConfig
 from denoisesum.noising import pipeline
 from denoisesum.noising.candidates import CandidateConfig, preset, rejection
 from denoisesum.noising.chunks import ChunkInventory, chunk_noise, chunk_tags
+from denoisesum.noising.config import SynthesisConfig
 from denoisesum.noising.document_noise import idf_rouge1_f1, support
 from denoisesum.noising.plan import count_matrix, eligible_candidates
 from denoisesum.noising.token_noise import lm_nucleus_sample, nucleus_sample, token_noise
@@ -90,7 +91,7 @@ def synth_config(**kw):
         seed=3,
     )
     base.update(kw)
-    return pipeline.SynthesisConfig(**base)
+    return SynthesisConfig(**base)
 
 
 def synthesize(workspace, out, config=None, corpus=None, workers=0, **kwargs):
@@ -543,7 +544,7 @@ def test_synthesize_command(workspace, tmp_path):
 def test_workers_keep_freed_memory_on_glibc():
     import platform
 
-    from denoisesum.noising.pipeline import keep_freed_memory
+    from denoisesum.noising.shard import keep_freed_memory
 
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("mallopt settings are glibc's")

@@ -28,7 +28,7 @@ from denoisesum.io import read_json
 from denoisesum.models.store import load_denoisesum, read_model_dir, save_model_dir
 from denoisesum.noising import pipeline
 from denoisesum.noising.plan import make_plan, rating_balance_weights, star_classes
-from denoisesum.training.denoiser import SummarizerRunConfig
+from denoisesum.training.denoiser_config import SummarizerRunConfig
 from test_model import V, greedy, random_batch, reviews, tiny
 from test_noising import noising_reviews, read_pairs, synth_config, workspace  # noqa: F401
 from test_train_summarizer import make_pairs, tiny_config, trainer, write_shards

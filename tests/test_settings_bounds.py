@@ -241,9 +241,9 @@ def test_settings_are_checked_in_one_form():
 def bad_settings(case: str):
     """A settings object made in Python with one bad setting, and the error it gives."""
     from denoisesum.inference.support import SupportConfig
-    from denoisesum.noising.pipeline import SynthesisConfig
+    from denoisesum.noising.config import SynthesisConfig
     from denoisesum.serving.limits import ServiceLimits
-    from denoisesum.training.denoiser import SummarizerRunConfig, SummarizerTrainConfig
+    from denoisesum.training.denoiser_config import SummarizerRunConfig, SummarizerTrainConfig
     from denoisesum.training.pairs import PairVocabConfig
 
     return {
@@ -288,7 +288,7 @@ def test_a_setting_made_in_python_is_checked_naming_its_key(case):
 def test_a_float_setting_is_never_nan_or_infinite():
     from denoisesum.config import load_config
     from denoisesum.errors import ConfigError
-    from denoisesum.training.denoiser import SummarizerRunConfig
+    from denoisesum.training.denoiser_config import SummarizerRunConfig
 
     for value in ("nan", "inf", "-inf"):
         with pytest.raises(ConfigError, match=rf"'train.kl_weight': {value} must be at least 0"):

@@ -32,12 +32,8 @@ from denoisesum.topics import (
     topic_distributions,
     train_lda,
 )
-from denoisesum.training.denoiser import (
-    SummarizerRunConfig,
-    SummarizerTrainConfig,
-    SummarizerTrainer,
-    supported_targets,
-)
+from denoisesum.training.denoiser import SummarizerTrainer, supported_targets
+from denoisesum.training.denoiser_config import SummarizerRunConfig, SummarizerTrainConfig
 from denoisesum.training.pairs import PairCorpus, PairDataConfig, PairVocabConfig, collate
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "denoisesum-yelp.toml"

@@ -68,7 +68,7 @@ def test_config_bad_toml(tmp_path):
 
 
 def test_a_derived_key_is_refused_not_overwritten(tmp_path):
-    from denoisesum.training.denoiser import SummarizerRunConfig
+    from denoisesum.training.denoiser_config import SummarizerRunConfig
 
     path = tmp_path / "run.toml"
     path.write_text("[data]\nmax_review_tokens = 80\n[summarize]\nmax_review_tokens = 150\n")

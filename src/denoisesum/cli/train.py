@@ -147,7 +147,7 @@ def synthesize(
     check_output_dir(output, cache or output / "encoded")
     from denoisesum.io import require_file
     from denoisesum.models.store import load_bilm
-    from denoisesum.noising.pipeline import SynthesisConfig
+    from denoisesum.noising.config import SynthesisConfig
     from denoisesum.noising.pipeline import synthesize as run
     from denoisesum.noising.plan import read_entity_list, review_set_sizes
 
@@ -219,7 +219,8 @@ def train_command(
     from denoisesum.data.vocab import Vocab
     from denoisesum.io import require_file
     from denoisesum.topics import load_topics
-    from denoisesum.training.denoiser import SummarizerRunConfig, SummarizerTrainer
+    from denoisesum.training.denoiser import SummarizerTrainer
+    from denoisesum.training.denoiser_config import SummarizerRunConfig
 
     flags = {
         "train.max_steps": max_steps,

@@ -21,6 +21,7 @@ From Python:
 
 from denoisesum.fit.config import FitConfig, load_fit_config
 from denoisesum.fit.presets import DEFAULT_PRESET, PRESETS
-from denoisesum.fit.recipe import FitRequest, run_fit
+from denoisesum.fit.recipe import run_fit
+from denoisesum.fit.request import FitRequest
 
 __all__ = ["DEFAULT_PRESET", "PRESETS", "FitConfig", "FitRequest", "load_fit_config", "run_fit"]

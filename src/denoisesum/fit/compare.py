@@ -43,7 +43,7 @@ def review_targets(
     """For each held-out business, up to `targets` of its reviews, each with up to `read` of the
     business's other reviews: [{"entity_id", "target": tokens, "inputs": [tokens, ...],
     "rating": stars or None}], drawn with `seed` (the same for every model scored)."""
-    from denoisesum.noising.pipeline import review_ids
+    from denoisesum.noising.shard import review_ids
 
     index = {entity: i for i, entity in enumerate(corpus.entities)}
     lengths = corpus.lengths()

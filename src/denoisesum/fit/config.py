@@ -32,9 +32,9 @@ from denoisesum.evaluation.heldout import HeldOutConfig
 from denoisesum.fit.presets import preset_settings
 from denoisesum.inference.beam import SearchConfig
 from denoisesum.inference.policy import SummaryPolicy, split_settings
-from denoisesum.noising.pipeline import SynthesisConfig
+from denoisesum.noising.config import SynthesisConfig
 from denoisesum.topics.models import LDAConfig
-from denoisesum.training.denoiser import SummarizerRunConfig
+from denoisesum.training.denoiser_config import SummarizerRunConfig
 from denoisesum.training.lm import LMRunConfig
 
 

@@ -31,7 +31,8 @@ import torch
 
 from denoisesum.data.batch import SummaryBatch
 from denoisesum.data.vocab import SPECIALS
-from denoisesum.models.denoisesum import Branch, DecodeState, DenoiseSum, OutRows
+from denoisesum.models.denoisesum import DenoiseSum
+from denoisesum.models.denoisesum_parts import Branch, DecodeState, OutRows
 
 
 def shortlist_rows(reviews: torch.Tensor, top: int, vocab_size: int) -> torch.Tensor:

@@ -41,123 +41,37 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
-from denoisesum.config import (
-    Range,
-    at_least,
-    between,
-    check,
-    check_choice,
-    config_from_dict,
-)
+from denoisesum.config import check
 from denoisesum.data.batch import review_word_counts
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.vocab import EOS_ID, PAD_ID, Vocab
 from denoisesum.errors import ConfigError, DenoiseSumError, InputError
 from denoisesum.io import write_json
 from denoisesum.models.bilm import add_boundaries
-from denoisesum.models.denoisesum import DenoiseSum, DenoiseSumConfig
-from denoisesum.models.precision import use_bf16
+from denoisesum.models.denoisesum import DenoiseSum
 from denoisesum.models.store import VOCAB, read_model_dir, save_model_dir
 from denoisesum.summarizer import Summarizer, SummarizerConfig
 from denoisesum.training import distributed
 from denoisesum.training import pairs as pair_data
 from denoisesum.training.checkpoint import latest_checkpoint, load_state
+from denoisesum.training.denoiser_config import (
+    SummarizerRunConfig,
+    autocast_dtype,
+    pick_device,
+    require_inputs,
+    resumed_config,
+)
 from denoisesum.training.lm_init import init_from_lm_dir
-from denoisesum.training.loop import LOOP_BOUNDS, ResumableTrainer, StepLogger
-from denoisesum.training.pairs import PairCorpus, PairDataConfig, PairVocabConfig
-
-SELECT_ON = ("synthetic-loss", "dev-rouge")
-DEVICES = ("auto", "cpu", "cuda")
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-
-
-@dataclass
-class SummarizerTrainConfig:
-    batch_size: int = 8  # pairs
-    lr: float = 1e-3  # Adam
-    grad_clip: float = 3.0  # the paper's "l2 constraint of 3"
-    kl_weight: float = 1.0  # the paper adds the discriminator's KL to the NLL unweighted
-    max_steps: int = 50000
-    max_minutes: float = 0.0  # stop (and save) after this much training-step time; 0 = none
-    eval_every: int = 1000
-    save_every: int = 500
-    log_every: int = 50
-    patience: int = 5  # evaluations without improvement before stopping; 0 = never stop early
-    select_on: str = "synthetic-loss"  # or "dev-rouge": decode dev_set, keep the best ROUGE
-    dev_set: str = ""  # review-set file with reference summaries, for select_on = "dev-rouge"
-    dev_entities: int = 0  # decode only the first ones (0 = all): each evaluation beam-searches
-    seed: int = 1
-    threads: int = 0  # torch CPU threads; 0 = all cores
-    device: str = "auto"  # auto (CUDA when available), cpu, cuda
-    precision: str = "auto"  # auto: bf16 autocast on CUDA (fp16 where unsupported), fp32 on CPU;
-    # "bf16" on CPU too (autocast), "fp32" anywhere
-    keep_checkpoints: int = 2
-    init_lm: str = ""  # BiLM directory whose matching weights start the model (lm_init.py)
-    # a trained summarizer directory to start from: the second phase, with model.coverage on
-    # (its vocabulary is used; every weight must fit, the coverage weights start at 0)
-    init_model: str = ""
-    coverage_weight: float = 1.0  # the coverage loss's weight (See et al. 2017: 1)
-    # weight of the old average per step: 0.999 averages over about the last 1,000 steps
-    ema_decay: float = 0.0
-    # model.opinion only: the share of training pairs whose rating is hidden (opinion class 0,
-    # unknown), so the model also learns to summarize without a target opinion
-    opinion_dropout: float = 0.1
-    # model.opinion only: Adam's learning rate for the opinion table (0: train.lr). The table
-    # starts at zero beside word embeddings of norm ~16 in the shipped model; at a fine-tuning
-    # lr of 3e-4 it had grown to norm ~0.1 after 300 steps, too small to steer anything
-    opinion_lr: float = 0.0
-    # the NLL's weight on target words that no input review of the pair holds (1: the paper's
-    # loss). A pair's summary is a real review and its inputs are noised copies and similar
-    # reviews: about 11% of its content words are in none of them (lab/studies/pair_support.py),
-    # and the loss teaches the model to write such words from nothing, the invented details
-    # judges mark unsupported; 0 leaves them out of the loss (they still condition what follows)
-    unsupported_weight: float = 1.0
-    # each setting's valid values (config.py checks them)
-    BOUNDS: ClassVar[dict[str, Range]] = {
-        **LOOP_BOUNDS,
-        **dict.fromkeys(("batch_size", "log_every"), at_least(1)),
-        **dict.fromkeys(("kl_weight", "coverage_weight"), at_least(0)),
-        "patience": at_least(0, "0: never stop early"),
-        "dev_entities": at_least(0, "0: all"),
-        "ema_decay": Range(0, 1, high_open=True, note="0: off"),
-        "opinion_dropout": between(0, 1),
-        "opinion_lr": at_least(0, "0: train.lr"),
-        "unsupported_weight": between(0, 1, "1: every target word counts alike"),
-    }
-
-    def validate(self) -> None:
-        """The choices (each number's range: BOUNDS), and the two starting points."""
-        check_choice("select_on", self.select_on, SELECT_ON)
-        check_choice("device", self.device, DEVICES)
-        check_choice("precision", self.precision, PRECISIONS)
-        if self.init_lm and self.init_model:
-            why = (
-                "must be empty when init_lm is set: the two exclude each other (start from an "
-                "LM, the first phase, or from a trained summarizer, the second)"
-            )
-            raise ConfigError(f"init_model {why}", key="init_model", reason=why)
-
-
-@dataclass
-class SummarizerRunConfig:
-    model: DenoiseSumConfig = field(default_factory=DenoiseSumConfig)
-    vocab: PairVocabConfig = field(default_factory=PairVocabConfig)
-    data: PairDataConfig = field(default_factory=PairDataConfig)
-    train: SummarizerTrainConfig = field(default_factory=SummarizerTrainConfig)
-    # decoding of the dev-ROUGE evaluations, saved into the exported config.json: the model is
-    # then selected with the decoding it will be used with
-    summarize: SummarizerConfig = field(default_factory=SummarizerConfig)
-    # reviews are cut at inference where they were cut in training: one setting for both
-    DERIVED: ClassVar[dict[str, str]] = {"summarize.max_review_tokens": "data.max_review_tokens"}
+from denoisesum.training.loop import ResumableTrainer, StepLogger
+from denoisesum.training.pairs import PairCorpus
 
 
 def supported_targets(batch) -> torch.Tensor:
@@ -170,45 +84,6 @@ def supported_targets(batch) -> torch.Tensor:
     held[:, PAD_ID] = False  # reviews' padding holds no word
     held[:, EOS_ID] = True
     return held.gather(1, target) & (target != PAD_ID)
-
-
-def _require_inputs(cfg: SummarizerRunConfig) -> None:
-    """What a run reads, named: checked when it starts, not by `check` (fit builds its config
-    first and fills train.init_lm and train.dev_set in later)."""
-    t = cfg.train
-    # train.init_model brings its own vocabulary, whatever vocab.source says
-    if cfg.vocab.source == "lm" and not (t.init_lm or t.init_model):
-        why = "'lm' takes the vocabulary of train.init_lm: set it too"
-        raise ConfigError(f"config key 'vocab.source': {why}", key="vocab.source", reason=why)
-    if t.select_on == "dev-rouge" and not t.dev_set:
-        why = (
-            "missing: train.select_on = 'dev-rouge' needs train.dev_set, a review-set file "
-            "whose entities have reference summaries"
-        )
-        raise ConfigError(f"config key 'train.dev_set': {why}", key="train.dev_set", reason=why)
-
-
-def pick_device(name: str) -> torch.device:
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("train.device='cuda' but no CUDA device is available")
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(name)
-
-
-def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    """The autocast dtype; None means plain fp32. On CUDA, 'auto' is bf16 (fp16 where
-    unsupported); on CPU, 'auto' is fp32 and 'bf16' is asked for explicitly (it pays on CPUs
-    with AVX512-BF16 or AMX: benchmarks/train_throughput.py measures it; elsewhere it falls
-    back to fp32 with a warning, models/precision.py)."""
-    if device.type != "cuda":
-        if precision == "fp16":
-            raise ConfigError("train.precision='fp16' needs CUDA; on CPU use 'bf16' or 'fp32'")
-        bf16 = precision == "bf16" and use_bf16(device, "train.precision='bf16'")
-        return torch.bfloat16 if bf16 else None
-    if precision == "auto":
-        precision = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 
 class SummarizerTrainer(ResumableTrainer):
@@ -230,16 +105,9 @@ class SummarizerTrainer(ResumableTrainer):
             raise DenoiseSumError(f"--resume: no checkpoint found in {self.out}/checkpoints")
         saved = load_state(checkpoint) if checkpoint is not None else None
         if saved is not None:
-            # the run's model, vocabulary, data and data order; the new limits and schedule
-            run = config_from_dict(SummarizerRunConfig, saved["run_config"])
-            cfg = dataclasses.replace(
-                run,
-                train=dataclasses.replace(
-                    cfg.train, seed=run.train.seed, batch_size=run.train.batch_size
-                ),
-            )
+            cfg = resumed_config(cfg, saved)
         check(cfg)  # a config made in Python has not been through config.build
-        _require_inputs(cfg)
+        require_inputs(cfg)
         self.cfg, t = cfg, cfg.train
         if t.threads:
             torch.set_num_threads(t.threads)
@@ -250,32 +118,12 @@ class SummarizerTrainer(ResumableTrainer):
                 cfg.data.max_review_tokens,
                 progress and self.dist.is_main,
             )
-            if saved is not None:
-                weights, _, self.vocab = read_model_dir(checkpoint)
-                if saved["data_signature"] != self.corpus.signature():
-                    raise DenoiseSumError(
-                        f"--resume: the pairs in {pairs_dir} are not those this run was trained on"
-                    )
-            else:
-                if t.init_model and vocab is None:
-                    init_weights, _, vocab = read_model_dir(t.init_model)
-                if cfg.vocab.source == "lm" and vocab is None:
-                    vocab = Vocab.load(Path(t.init_lm) / VOCAB)
-                self.vocab = vocab or self.corpus.build_vocab(
-                    cfg.vocab.max_size, cfg.vocab.min_count
-                )
-                cfg.model.vocab_size = len(self.vocab)
+            weights, vocab = self._vocabulary(pairs_dir, checkpoint, saved, vocab)
             self.table = self.corpus.vocab_table(self.vocab)
             self.topics = self._topics(resumed=saved is not None)
         self.train_pairs, self.held_pairs = self._split()
         self.eval_pairs = self.held_pairs[: cfg.data.eval_pairs or None]
-        self.device = self.dist.device(pick_device(t.device))
-        self.amp = autocast_dtype(t.precision, self.device)
-        torch.manual_seed(t.seed)
-        self.model = DenoiseSum(cfg.model).to(self.device)
-        self.optimizer = torch.optim.Adam(self._param_groups(), lr=t.lr)
-        # fp16 needs loss scaling; bf16 has fp32's range and does not
-        self.scaler = torch.amp.GradScaler("cuda") if self.amp == torch.float16 else None
+        self._build_model()
         self.state = {
             "step": 0,
             "epoch": 0,
@@ -290,16 +138,7 @@ class SummarizerTrainer(ResumableTrainer):
         self.init_report: dict[str, Any] | None = None
         if self.dist.enabled:  # every rank its own dropout masks
             torch.manual_seed(self.dist.rank_seed(t.seed))
-        if saved is not None:
-            self.model.load_state_dict(weights)
-            self._restore(saved)
-            self._restore_rank_rng(saved)
-        elif t.init_lm:
-            self.init_report = init_from_lm_dir(self.model, self.vocab, t.init_lm)
-            if self.dist.is_main:
-                write_json(self.out / "lm-init.json", self.init_report)
-        elif t.init_model:
-            self._start_from(init_weights if vocab is None else read_model_dir(t.init_model)[0])
+        self._load_weights(saved, weights, vocab)
         self.ema = self._moving_average(saved)
         # what training calls: DistributedDataParallel under torchrun, else the model itself
         self.train_model = self.dist.wrap(self.model)
@@ -309,6 +148,65 @@ class SummarizerTrainer(ResumableTrainer):
         self.dev_sets = self._dev_sets()
 
     # ---- setup ------------------------------------------------------------------------------
+
+    def _vocabulary(
+        self,
+        pairs_dir: str | Path,
+        checkpoint: Path | None,
+        saved: dict[str, Any] | None,
+        vocab: Vocab | None,
+    ) -> tuple[dict[str, torch.Tensor] | None, Vocab | None]:
+        """Set self.vocab: the checkpoint's (resuming), else the one given, train.init_model's,
+        the LM's (vocab.source = "lm") or one built from the pairs. Returns (the weights read
+        with it: the checkpoint's or train.init_model's, else None; the vocabulary given or
+        read, which _load_weights reads as __init__ did)."""
+        cfg, t, weights = self.cfg, self.cfg.train, None
+        if saved is not None:
+            weights, _, self.vocab = read_model_dir(checkpoint)
+            if saved["data_signature"] != self.corpus.signature():
+                raise DenoiseSumError(
+                    f"--resume: the pairs in {pairs_dir} are not those this run was trained on"
+                )
+            return weights, vocab
+        if t.init_model and vocab is None:
+            weights, _, vocab = read_model_dir(t.init_model)
+        if cfg.vocab.source == "lm" and vocab is None:
+            vocab = Vocab.load(Path(t.init_lm) / VOCAB)
+        self.vocab = vocab or self.corpus.build_vocab(cfg.vocab.max_size, cfg.vocab.min_count)
+        cfg.model.vocab_size = len(self.vocab)
+        return weights, vocab
+
+    def _build_model(self) -> None:
+        """The device, the autocast dtype, the model (seeded by train.seed), Adam and, for fp16,
+        its loss scaler."""
+        t = self.cfg.train
+        self.device = self.dist.device(pick_device(t.device))
+        self.amp = autocast_dtype(t.precision, self.device)
+        torch.manual_seed(t.seed)
+        self.model = DenoiseSum(self.cfg.model).to(self.device)
+        self.optimizer = torch.optim.Adam(self._param_groups(), lr=t.lr)
+        # fp16 needs loss scaling; bf16 has fp32's range and does not
+        self.scaler = torch.amp.GradScaler("cuda") if self.amp == torch.float16 else None
+
+    def _load_weights(
+        self,
+        saved: dict[str, Any] | None,
+        weights: dict[str, torch.Tensor] | None,
+        vocab: Vocab | None,
+    ) -> None:
+        """The model's first weights: the checkpoint's with its state (resuming), else the LM's
+        matching ones (train.init_lm), else a trained summarizer's (train.init_model)."""
+        t = self.cfg.train
+        if saved is not None:
+            self.model.load_state_dict(weights)
+            self._restore(saved)
+            self._restore_rank_rng(saved)
+        elif t.init_lm:
+            self.init_report = init_from_lm_dir(self.model, self.vocab, t.init_lm)
+            if self.dist.is_main:
+                write_json(self.out / "lm-init.json", self.init_report)
+        elif t.init_model:
+            self._start_from(weights if vocab is None else read_model_dir(t.init_model)[0])
 
     def _start_from(self, weights: dict[str, torch.Tensor]) -> None:
         """Load a trained summarizer's weights (train.init_model); only the coverage weights
