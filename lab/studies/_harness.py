@@ -1,9 +1,7 @@
 """What the dev-set studies share: a parser, variant rows measured and kept as they come (so a
-cut-off run resumes), paired tests against the model's own decoding, the table of rows, and a
-Summarizer whose beam search decodes through a probe's wrapper.
+cut-off run resumes), paired tests against the model's own decoding, and the table of rows.
 
-    summarizer = ProbeSummarizer.from_pretrained("denoisesum-yelp")
-    summarizer.wrap = lambda model: SteeredModel(model, ...)  # any encode/decode_step wrapper
+    summarizer = Summarizer.from_pretrained("denoisesum-yelp")
     rows = {}
     measure_rows(rows, {"s5": {...}}, Path("runs/x.json"), lambda probe: run_variant(...))
     paired_tests(rows)
@@ -17,58 +15,22 @@ paired test of each score against the `base` row) once paired_tests has run.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.common import configured
-from denoisesum import summarizer as summarizer_module
 from denoisesum.data.tokenizer import detokenize
 from denoisesum.evaluation.decoded import decode_and_score
 from denoisesum.evaluation.stats import paired_test
 from denoisesum.evaluation.style import style_report
-from denoisesum.inference.beam import DecodingModel
 from denoisesum.io import atomic_write, write_json
 from denoisesum.summarizer import Summarizer
 
-Wrap = Callable[[DecodingModel], DecodingModel]
-
-
-def unchanged(model: DecodingModel) -> DecodingModel:
-    return model
-
-
-@contextlib.contextmanager
-def searching_through(wrap: Wrap) -> Iterator[None]:
-    """While inside, the summarizer's beam search runs `wrap(model)` in place of the model it
-    is given (the DenoiseSum, or a ShortlistModel of it under config.shortlist). The package has
-    no hook for this on purpose: a study swaps the search its summarizer module calls."""
-    search = summarizer_module.beam_search
-
-    def wrapped(model, *args, **kwargs):
-        return search(wrap(model), *args, **kwargs)
-
-    summarizer_module.beam_search = wrapped
-    try:
-        yield
-    finally:
-        summarizer_module.beam_search = search
-
-
-class ProbeSummarizer(Summarizer):
-    """A Summarizer that decodes through `wrap` (the identity: the model's own decoding), with
-    the same words, shortlist and settings."""
-
-    wrap: Wrap = staticmethod(unchanged)
-
-    def summarize_tokens_batch(self, *args, **kwargs):
-        with searching_through(self.wrap):
-            return super().summarize_tokens_batch(*args, **kwargs)
-
 
 def run_variant(summarizer: Summarizer, base, sets: list, changes: dict) -> dict:
-    """base: the model's SummarizerConfig; changes: of its decode config, or shortlist/bf16."""
+    """base: the model's SummarizerConfig; changes: search or policy settings by name, or
+    shortlist/bf16 (benchmarks.common.configured)."""
     summarizer.config = configured(base, changes)
     run = decode_and_score(summarizer, sets, "rouge,pooled")
     return {
@@ -131,15 +93,6 @@ def dev_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("model", type=Path)
     parser.add_argument("dev", type=Path, help="review-set file with reference summaries")
     return parser
-
-
-def check_keys(probe: dict, known: Sequence[str]) -> None:
-    """A probe study's `--probes` keys: a clear refusal of any it does not know."""
-    unknown = sorted(set(probe) - set(known))
-    if unknown:
-        raise SystemExit(
-            f"--probes: unknown key(s) {', '.join(unknown)} (known: {', '.join(known)})"
-        )
 
 
 def measure_rows(

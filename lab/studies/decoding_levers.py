@@ -1,12 +1,13 @@
 """Decoding levers of issue 14 on the DEV set, each against the model's own decoding (paired).
 
     python -m lab.studies.decoding_levers denoisesum-yelp ../shared/data/yelp/meansum_dev.jsonl \
-        [--variants "rerank:rerank=true;sentence:no_repeat_in_sentence=true"] \
+        [--variants "beam10:beam=10;sentence:no_repeat_in_sentence=true"] \
         [--json runs/levers/dev.json] [--markdown lab/results/archive/decoding-levers.md]
 
-A variant is `name:key=value,key=value` over DecodeConfig fields, and `shortlist` and `bf16` of the
-SummarizerConfig (values are TOML: true, 3, 0.5); `base` (no change) is always run first and is the
-reference. For every variant: ROUGE-1/2/L by rouge-score and by the pooled py-rouge-style scorer,
+A variant is `name:key=value,key=value` over the search and policy settings by name
+(`policy.option_names()`), and `shortlist` and `bf16` of the SummarizerConfig (values are TOML:
+true, 3, 0.5); `base` (no change) is always run first and is the reference. For every variant:
+ROUGE-1/2/L by rouge-score and by the pooled py-rouge-style scorer,
 the paired difference in R1 against `base` with its 95% interval and p-value (approximate
 randomization), summary length, decoding seconds and their ratio to `base` (the same run, same
 machine), and the style measures of `evaluation.style` (repeated words in a sentence, restated
@@ -17,31 +18,25 @@ model: `denoisesum fit`'s decode stage chooses and saves a model's decoding.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
 from benchmarks.common import configured, emit, parse_variants
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.errors import DenoiseSumError
+from denoisesum.inference.policy import option_names
 from denoisesum.io import write_json
 from denoisesum.summarizer import Summarizer
 from lab.studies._harness import dev_parser, measure_rows, paired_tests, run_variant, table
 
 DEFAULT_VARIANTS = ";".join(
     [
-        "rerank-r1:rerank=true,rerank_ngrams=1",
-        "rerank:rerank=true",
-        "rerank-beam10:rerank=true,beam_size=10",
-        "rerank-subsets3:rerank=true,subsets=3",
+        "beam10:beam=10",
         "sentence-block:no_repeat_in_sentence=true",
         "word-limit-2:max_word_repeats=2",
         "word-limit-1:max_word_repeats=1",
-        "third-person:block_first_person=true",
-        "third-person+sentence:block_first_person=true,no_repeat_in_sentence=true",
-        "sentence+rerank-subsets3:no_repeat_in_sentence=true,rerank=true,subsets=3",
-        "third-person+sentence+rerank-subsets3:block_first_person=true,no_repeat_in_sentence=true,"
-        "rerank=true,subsets=3",
+        "third-person:first_person=false",
+        "third-person+sentence:first_person=false,no_repeat_in_sentence=true",
     ]
 )
 
@@ -58,13 +53,13 @@ def main() -> None:
     summarizer = Summarizer.from_pretrained(args.model)
     base = summarizer.config
     variants = parse_variants(args.variants)
-    known = {f.name for f in dataclasses.fields(base.decode)} | {"shortlist", "bf16"}
+    known = {*option_names(), "shortlist", "bf16"}
     for name, changes in variants.items():  # every variant refused before any is decoded
         unknown = sorted(set(changes) - known)
         if unknown:
             raise SystemExit(
                 f"--variants: {name}: unknown setting(s) {', '.join(unknown)} "
-                "(DecodeConfig's fields, shortlist, bf16)"
+                "(the search and policy settings, shortlist, bf16)"
             )
         try:
             configured(base, changes)

@@ -13,7 +13,7 @@ to every call instead ([-1, 1]: the LSTM state and tanh outputs never leave it; 
 largest |value| for the LSTM's input map), which the study checks bit for bit. `--keep-ih` keeps
 the LSTM's input map in fp16 (its range is 5x wider).
 
-Speed: one process, the two variants in turn for `--rounds` rounds (`summarize_batch` of 4 of
+Speed: one process, the two variants in turn for `--rounds` rounds (`summarize_results` of 4 of
 examples/review_sets.jsonl, twice, CPU seconds). Summaries: the first `--entities` dev sets under
 each, how many are identical, and ROUGE F1 (rouge-score) with the paired test of int8 - fp16.
 The package is unchanged: the study swaps `models.packed.pack` while it decodes the int8 variant.
@@ -107,8 +107,8 @@ def check_rows_alone() -> bool:
 
 def sets_per_second(summarizer: Summarizer, sets: list[list[str]]) -> float:
     start = time.process_time()
-    summarizer.summarize_batch(sets[:4])
-    summarizer.summarize_batch(sets[1:5])
+    summarizer.summarize_results(sets[:4])
+    summarizer.summarize_results(sets[1:5])
     return 8 / (time.process_time() - start)
 
 
@@ -130,14 +130,15 @@ def main() -> None:
     for r in range(args.rounds):
         for v in variants:
             with stepping(summarizer, v, args.keep_ih):
-                summarizer.summarize_batch(sets[:4])  # warm-up: the output layer's packs made
+                summarizer.summarize_results(sets[:4])  # warm-up: the output layer's packs made
                 speed[v].append(sets_per_second(summarizer, sets))
         print(f"round {r + 1}: " + ", ".join(f"{v} {speed[v][-1]:.2f}" for v in variants))
     dev = list(read_review_sets(args.dev))[: args.entities]
     summaries, rouge = {}, {}
     for v in variants:
         with stepping(summarizer, v, args.keep_ih):
-            summaries[v] = summarizer.summarize_batch([s.reviews for s in dev])
+            results = summarizer.summarize_results([s.reviews for s in dev])
+            summaries[v] = [r.summary for r in results]
         rouge[v] = rouge_f1_per_entity(summaries[v], [s.summaries for s in dev])
     same = sum(a == b for a, b in zip(summaries["fp16"], summaries["int8"], strict=True))
     tests = {t: paired_test(rouge["int8"][t], rouge["fp16"][t]) for t in rouge["fp16"]}

@@ -1,5 +1,6 @@
-"""lab/studies/decoding_levers.py: every variant paired against the model's own decoding, kept as it
-comes (a rerun reuses a stored row), and a clear refusal of a setting DecodeConfig lacks."""
+"""lab/studies/decoding_levers.py: every variant paired against the model's own decoding, kept as
+it comes (a rerun reuses a stored row), and a clear refusal of a setting that the search and the
+policy lack."""
 
 import json
 import subprocess
@@ -32,7 +33,7 @@ def test_variants_are_paired_with_base_and_kept(tmp_path):
         model,
         dev,
         "--variants",
-        "b2:beam_size=2;short:max_length=12",
+        "b2:beam=2;short:max_words=12",
         "--json",
         out,
         "--markdown",
@@ -41,18 +42,18 @@ def test_variants_are_paired_with_base_and_kept(tmp_path):
     assert done.returncode == 0, done.stderr
     rows = json.loads(out.read_text())
     assert list(rows) == ["base", "b2", "short"]
-    assert rows["short"]["changes"] == {"max_length": 12}
+    assert rows["short"]["changes"] == {"max_words": 12}
     assert "rouge1" in rows["short"]["vs_base"] and "vs_base" not in rows["base"]
     assert all(len(s.split()) <= 12 for s in rows["short"]["summaries"])
-    assert "| short | max_length=12 |" in md.read_text()
+    assert "| short | max_words=12 |" in md.read_text()
     rows["b2"]["seconds"] = -1.0  # a stored row with the same changes is not decoded again
     out.write_text(json.dumps(rows))
-    again = study(model, dev, "--variants", "b2:beam_size=2", "--json", out)
+    again = study(model, dev, "--variants", "b2:beam=2", "--json", out)
     assert again.returncode == 0, again.stderr
     assert json.loads(out.read_text())["b2"]["seconds"] == -1.0
     for variants, message in (
         ("x:no_such_setting=1", "x: unknown setting(s) no_such_setting"),
-        ("y:max_length=3", "y: config key 'decode.min_length': 10 must be between"),
+        ("y:max_words=3", "y: config key 'search.min_words': 10 must be between"),
     ):
         bad = study(model, dev, "--variants", variants, "--json", tmp_path / "x.json")
         assert bad.returncode != 0 and message in bad.stderr, bad.stderr

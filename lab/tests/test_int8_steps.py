@@ -6,11 +6,16 @@ import torch
 import torch.nn.functional as F
 
 from conftest import save_tiny_summarizer, synthetic_sets
-from denoisesum.inference.beam import DecodeConfig
+from denoisesum.inference.beam import SearchConfig
 from denoisesum.models import packed
 from denoisesum.models.store import export_model_dir
 from denoisesum.summarizer import Summarizer, SummarizerConfig
 from lab.studies.int8_steps import Int8Linear, check_rows_alone, stepping
+
+
+def summaries(summarizer, sets):
+    return [r.summary for r in summarizer.summarize_results(sets)]
+
 
 pytestmark = [
     pytest.mark.usefixtures("one_thread"),
@@ -31,21 +36,21 @@ def test_int8_products_are_close_and_each_row_its_own():
 
 def test_a_summarizer_switched_to_int8_steps_and_back(tmp_path):
     settings = SummarizerConfig(
-        max_review_tokens=12, max_reviews=4, decode=DecodeConfig(beam_size=3, max_length=12)
+        max_review_tokens=12, max_reviews=4, search=SearchConfig(beam=3, max_words=12)
     )
     tiny = save_tiny_summarizer(tmp_path / "tiny", settings)
     export_model_dir(tiny, tmp_path / "fp16", fp16=True)
     summarizer = Summarizer.from_pretrained(tmp_path / "fp16")
     sets = synthetic_sets(3)
-    fp16 = summarizer.summarize_batch(sets)
+    fp16 = summaries(summarizer, sets)
     decoder = summarizer.model.doc.decoder
     with stepping(summarizer, "int8", keep_ih=False):
         assert all(isinstance(decoder.packed[k], Int8Linear) for k in ("ih", "hh", "state"))
-        assert all(summarizer.summarize_batch(sets))
+        assert all(summaries(summarizer, sets))
         # kept through the search (not repacked), the output layer's rows int8 too
         assert all(isinstance(p, Int8Linear) for p in decoder.packed.values())
     with stepping(summarizer, "int8", keep_ih=True):
         assert not isinstance(decoder.packed["ih"], Int8Linear)
     with stepping(summarizer, "fp16", keep_ih=False):
-        assert summarizer.summarize_batch(sets) == fp16
+        assert summaries(summarizer, sets) == fp16
         assert not any(isinstance(p, Int8Linear) for p in decoder.packed.values())
