@@ -117,9 +117,10 @@ def decode(args: argparse.Namespace) -> None:
     summarizer = Summarizer.from_pretrained(model)
     start = time.perf_counter()
     options = {k: json.loads(v) for k, v in (o.split("=", 1) for o in args.option)}
-    summaries = summarizer.summarize_batch(
-        [s["reviews"] for s in sets], warn=False, ratings=[s["ratings"] for s in sets], **options
+    results = summarizer.summarize_results(
+        [s["reviews"] for s in sets], [s["ratings"] for s in sets], **options
     )
+    summaries = [r.summary for r in results]
     seconds = time.perf_counter() - start
     with open(out / f"{args.name}.jsonl", "w", encoding="utf-8") as handle:
         for s, summary in zip(sets, summaries, strict=True):
@@ -689,12 +690,17 @@ def _decoding_note(fits: dict[str, str], out: Path) -> str:
     decoded with options); a setting a model's config.json lacks has its default."""
     from dataclasses import asdict
 
-    from denoisesum.inference.beam import DecodeConfig
+    from denoisesum.inference.beam import SearchConfig
+    from denoisesum.inference.policy import SummaryPolicy, migrate_summarize
     from denoisesum.summarizer import DEFAULT_MODEL_DIR
 
+    defaults = {**asdict(SearchConfig()), **asdict(SummaryPolicy())}
+
     def decoding(model: Path, name: str | None = None) -> dict:
-        config = json.loads((model / "config.json").read_text())["summarize"]["decode"]
-        return {**asdict(DecodeConfig()), **config, **(_run_options(out, name) if name else {})}
+        saved = json.loads((model / "config.json").read_text())["summarize"]
+        section = migrate_summarize(saved)  # a config.json of before issue 60: today's names
+        config = {**section.get("search", {}), **section.get("policy", {})}
+        return {**defaults, **config, **(_run_options(out, name) if name else {})}
 
     def why(key: str, name: str, model: Path) -> str:
         if key in _run_options(out, name):

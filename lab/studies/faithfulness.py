@@ -1,7 +1,7 @@
 """Faithfulness runs of issue 31: decode, score and report a summarizer on the opinion sets and
 MeanSum dev/test, from the run's own files.
 
-    python -m lab.studies.faithfulness decode NAME --model DIR [--set decode.KEY=VALUE ...]
+    python -m lab.studies.faithfulness decode NAME --model DIR [--set search.KEY=VALUE ...]
                                    [--sets part14,part15,dev,test] [--no-stars]
     python -m lab.studies.faithfulness score NAME [NAME ...]
     python -m lab.studies.faithfulness calibrate --rating DIR --judged JUDGED.jsonl ...
@@ -87,9 +87,8 @@ def decode(args: argparse.Namespace) -> None:
         sets = load_sets(name)
         ratings = None if args.no_stars else [s["ratings"] or None for s in sets]
         start = time.perf_counter()
-        summaries = summarizer.summarize_batch(
-            [s["reviews"] for s in sets], warn=False, ratings=ratings
-        )
+        results = summarizer.summarize_results([s["reviews"] for s in sets], ratings)
+        summaries = [r.summary for r in results]
         seconds = time.perf_counter() - start
         with atomic_write(path) as handle:
             handle.writelines(
@@ -439,7 +438,7 @@ def main() -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="summarize settings, e.g. decode.opinion_weight=0.5",
+        help="summarize settings, e.g. search.opinion_weight=0.5, policy.opinion_tone=3.25",
     )
     p.add_argument("--sets", default="part15,dev,test")
     p.add_argument("--no-stars", action="store_true")

@@ -30,16 +30,16 @@ def retried(sets: list[dict], summarizer: Summarizer) -> tuple[list[str], int]:
     """The summaries, with the second search's where it agrees; and how many were replaced."""
     reviews = [s["reviews"] for s in sets]
     ratings = [s["ratings"] or None for s in sets]
-    first = summarizer.summarize_batch(reviews, warn=False, ratings=ratings)
+    first = [r.summary for r in summarizer.summarize_results(reviews, ratings)]
     targets = [summarizer.target_stars(s["reviews"], s["ratings"] or []) for s in sets]
     read = summarizer.rating.stars(first)
-    d = summarizer.config.decode
+    d = summarizer.denoisesum.decoding()
     ways = {
         "down": {
-            "opinion_tone": min(5.0, d.opinion_tone + 0.5),
-            "opinion_reach": d.opinion_reach and min(4.0, d.opinion_reach + 0.5),  # 0: none
-        },
-        "up": {"opinion_weight": d.opinion_weight / 2},
+            "opinion_tone": min(5.0, d.policy.opinion_tone + 0.5),
+            "opinion_reach": d.policy.opinion_reach and min(4.0, d.policy.opinion_reach + 0.5),
+        },  # opinion_reach 0: none
+        "up": {"opinion_weight": d.search.opinion_weight / 2},
     }
     out, replaced = list(first), 0
     for way, options in ways.items():
@@ -50,9 +50,12 @@ def retried(sets: list[dict], summarizer: Summarizer) -> tuple[list[str], int]:
         ]
         if not these:
             continue
-        second = summarizer.summarize_batch(
-            [reviews[i] for i in these], warn=False, ratings=[ratings[i] for i in these], **options
-        )
+        second = [
+            r.summary
+            for r in summarizer.summarize_results(
+                [reviews[i] for i in these], [ratings[i] for i in these], **options
+            )
+        ]
         for i, text in zip(these, second, strict=True):
             agrees = polarity(summarizer.rating.star(text)) == polarity(targets[i])
             if agrees and len(text.split()) >= KEEPS * len(first[i].split()):

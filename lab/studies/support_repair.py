@@ -1,14 +1,15 @@
 """Can the shipped model's unsupported sentences be repaired after decoding? (issue 31, probe)
 
-    python -m lab.studies.support_repair dump runs/support-candidates     # the beam's summaries
     python -m lab.studies.support_repair report --run runs/faith/MS \
-        --candidates runs/support-candidates --markdown lab/results/support-repair.md \
-        --intro lab/results/support-repair-notes.md
+        --markdown lab/results/support-repair.md --intro lab/results/support-repair-notes.md
 
 Issue 31 asks for at least 80% of a summary's sentences fully supported by the reviews and at
 most 5% unsupported (judged on dev; the shipped decoding: 65-74% and 5-8%), while MeanSum test
-ROUGE stays at R1 >= 33.0, R2 >= 7.4. This probe measures three repairs that leave the model as
-it is, each with a sentence-support predictor learned from the project's judged sentences:
+ROUGE stays at R1 >= 33.0, R2 >= 7.4. This probe measures two repairs that leave the model as
+it is, each with a sentence-support predictor learned from the project's judged sentences
+(a fourth, choosing among the beam's finished summaries by the predictor, read them by patching
+the summarizer's private methods; it was removed with issue 60's restructuring and is in git
+history, as are its numbers in lab/results/support-repair.md):
 
 1. **The predictor.** A logistic regression from features of a sentence and its reviews (the
    evidence check's support score, the content words in no review, the shares of its bigrams and
@@ -20,9 +21,6 @@ it is, each with a sentence-support predictor learned from the project's judged 
 2. **Prune**: drop the sentences predicted below the threshold (the best one stays).
 3. **Replace**: put in their place the most central review sentence (LexRank over the reviews'
    sentences of 5-25 words with no first person) that adds words the summary lacks.
-4. **Choose** (`dump`, then `report --candidates`): among the beam's finished summaries that
-   the shipped choice treats alike (same opinion, same contradiction state), the one whose
-   sentences the predictor scores highest in sum.
 
 Each is scored by MeanSum dev and test ROUGE (pooled, the leaderboard's) on the run's summaries.
 Nothing is shipped from here: the package is unchanged.
@@ -31,7 +29,6 @@ Nothing is shipped from here: the package is unchanged.
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -44,7 +41,7 @@ from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.evaluation.pooled import PooledRouge
 from denoisesum.evaluation.style import FIRST_PERSON_SINGULAR
 from denoisesum.inference.support import explain, split_sentences
-from denoisesum.io import atomic_write, iter_jsonl
+from denoisesum.io import iter_jsonl
 from denoisesum.text import SIDE_OPENING, content_words, idf_table
 from lab.studies._harness import publish
 from lab.studies.faithfulness import SETS
@@ -165,66 +162,11 @@ def rouge(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> tuple[float, fl
     return (*mean, float(np.mean([len(h.split()) for h in hyps])))
 
 
-def dump(args: argparse.Namespace) -> None:
-    """Decode dev and test with the shipped model, keeping for each unsplit business the beam's
-    finished summaries as the shipped choice sees them (cut, with their opinion and
-    contradiction keys) and the one it chose. The shipped model reads every set's stars, so its
-    choice (follow_opinion) cuts every candidate: what `_cut` returns is all it compared."""
-    from denoisesum import summarizer as module
-    from denoisesum.models.rating import polarity
-
-    shipped, cut = module.Summarizer._consistent, module.Summarizer._cut
-    log: list[dict] = []
-    every: list[tuple[list[str], bool]] = []  # this choice's candidates, as _cut returned them
-
-    def cutting(self, *args):
-        every.append(cut(self, *args))
-        return every[-1]
-
-    def keeping(self, cands, best, reviews, target, *rest):
-        every.clear()
-        chosen = shipped(self, cands, best, reviews, target, *rest)
-        if len(every) == len(cands) and target is not None:
-            agree = self.rating.stars([" ".join(k) for k, _ in every])
-            keys = [
-                [polarity(a) != polarity(target), o] for a, (_, o) in zip(agree, every, strict=True)
-            ]
-            texts = [" ".join(self.vocab.decode(r)) for r in reviews]
-            log.append(
-                {
-                    "chosen": " ".join(chosen),
-                    "cands": [" ".join(k) for k, _ in every],
-                    "keys": keys,
-                    "reviews": texts,
-                }
-            )
-        return chosen
-
-    module.Summarizer._cut = cutting
-    module.Summarizer._consistent = keeping
-    summarizer = module.Summarizer.from_pretrained()
-    args.out.mkdir(parents=True, exist_ok=True)
-    for name in ("dev", "test"):
-        log.clear()
-        records = [r for _, r in iter_jsonl(SETS[name])]
-        summaries = summarizer.summarize_batch([r["reviews"] for r in records], batch_size=8)
-        # the unsplit businesses are decoded first, in input order (Summarizer._decode_sides)
-        whole = [r for r, s in zip(records, summaries, strict=True) if not SIDE_OPENING.search(s)]
-        entries = [{"entity_id": r["entity_id"], **e} for r, e in zip(whole, log, strict=False)]
-        with atomic_write(args.out / f"{name}.json") as out:
-            json.dump(entries, out)
-        print(f"{name}: {len(entries)} businesses' candidates")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("dump")
-    d.add_argument("out", type=Path)
-    d.set_defaults(func=dump)
     r = sub.add_parser("report")
     r.add_argument("--run", type=Path, default=Path("runs/faith/MS"))
-    r.add_argument("--candidates", type=Path, help="the folder `dump` wrote")
     r.add_argument("--markdown", type=Path)
     r.add_argument("--intro", type=Path, help="text put above the generated tables")
     r.set_defaults(func=report)
@@ -295,44 +237,10 @@ def report(args: argparse.Namespace) -> None:
                 lines.append(
                     f"| {name} | {how} | {q} | {r1:.2f} | {r2:.2f} | {rl:.2f} | {words:.1f} |"
                 )
-    if args.candidates:
-        lines += ["", *choose_lines(args.candidates, model)]
     text = "\n".join(lines) + "\n"
     if args.intro:
         text = args.intro.read_text() + "\n## Generated by the probe\n\n" + text
     publish(text, args.markdown)
-
-
-def choose_lines(folder: Path, model: LogisticRegression) -> list[str]:
-    """ROUGE and predicted support of the shipped choice and of the choice by the predictor,
-    over the whole (unsplit) summaries whose candidates `dump` wrote."""
-    out = ["Choosing among the beam's summaries (unsplit businesses):", ""]
-    out += [
-        "| set | choice | businesses | changed | R1 | R2 | RL | predicted full |",
-        "|---|---|--:|--:|--:|--:|--:|--:|",
-    ]
-    for name in ("dev", "test"):
-        dump = json.loads((folder / f"{name}.json").read_text())
-        sets = {r["entity_id"]: r for _, r in iter_jsonl(SETS[name])}
-        picks: dict[str, list] = {"shipped": [], "predictor": []}
-        for entry in dump:
-            refs = sets[entry["entity_id"]]["summaries"]
-            keys = [tuple(k) for k in entry["keys"]]
-            chosen = entry["cands"].index(entry["chosen"])
-            alike = [i for i, k in enumerate(keys) if k == keys[chosen]]
-            p = {i: predicted(model, entry["reviews"], entry["cands"][i])[1] for i in alike}
-            best = max(alike, key=lambda i: (p[i].sum(), -i))
-            for how, i in (("shipped", chosen), ("predictor", best)):
-                picks[how].append((entry["cands"][i], refs, p[i].mean(), i != chosen))
-        for how, got in picks.items():
-            r1, r2, rl, _ = rouge([g[0] for g in got], [g[1] for g in got])
-            changed = sum(g[3] for g in got)
-            mean_p = np.mean([g[2] for g in got])
-            out.append(
-                f"| {name} | {how} | {len(got)} | {changed} | {r1:.2f} | {r2:.2f} | {rl:.2f} "
-                f"| {mean_p:.1%} |"
-            )
-    return out
 
 
 if __name__ == "__main__":
