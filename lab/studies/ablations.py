@@ -9,7 +9,7 @@ Rows: full; no segment noise; no document noise; no explicit denoising; no parti
 discriminator; 10% and 50% of the synthetic data. Each row is a `denoisesum train` run in
 OUT/ROW (model selection on synthetic validation loss, so the dev set is only used for the
 final scores), then `denoisesum summarize` of the dev review sets with the same decoding for
-every row (--min-length), scored with rouge-score F1. The budget is a number of training steps
+every row (--min-words), scored with rouge-score F1. The budget is a number of training steps
 (--steps), so every row sees the same number of pairs whatever else runs on the machine;
 --jobs runs rows side by side, each with cores/jobs torch threads. A row whose training
 finished (OUT/ROW/results.json) is not trained again and its dev predictions are reused, and an
@@ -108,8 +108,8 @@ def decode(run: Path, args: argparse.Namespace) -> Path:
                 "-o",
                 str(predictions),
                 "--raw",
-                "--min-length",
-                str(args.min_length),
+                "--min-words",
+                str(args.min_words),
                 "--shortlist",
                 str(args.shortlist),
             ],
@@ -163,7 +163,7 @@ def table(scores: dict[str, dict], args: argparse.Namespace) -> str:
     lines = [
         f"Ablations on {first['entities']} entities of `{args.dev.name}` (rouge-score F1), "
         f"each row trained for {args.steps:,} steps on `{args.pairs}` with `{args.config}` "
-        f"and decoded with min_length {args.min_length} and shortlist {args.shortlist}; "
+        f"and decoded with min_words {args.min_words} and shortlist {args.shortlist}; "
         "ΔR1 is the row minus the full model, entity by entity, with a paired bootstrap "
         "95% interval and an approximate randomization p-value; "
         "command: `python -m lab.studies.ablations` (see its docstring).",
@@ -190,7 +190,7 @@ def main() -> None:
     parser.add_argument("--vocab", type=Path)
     parser.add_argument("--steps", type=int, default=1000, help="training steps per row")
     parser.add_argument("--jobs", type=int, default=1, help="rows trained side by side")
-    parser.add_argument("--min-length", type=int, default=75, help="decoding min_length")
+    parser.add_argument("--min-words", type=int, default=75, help="decoding min_words")
     parser.add_argument(
         "--shortlist",
         type=int,
