@@ -693,3 +693,21 @@ def test_a_stage_record_not_utf8_or_nested_deep_is_one_line_naming_it(
     result = CliRunner().invoke(app, fit_args(fitted["corpus"], model))
     assert isinstance(result.exception, DenoiseSumError), result.output
     assert str(result.exception) == f"{record}: {says}"
+
+
+def test_fit_makes_what_the_opinions_method_reads(fitted):
+    """A corpus with stars and no --from: fit learns its aspects and a rating model of its own,
+    so the exported model summarizes by opinions, its default."""
+    from denoisesum.summarizer import Summarizer
+
+    model = fitted["model"]
+    assert (model / "aspects.json").is_file() and (model / "rating.npz").is_file()
+    assert json.loads((model / "config.json").read_text())["method"] == "opinions"
+    summarizer = Summarizer.from_pretrained(model, device="cpu")
+    reviews = [
+        "the steak was delicious and the waiter was friendly .",
+        "the steak was delicious . we will come back .",
+        "the soup was awful and the owner was rude .",
+    ]
+    [result] = summarizer.summarize_results([reviews])
+    assert result.attribution is not None and result.attribution[0].total == 3

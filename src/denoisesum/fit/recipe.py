@@ -43,9 +43,10 @@ from denoisesum.fit.config import (
     FitConfig,
     flatten,
 )
+from denoisesum.fit.opinions import ASPECT_REVIEWS, ASPECT_REVIEWS_PER_ENTITY, RATED_REVIEWS
 from denoisesum.fit.report import FitReport, seconds_text
 from denoisesum.fit.request import FitRequest, Log
-from denoisesum.fit.stages import ASPECT_REVIEWS, ASPECT_REVIEWS_PER_ENTITY, StageWork
+from denoisesum.fit.stages import StageWork
 from denoisesum.io import write_json
 from denoisesum.models.store import (
     CONFIG,
@@ -194,6 +195,7 @@ class Recipe(StageWork):
                         "from": self.request.base,
                         "per_entity": ASPECT_REVIEWS_PER_ENTITY,
                         "max_reviews": ASPECT_REVIEWS,
+                        "rated_reviews": RATED_REVIEWS,
                     }
                 ),
                 dict,

@@ -31,10 +31,12 @@ from denoisesum.fit.decoding import (
     held_out_sets,
     search_min_length,
 )
+from denoisesum.fit.opinions import make_opinion_parts
 from denoisesum.fit.request import FitRequest, Log, fit_config, read_dev_sets
 from denoisesum.inference.policy import migrate_summarize, split_settings
 from denoisesum.io import read_json, write_json
 from denoisesum.models.rating import FILENAME as RATING
+from denoisesum.models.rating import REPORT_FILENAME as RATING_REPORT
 from denoisesum.models.store import (
     CONFIG,
     VOCAB,
@@ -48,7 +50,6 @@ from denoisesum.opinions.aspects import FILENAME as ASPECTS
 from denoisesum.training.checkpoint import latest_checkpoint
 
 # the opinions method's aspect lexicon: from up to this many reviews of each entity, and in all
-ASPECT_REVIEWS_PER_ENTITY, ASPECT_REVIEWS = 12, 100_000
 
 
 class StageWork:
@@ -227,28 +228,8 @@ class StageWork:
         ), result
 
     def aspects(self) -> tuple[str, dict[str, Any]]:
-        """The corpus's aspect lexicon (opinions/aspects.py), joined with the base model's
-        (--from) so that an adapted model knows both domains' aspects."""
-        from denoisesum.opinions.aspects import (
-            Lexicon,
-            build_lexicon,
-            evaluative_words,
-            merge_lexicons,
-            sample_reviews,
-        )
-
-        rating = self._rating_model()
-        evaluative = evaluative_words(rating) if rating is not None else []
-        reviews = sample_reviews(self.reader, ASPECT_REVIEWS_PER_ENTITY, ASPECT_REVIEWS)
-        lexicon = build_lexicon(reviews, evaluative)
-        if self.base_dir is not None and (self.base_dir / ASPECTS).is_file():
-            lexicon = merge_lexicons(lexicon, Lexicon.load(self.base_dir))
-        lexicon.save(self.dirs["aspects"])
-        return (
-            f"{len(lexicon.terms):,} aspects, from {len(reviews):,} reviews of "
-            f"{lexicon.entities:,} entities",
-            {"aspects": len(lexicon.terms), "reviews": len(reviews)},
-        )
+        """What the opinions method reads (fit/opinions.py)."""
+        return make_opinion_parts(self.reader, self.base_dir, self.dirs["aspects"])
 
     def topics(self) -> tuple[str, dict[str, Any]]:
         from denoisesum.topics.build import build_topics
@@ -431,6 +412,9 @@ class StageWork:
         # the opinions method is the default where it has what it reads: the aspects learnt
         # here and a rating model (the base's; a corpus alone gives none)
         shutil.copyfile(self.dirs["aspects"] / ASPECTS, self.root / ASPECTS)
+        for name in (RATING, RATING_REPORT):  # the corpus's own, where --from brought none
+            if (self.dirs["aspects"] / name).is_file() and not (self.root / name).is_file():
+                shutil.copyfile(self.dirs["aspects"] / name, self.root / name)
         config["method"] = "opinions" if (self.root / RATING).is_file() else "denoisesum"
         fp16 = self.cfg.export.fp16_weights
         export_model_dir(source, self.root, config, fp16=fp16)

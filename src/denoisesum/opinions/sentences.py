@@ -56,6 +56,7 @@ class Sentence:
     aspect_stars: dict[str, float] = field(default_factory=dict)
     contrast: bool = False  # two clauses of opposite opinion
     piece: bool = False  # a clause cut from a run-on sentence: counted, never quoted
+    cased: bool = True  # its review uses capitals (a lower-case start then marks a fragment)
     felt: int = 0  # the polarity its own words give (cues, or a clear reading), 0: none
 
 
@@ -109,6 +110,7 @@ def read_sentences(
     as neither good nor bad toward its reviewer's verdict ("we found a mouse in the room" in a
     1-star review is a complaint)."""
     pieces: list[tuple[int, str, bool]] = []
+    cased = [any(c.isupper() for c in review[:MAX_REVIEW_CHARS]) for review in texts]
     for r, review in enumerate(texts):
         review = _GLUED.sub(r"\1 \2", review[:MAX_REVIEW_CHARS])
         for start, end in split_sentences(review):
@@ -122,7 +124,7 @@ def read_sentences(
     stars = _review_stars(len(texts), pieces, counts, rating, given)
     out = []
     for (r, text, piece), toks, ps, ones in zip(pieces, tokens, parts, own, strict=True):
-        sentence = Sentence(r, text, toks, [], 3.0, piece=piece)
+        sentence = Sentence(r, text, toks, [], 3.0, piece=piece, cased=cased[r])
         part_stars = [leaned(p, s, stars[r]) for p, s in zip(ps, ones, strict=True)]
         sentence.felt = own_polarity(toks, sum(ones) / len(ones))
         sentence.stars = sum(part_stars) / len(part_stars)

@@ -59,7 +59,7 @@ def readable(sentence: Sentence) -> bool:
     """Whether a review sentence can stand alone in a summary."""
     text = sentence.text
     n = len(text.split())
-    if sentence.piece or not (text[0].isupper() or text[0].isdigit()):
+    if sentence.piece or (sentence.cased and not (text[0].isupper() or text[0].isdigit())):
         return False  # a fragment
     if first_person(sentence.tokens) and not convertible(sentence.tokens):
         return False
