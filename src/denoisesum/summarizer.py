@@ -41,12 +41,9 @@ import torch
 
 from denoisesum.data.vocab import Vocab
 from denoisesum.errors import DenoiseSumError
-from denoisesum.inference.denoisesum_method import (
-    MIN_KNOWN_SHARE,
-    DenoiseSumMethod,
-    load_model,
-)
+from denoisesum.inference.denoisesum_method import DenoiseSumMethod, load_model
 from denoisesum.inference.methods import (
+    MIN_KNOWN_SHARE,
     SLICES,
     EmptySliceWarning,
     ReviewInput,

@@ -44,13 +44,16 @@ def own_rating_model(reader, out: Path, seed: int = 0) -> RatingModel | None:
 def make_opinion_parts(reader, base_dir: Path | None, out: Path) -> tuple[str, dict[str, Any]]:
     """The aspect lexicon (and, without a base model, a rating model) in `out`."""
     rating = find_rating_model(base_dir) if base_dir is not None else None
-    trained = rating is None and (rating := own_rating_model(reader, out)) is not None
+    trained = False
+    if rating is None:
+        rating = own_rating_model(reader, out)
+        trained = rating is not None
     reviews = sample_reviews(reader, ASPECT_REVIEWS_PER_ENTITY, ASPECT_REVIEWS)
     lexicon = build_lexicon(reviews, evaluative_words(rating) if rating is not None else [])
     if base_dir is not None and (base_dir / ASPECTS).is_file():
         lexicon = merge_lexicons(lexicon, Lexicon.load(base_dir))
     lexicon.save(out)
-    said = {True: "; a rating model trained on the corpus's stars", False: ""}[trained]
+    said = "; a rating model trained on the corpus's stars" if trained else ""
     if rating is None:
         said = "; no rating model (the corpus has too few stars): the model keeps denoisesum"
     return (

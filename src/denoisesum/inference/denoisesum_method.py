@@ -41,13 +41,13 @@ from denoisesum.inference.beam import beam_search
 from denoisesum.inference.constraints import WordLists
 from denoisesum.inference.keep import consistent, end_at_sentence
 from denoisesum.inference.methods import (
-    COMPLAINT_STARS,
-    PRAISE_STARS,
+    MIN_KNOWN_SHARE,
     ReviewInput,
     SummaryOptions,
     SummaryResult,
     check_slice,
     empty_slice_message,
+    in_slice,
     review_list,
 )
 from denoisesum.inference.policy import (
@@ -72,7 +72,6 @@ from denoisesum.text import is_content_word
 # letter or digit) are in the model's vocabulary, or when they have no word at all. The MeanSum
 # Yelp dev entities have 94-100% (median 99.4%); French reviews about 57%, German 41%, Spanish
 # 43%, Chinese 0% (benchmarks/readability.py; docs/results/readability.md).
-MIN_KNOWN_SHARE = 0.8
 _HAS_WORD = regex.compile(r"[\p{L}\p{N}]")
 
 # per entity to decode: its reviews' ids, the stars its summary should convey, its sides
@@ -362,11 +361,7 @@ class DenoiseSumMethod:
                 "with a rating model (rating.npz) to read them"
             )
         read = self._given_or_read(reviews, stars)
-        keep = [
-            i
-            for i, s in enumerate(read)
-            if (s <= COMPLAINT_STARS if slice == "complaints" else s >= PRAISE_STARS)
-        ]
+        keep = in_slice(read, slice)
         return [reviews[i] for i in keep], [read[i] for i in keep]
 
     def _given_or_read(self, reviews: Sequence[str], stars: Sequence[float | None]) -> list[float]:

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 # method's reading of them
 SLICES = ("all", "complaints", "praise")
 COMPLAINT_STARS, PRAISE_STARS = 3.0, 4.0
+# fewer of the reviews' words known than this (to a model's vocabulary, to a corpus's words):
+# the reviews are likely in another language, and a method says so
+MIN_KNOWN_SHARE = 0.8
 # the per-call options every method takes in SummaryOptions.settings
 NEUTRAL_SETTINGS = ("max_words", "first_person")
 
@@ -53,6 +56,16 @@ def empty_slice_message(slice: str) -> str:
 def check_slice(slice: str) -> None:
     if slice not in SLICES:
         raise DenoiseSumError(f"slice={slice!r}: must be one of {', '.join(SLICES)}")
+
+
+def in_slice(stars: Sequence[float], slice: str) -> list[int]:
+    """The positions of the reviews a summary of `slice` speaks for, by each review's stars
+    (given, else read): all, the complaints or the praise."""
+    if slice == "all":
+        return list(range(len(stars)))
+    if slice == "complaints":
+        return [i for i, s in enumerate(stars) if s <= COMPLAINT_STARS]
+    return [i for i, s in enumerate(stars) if s >= PRAISE_STARS]
 
 
 def review_list(reviews: Iterable[str], where: str = "") -> list[str]:

@@ -20,16 +20,16 @@ from pathlib import Path
 import regex
 
 from denoisesum.data.tokenizer import Tokenizer
-from denoisesum.errors import ConfigError, InputError
+from denoisesum.errors import ConfigError, DenoiseSumError, InputError
 from denoisesum.inference.methods import (
-    COMPLAINT_STARS,
-    PRAISE_STARS,
+    MIN_KNOWN_SHARE,
     Attribution,
     ReviewInput,
     SummaryOptions,
     SummaryResult,
     check_slice,
     empty_slice_message,
+    in_slice,
 )
 from denoisesum.inference.support import explain as explain_support
 from denoisesum.models.rating import NEGATIVE, POSITIVE, RatingModel, find_rating_model
@@ -40,10 +40,9 @@ from denoisesum.opinions.grouping import group_opinions
 from denoisesum.opinions.sentences import distinct_reviews, read_sentences
 from denoisesum.opinions.writing import third_person
 
-# the opinions each slice says (its reviews: methods.COMPLAINT_STARS / PRAISE_STARS)
+# the opinions each slice says (its reviews: methods.in_slice)
 SIDES = {"all": (-1, 0, 1), "complaints": (-1,), "praise": (1,)}
 DEFAULT_MAX_WORDS = 80
-MIN_KNOWN_SHARE = 0.8  # fewer of the reviews' words known: a warning (English reviews: about 97%)
 SETTINGS = ("max_words", "first_person")  # the per-call settings this method takes
 MAX_WORDS_RANGE = (5, 1000)
 _TOKENIZER = Tokenizer()
@@ -78,9 +77,14 @@ class OpinionMethod:
         self.rating = rating
 
     @classmethod
-    def from_directory(cls, directory: str | Path, rating: RatingModel | None = None):
+    def from_directory(cls, directory: str | Path | None, rating: RatingModel | None = None):
         """The method of a model directory: its aspects.json and rating model (rating.npz,
         unless given); an error saying how to make what is missing."""
+        if directory is None:  # a Summarizer made in Python, not loaded from a directory
+            raise DenoiseSumError(
+                "the opinions method reads a model directory's aspects.json and rating.npz: "
+                "load the summarizer with Summarizer.from_pretrained(DIR)"
+            )
         directory = Path(directory)
         if not (directory / LEXICON).is_file():
             raise InputError(
@@ -177,17 +181,14 @@ class OpinionMethod:
         """The reviews of the slice, their given stars and their positions in the input."""
         check_slice(slice)
         stars = list(ratings) if ratings is not None else [None] * len(reviews)
-        keep = range(len(reviews))
-        if slice != "all":
+        read = stars
+        if slice != "all":  # as the denoisesum method reads them: one review at a time
             read = [
                 s if s is not None else self.rating.star(t)
                 for t, s in zip(reviews, stars, strict=True)
             ]
-            if slice == "complaints":
-                keep = [i for i in keep if read[i] <= COMPLAINT_STARS]
-            else:
-                keep = [i for i in keep if read[i] >= PRAISE_STARS]
-        return [reviews[i] for i in keep], [stars[i] for i in keep], list(keep)
+        keep = in_slice(read, slice)
+        return [reviews[i] for i in keep], [stars[i] for i in keep], keep
 
     def _unknown_words(self, sentences) -> list[str]:
         """A warning when most of the reviews' words are not the corpus's (another language?)."""

@@ -36,7 +36,6 @@ _LEANS = frozenset(
 _META = frozenset("star stars review reviews yelp yelpers rating rate rated update edit".split())
 _FIRST_SINGULAR = {"i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself"}
 _FIRST_PLURAL = {"we", "we're", "we've", "we'd", "we'll", "us", "our", "ours", "ourselves"}
-_WORD = regex.compile(r"[\p{L}']+|\S")
 # first-person words -> the third person, after the subject has been named
 _THIRD = {
     "i": "they", "we": "they", "me": "them", "us": "them", "my": "their", "our": "their",
@@ -45,10 +44,6 @@ _THIRD = {
     "i'd": "they'd", "we'd": "they'd", "i'll": "they'll", "we'll": "they'll",
 }  # fmt: skip
 _PRESENT = {"was": "is", "were": "are"}
-
-
-def words(text: str) -> list[str]:
-    return [w.lower() for w in _WORD.findall(text)]
 
 
 def first_person(tokens: Sequence[str]) -> bool:
