@@ -19,8 +19,8 @@ from denoisesum.evaluation.heldout import (
     held_out_entities,
     terms_covered,
 )
-from denoisesum.fit.adapt import noise_lm
 from denoisesum.fit.decoding import best_band
+from denoisesum.models.store import noise_lm
 from denoisesum.summarizer import DEFAULT_MODEL_DIR
 
 # a few steps and greedy decoding: the 30k-word model is slow on one CPU thread

@@ -6,11 +6,14 @@ import time
 import numpy as np
 import pytest
 
+from denoisesum.data.tokenizer import Tokenizer
 from denoisesum.models.rating import RatingModel
+from denoisesum.models.store import DEFAULT_MODEL_DIR
 from denoisesum.opinions.aspects import Lexicon
-from denoisesum.opinions.method import DIVIDED_OPENING, OpinionMethod
-from denoisesum.opinions.sentences import distinct_reviews, read_sentences
-from denoisesum.opinions.writing import third_person
+from denoisesum.opinions.fluency import Fluency, Scores
+from denoisesum.opinions.method import DIVIDED_OPENING, Casing, OpinionMethod, _who
+from denoisesum.opinions.sentences import Sentence, distinct_reviews, read_sentences
+from denoisesum.opinions.writing import ranked_sentences, readable, third_person
 
 GOOD = ["delicious", "friendly", "great", "rich", "fresh", "love", "loved"]
 BAD = ["rude", "salty", "slow", "cold", "dirty", "bland", "waited"]
@@ -90,13 +93,75 @@ def test_each_aspect_gets_its_clause_s_opinion():
         ),
         ("My ramen was cold.", "One reviewer's ramen was cold."),
         ("The broth was rich and salty.", "The broth is rich and salty."),
+        ("Love the pork ramen.", "One reviewer loves the pork ramen."),
+        ("Highly recommend the broth!", "One reviewer highly recommends the broth!"),
+        ("Friendly , happy staff..", "Friendly, happy staff."),
     ],
 )
 def test_third_person(text, expected):
-    assert third_person(text, ["broth", "pork ramen", "ramen"]) == (
-        expected,
-        "I" in text or "We" in text or "My" in text,
+    named = any(w in text for w in ("I", "We", "My", "Love", "Highly"))
+    assert third_person(text, ["broth", "pork ramen", "ramen"]) == (expected, named)
+
+
+def sentence(text: str, aspects=("broth",), cased=True) -> Sentence:
+    return Sentence(0, text, Tokenizer()(text), list(aspects), 4.0, cased=cased)
+
+
+@pytest.mark.parametrize(
+    ("text", "alone"),
+    [
+        ("The broth is rich and very hot.", True),
+        ("Came in a sweet sauce and over cooked.", False),  # whose subject? the dish's
+        ("Was told the broth takes an hour.", False),
+        ("The broth is rich here too.", False),  # leans on the sentence before
+        ("The broth is great as well.", False),
+        ("When the broth is cold and you want a table.", False),  # no main clause
+        ("When the weather is cold, the broth is perfect.", True),
+    ],
+)
+def test_a_quoted_sentence_stands_alone(text, alone):
+    assert readable(sentence(text)) is alone
+
+
+def test_reviewers_are_named_so_that_a_reader_can_follow_them():
+    assert [_who(r, named) for r, named in [(3, []), (4, [3]), (4, [3, 4]), (3, [3, 4])]] == [
+        "one",
+        "another",
+        "the same",
+        "the first",
+    ]
+
+
+def test_the_best_sentences_are_weighed_by_how_well_they_read():
+    group = [sentence("The broth is rich and hot here."), sentence("The broth is rich and hot.")]
+    assert ranked_sentences(group, 0, "broth")[0] == 0  # the same words: review order
+    fluent = ranked_sentences(group, 0, "broth", fluency=lambda ss: [0.5, 4.0][: len(ss)])
+    assert fluent[0] == 1
+
+
+def test_fluency_scores_fragments_below_sentences():
+    fluency = Fluency.load(DEFAULT_MODEL_DIR)
+    scores = Scores(fluency)
+    fine, fragment = scores(
+        [
+            sentence("The staff is very friendly and helpful."),
+            sentence("Handcrafted chocolates best quality in store."),
+        ]
     )
+    assert fine > fragment
+    assert scores([sentence("The staff is very friendly and helpful.")]) == [fine]
+    assert len(scores.known) == 2  # each text scored once
+
+
+def test_a_name_keeps_its_capital_after_the_turn():
+    said = [sentence("We asked for Eric again."), sentence("Service was slow, eric was kind.")]
+    casing = Casing(
+        [*said, sentence("Ask for Eric.")], Lexicon({}, 1, frozenset({"eric", "horrible"}))
+    )
+    assert casing.lower_first("Eric was rude.") == "Eric was rude."
+    assert casing.lower_first("The broth is cold.") == "the broth is cold."
+    assert casing.lower_first("Horrible broth.") == "horrible broth."  # a known word
+    assert casing.lower_first("Erwin was rude.") == "Erwin was rude."  # unknown: a name
 
 
 def test_the_second_reviewer_named_is_another():
@@ -128,8 +193,27 @@ def test_a_divided_business_is_said_to_be_divided(method):
         "The staff is rude to everyone.",
     ]
     summary = method.summarize(reviews, ratings=[5, 5, 1, 1])
-    assert summary.text.startswith(DIVIDED_OPENING)
+    assert summary.text.startswith(
+        "Reviewers are divided: they praise the broth but complain about the staff. "
+    )
     assert {s.polarity for s in summary.sentences} == {-1, 1}
+
+
+def test_an_overview_names_what_several_reviewers_praise(method):
+    reviews = [
+        "The broth is rich and delicious.",
+        "The broth was delicious and the noodles were fresh.",
+        "Fresh noodles, loved them.",
+        "The broth is great here.",
+        "The noodles are fresh and delicious.",
+    ]
+    summary = method.summarize(reviews)
+    assert summary.text.startswith("Reviewers praise the broth and the noodles. ")
+    one = method.summarize(reviews[:1] + reviews[3:4])  # one aspect: no overview
+    assert one.text.startswith("The broth")
+    two = ["The broth is rich and very hot.", "The staff is rude and very slow."]
+    divided = method.summarize(two, [5, 1]).text  # each aspect held by one review
+    assert divided.startswith(DIVIDED_OPENING + " The broth")
 
 
 def test_no_aspect_said_both_ways_unless_divided(method):

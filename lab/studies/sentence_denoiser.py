@@ -40,12 +40,21 @@ from denoisesum.data.corpus import CorpusReader
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.synthetic import pair_record
 from denoisesum.data.tokenizer import Tokenizer
+from denoisesum.inference.support import split_sentences
 from denoisesum.io import atomic_write
 from denoisesum.models.rating import find_rating_model
 from denoisesum.opinions.aspects import Lexicon
 from denoisesum.opinions.choosing import choose
+from denoisesum.opinions.fluency import Scores
 from denoisesum.opinions.grouping import group_opinions
-from denoisesum.opinions.method import DEFAULT_MAX_WORDS, SIDES, OpinionMethod, review_polarity
+from denoisesum.opinions.method import (
+    DEFAULT_MAX_WORDS,
+    SIDES,
+    Casing,
+    OpinionMethod,
+    joined,
+    review_polarity,
+)
 from denoisesum.opinions.sentences import distinct_reviews, read_sentences
 from denoisesum.opinions.writing import (
     cosine,
@@ -176,7 +185,10 @@ def opinion_inputs(texts, stars, method: OpinionMethod, max_words: int):
     unhappy = sum(map(review_polarity, review_stars)) / len(review_stars)
     opinions = group_opinions(sentences)
     ask = (sentences, unhappy, len(distinct.texts), method.lexicon, max_words, SIDES["all"])
-    chosen = choose(opinions, *ask) or choose(opinions, *ask, strict=False)
+    fluency = Scores(method.fluency) if method.fluency else None
+    chosen = choose(opinions, *ask, fluency=fluency) or choose(
+        opinions, *ask, strict=False, fluency=fluency
+    )
     out = []
     for c in chosen:
         best = sentences[c.sentence]
@@ -187,16 +199,18 @@ def opinion_inputs(texts, stars, method: OpinionMethod, max_words: int):
         )[: INPUTS - 1]
         inputs = [" ".join(best.tokens)] + [" ".join(sentences[i].tokens) for i in rest]
         out.append((inputs, c.opinion.polarity, best.text, best.aspects))
-    return out, unhappy
+    return out, unhappy, sentences
 
 
 def summarize(args) -> None:
     summarizer = Summarizer.from_pretrained(args.model, device="cpu")
     method = OpinionMethod.from_directory(args.opinions)
-    sets = read_review_sets(args.sets)[: args.limit or None]
+    sets = list(read_review_sets(args.sets))[: args.limit or None]
     records = []
     for n, review_set in enumerate(sets):
-        chosen, unhappy = opinion_inputs(review_set.reviews, None, method, DEFAULT_MAX_WORDS)
+        chosen, unhappy, sentences = opinion_inputs(
+            review_set.reviews, None, method, DEFAULT_MAX_WORDS
+        )
         written = (
             summarizer.summarize_results(
                 [inputs for inputs, *_ in chosen],
@@ -209,9 +223,16 @@ def summarize(args) -> None:
         )
         attributions = []
         for (_, polarity, quoted, aspects), result in zip(chosen, written, strict=True):
-            text, _ = third_person(result.summary or quoted, aspects)
+            spans = split_sentences(result.summary)[:1]  # one sentence per opinion
+            first = result.summary[slice(*spans[0])].strip() if spans else quoted
+            who = "another" if any("reviewer" in a.text for a in attributions) else "one"
+            text, _ = third_person(first, aspects, who)
             attributions.append(_Said(text, polarity))
-        summary = OpinionMethod._text(attributions, unhappy, "all") if attributions else ""
+        summary = (
+            joined(attributions, unhappy, "all", Casing(sentences, method.lexicon))
+            if attributions
+            else ""
+        )
         records.append(
             {
                 "entity_id": review_set.entity_id,
@@ -225,7 +246,7 @@ def summarize(args) -> None:
 
 
 class _Said:
-    """What OpinionMethod._text reads of a sentence."""
+    """What method.joined reads of a sentence."""
 
     def __init__(self, text: str, polarity: int) -> None:
         self.text, self.polarity = text, polarity

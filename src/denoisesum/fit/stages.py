@@ -43,6 +43,7 @@ from denoisesum.models.store import (
     WEIGHTS,
     export_model_dir,
     load_bilm,
+    noise_lm,
     read_settings,
 )
 from denoisesum.noising.pipeline import shortfall, synthesize
@@ -69,7 +70,7 @@ class StageWork:
             and request.noise_lm is None
             and ledger.read_record(self.work, "lm") is None
         ):
-            self.shipped_noise_lm = adapt.noise_lm(self.base_dir)
+            self.shipped_noise_lm = noise_lm(self.base_dir)
             if self.shipped_noise_lm is not None:
                 request = dataclasses.replace(request, noise_lm=self.shipped_noise_lm)
         self.request = request

@@ -254,3 +254,26 @@ def resolve_model(name_or_path: str | Path | None) -> Path:
     raise DenoiseSumError(
         f"no model directory or installed model named {text!r} (installed models: {names})"
     )
+
+
+NOISE_LM = "noise-lm"  # MODEL/noise-lm/: the BiLM MODEL's synthetic pairs were noised with
+
+
+def noise_lm(model_dir: Path, depth: int = 4) -> Path | None:
+    """MODEL's noising LM: MODEL/noise-lm/ when it holds a model, else, for a model adapted
+    from another (its config's fit.from, a name or a directory), that one's; None when there is
+    none (looked up `depth` models back at most)."""
+    own = model_dir / NOISE_LM
+    if (own / WEIGHTS).is_file() and (own / CONFIG).is_file() and (own / VOCAB).is_file():
+        return own
+    config = read_json(model_dir / CONFIG) if (model_dir / CONFIG).is_file() else {}
+    origin = (config.get("fit") or {}).get("from") if isinstance(config, dict) else None
+    if not isinstance(origin, str) or depth <= 0:
+        return None
+    try:
+        earlier = resolve_model(origin)
+    except DenoiseSumError:
+        return None  # the model it came from is not here (another machine, deleted)
+    if not earlier.is_dir() or earlier.resolve() == model_dir.resolve():
+        return None
+    return noise_lm(earlier, depth - 1)

@@ -21,7 +21,7 @@ the reviews, never two that contradict each other unless the summary says review
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from denoisesum.opinions.aspects import Lexicon
@@ -71,12 +71,13 @@ def choose(
     max_words: int,
     sides: tuple[int, ...] = (-1, 0, 1),
     strict: bool = True,
+    fluency: Callable | None = None,
 ) -> list[Chosen]:
     """The opinions to say and the sentence that says each, in the order to say them: the
     majority's side first. When no opinion of a side a reader must hear (the majority's, and
     both sides of divided reviews) is held widely enough, that side is said from single
-    reviews: a summary of one side alone would mislead."""
-    ask = _Ask(sentences, unhappy_share, n_reviews, lexicon, max_words, sides, strict)
+    reviews: a summary of one side alone would mislead. fluency: writing.ranked_sentences's."""
+    ask = _Ask(sentences, unhappy_share, n_reviews, lexicon, max_words, sides, strict, fluency)
     floor = min_holders(n_reviews)
     floors = {-1: floor, 1: floor}
     chosen = ask.pick(opinions, floors)
@@ -107,6 +108,7 @@ class _Ask:
     max_words: int
     sides: tuple[int, ...]
     strict: bool  # a complaint or praise quoted only from a sentence whose words say it
+    fluency: Callable | None = None  # sentences -> how well each reads (fluency.Scores)
 
     def pick(self, opinions: Sequence[Opinion], floors: dict[int, int]) -> list[Chosen]:
         """floors: per side, the reviews an opinion needs."""
@@ -144,9 +146,7 @@ class _Ask:
                 continue  # said once, or both ways only when the reviews are divided
             if said is None and not _majority(opinion, opinions):
                 continue
-            index = _fresh_sentence(
-                opinion, self.sentences, vectors, chosen, self.lexicon.words, self.strict
-            )
+            index = _fresh_sentence(opinion, self, vectors, chosen)
             if index is None:
                 continue
             length = len(self.sentences[index].text.split())
@@ -177,15 +177,13 @@ def _majority(opinion: Opinion, opinions: Sequence[Opinion]) -> bool:
 
 
 def _fresh_sentence(
-    opinion: Opinion,
-    sentences: Sequence[Sentence],
-    vectors: _Bags,
-    chosen: list[Chosen],
-    vocabulary: frozenset[str],
-    strict: bool = True,
+    opinion: Opinion, ask: _Ask, vectors: _Bags, chosen: list[Chosen]
 ) -> int | None:
-    group = [sentences[i] for i in opinion.sentences]
-    for k in ranked_sentences(group, opinion.polarity, opinion.label, vocabulary, strict):
+    group = [ask.sentences[i] for i in opinion.sentences]
+    ranked = ranked_sentences(
+        group, opinion.polarity, opinion.label, ask.lexicon.words, ask.strict, ask.fluency
+    )
+    for k in ranked:
         index = opinion.sentences[k]
         if all(cosine(vectors[index], vectors[c.sentence]) <= REPEAT for c in chosen):
             return index

@@ -36,9 +36,11 @@ from denoisesum.models.rating import NEGATIVE, POSITIVE, RatingModel, find_ratin
 from denoisesum.opinions.aspects import FILENAME as LEXICON
 from denoisesum.opinions.aspects import Lexicon
 from denoisesum.opinions.choosing import choose, divided, side_of
+from denoisesum.opinions.fluency import Fluency, Scores
 from denoisesum.opinions.grouping import group_opinions
 from denoisesum.opinions.sentences import distinct_reviews, read_sentences
-from denoisesum.opinions.writing import third_person
+from denoisesum.opinions.writing import third_person, tidy
+from denoisesum.text import fold
 
 # the opinions each slice says (its reviews: methods.in_slice)
 SIDES = {"all": (-1, 0, 1), "complaints": (-1,), "praise": (1,)}
@@ -72,14 +74,18 @@ class OpinionMethod:
 
     name = "opinions"
 
-    def __init__(self, lexicon: Lexicon, rating: RatingModel) -> None:
+    def __init__(
+        self, lexicon: Lexicon, rating: RatingModel, fluency: Fluency | None = None
+    ) -> None:
         self.lexicon = lexicon
         self.rating = rating
+        self.fluency = fluency  # how well sentences read (fluency.py); None: not weighed
 
     @classmethod
     def from_directory(cls, directory: str | Path | None, rating: RatingModel | None = None):
-        """The method of a model directory: its aspects.json and rating model (rating.npz,
-        unless given); an error saying how to make what is missing."""
+        """The method of a model directory: its aspects.json, rating model (rating.npz, unless
+        given) and noising LM (noise-lm/, where it has one: sentences then weighed by how well
+        they read); an error saying how to make what is missing."""
         if directory is None:  # a Summarizer made in Python, not loaded from a directory
             raise DenoiseSumError(
                 "the opinions method reads a model directory's aspects.json and rating.npz: "
@@ -99,7 +105,7 @@ class OpinionMethod:
                 "(`denoisesum rating`, or `denoisesum fit` on a corpus with ratings)",
                 path=directory,
             )
-        return cls(Lexicon.load(directory), rating)
+        return cls(Lexicon.load(directory), rating, Fluency.load(directory))
 
     # ---- the method interface (inference/methods.py) ----------------------------------------
 
@@ -155,27 +161,30 @@ class OpinionMethod:
         n = len(distinct.texts)
         opinions = group_opinions(sentences)
         ask = (sentences, unhappy, n, self.lexicon, max_words or DEFAULT_MAX_WORDS, SIDES[slice])
+        fluency = Scores(self.fluency) if self.fluency else None
         # no sentence says an opinion in its own words (a review or two): the best readable
         # sentences of the opinions, their polarity read with their reviews' stars
-        chosen = choose(opinions, *ask) or choose(opinions, *ask, strict=False)
+        chosen = choose(opinions, *ask, fluency=fluency) or choose(
+            opinions, *ask, strict=False, fluency=fluency
+        )
         out = []
-        named: set[int] = set()  # reviews whose reviewer the summary has named already
+        named: list[int] = []  # reviews whose reviewer the summary has named, in order
         for c in chosen:
             s = sentences[c.sentence]
             holders = sorted(positions[distinct.first[r]] for r in c.opinion.reviews)
-            text = s.text
+            text = tidy(s.text)
             if not first_person:
-                who = "the same" if s.review in named else "another" if named else "one"
-                text, names = third_person(s.text, s.aspects, who)
-                if names:
-                    named.add(s.review)
+                text, names = third_person(s.text, s.aspects, _who(s.review, named))
+                if names and s.review not in named:
+                    named.append(s.review)
             out.append(
                 Attribution(text, c.opinion.label, c.opinion.polarity, holders, len(holders), n)
             )
         if not out:
             warnings.append("no opinion of the reviews could be written as a sentence")
         warnings += self._unknown_words(sentences)
-        return OpinionSummary(self._text(out, unhappy, slice), out, n, warnings)
+        text = joined(out, unhappy, slice, Casing(sentences, self.lexicon))
+        return OpinionSummary(text, out, n, warnings)
 
     def _slice(self, reviews, ratings, slice: str):
         """The reviews of the slice, their given stars and their positions in the input."""
@@ -203,26 +212,139 @@ class OpinionMethod:
             f"{MIN_KNOWN_SHARE:.0%}; another language?): few opinions can be read"
         ]
 
-    @staticmethod
-    def _text(sentences: list[Attribution], unhappy: float, slice: str) -> str:
-        """The sentences joined; reviews divided open with DIVIDED_OPENING, else the minority's
-        one sentence is marked as the other side's."""
-        texts = [s.text for s in sentences]
-        sides = [side_of(s.polarity) for s in sentences]
-        if slice != "all" or len(set(sides)) < 2:
-            return " ".join(texts)
-        if divided(unhappy):
-            return " ".join([DIVIDED_OPENING, *texts])
-        k = sides.index(sides[-1])  # the minority's sentence comes last
-        texts[k] = OTHER_SIDE + _lower_first(texts[k])
-        return " ".join(texts)
+
+_COMMON_FIRST = frozenset(
+    """the one another their a an this that these those our my its his her some most all
+    every many great good very really not no""".split()
+)
 
 
-def _lower_first(text: str) -> str:
-    """ "The broth ..." -> "the broth ..."; a name ("Rick is ...") or "I" keeps its capital."""
-    first = text.split(" ", 1)[0]
-    common = first.lower() in ("the", "one", "another", "their", "a", "an", "service", "food")
-    return text[0].lower() + text[1:] if common or first.islower() else text
+class Casing:
+    """Whether a sentence's first word keeps its capital inside a sentence: "I", a word in
+    capitals, and a name keep it. A common first word or an aspect term ("Customer service")
+    is no name; any other word is one where the entity's reviews write it capitalized inside
+    their sentences more often than not ("Eric the GM ..."), or never write it inside a
+    sentence and the corpus does not know it."""
+
+    def __init__(self, sentences, lexicon: Lexicon | None = None) -> None:
+        self.sentences = sentences
+        self.terms = lexicon.terms if lexicon else {}
+        self.words = lexicon.words if lexicon else frozenset()
+
+    def lower_first(self, text: str) -> str:
+        first = text.split(" ", 1)[0]
+        return text if self._name(first) else text[0].lower() + text[1:]
+
+    def _name(self, word: str) -> bool:
+        low = word.lower()
+        if word.islower() or low in _COMMON_FIRST or low in self.terms:
+            return False
+        if word.isupper() or low in ("i", "i'm", "i've", "i'd", "i'll"):
+            return True
+        inside = [
+            w
+            for s in self.sentences
+            if s.cased  # a review all in lower case says nothing of names
+            for w in (w.strip(_MARKS) for w in s.text.split()[1:])
+            if w.lower() == low
+        ]
+        if not inside:
+            return low not in self.words and "'" not in low
+        lower = sum(w.islower() for w in inside)
+        return lower < len(inside) - lower
+
+
+_MARKS = ".,!?;:()\"'"
+
+
+def joined(sentences, unhappy: float, slice: str, casing: Casing | None = None) -> str:
+    """A summary's sentences (their .text, .polarity, .aspect, .count) joined. They open with
+    an overview of what several reviewers praise and complain about, where there is one
+    (`overview`); reviews divided open with DIVIDED_OPENING otherwise, each side's sentences
+    together (choosing.py orders them so); else the minority's one sentence comes last,
+    marked with OTHER_SIDE (its first word lower-cased unless `casing` says it is a name).
+    Blind judges marked "On the other hand" down between the sides of divided reviews, where
+    most sentences do not answer the one before."""
+    texts = [s.text for s in sentences]
+    sides = [side_of(s.polarity) for s in sentences]
+    opening = overview(sentences, unhappy, slice)
+    if slice != "all" or len(set(sides)) < 2:
+        return " ".join([opening, *texts] if opening else texts)
+    if divided(unhappy):
+        return " ".join([opening or DIVIDED_OPENING, *texts])
+    k = sides.index(sides[-1])  # the minority's sentence
+    texts[k] = OTHER_SIDE + (casing or Casing([])).lower_first(texts[k])
+    return " ".join([opening, *texts] if opening else texts)
+
+
+OVERVIEW_ASPECTS = 3  # aspects an overview names on each side, at most
+OVERVIEW_SHARE = 0.2  # of the reviews, that an aspect named in an overview is held by
+# aspects that read oddly as what reviewers praise or complain about ("they praise the order")
+_NOT_OVERVIEW = frozenset("order care east west north south coast airport".split())
+
+
+def overview(sentences, unhappy: float, slice: str) -> str | None:
+    """One opening sentence that names the aspects at least two reviews praise (complain
+    about), in the summary's order: "Reviewers praise the pho, the pad thai and the
+    service."; for divided reviews both sides ("Reviewers are divided: they praise the pho
+    but complain about the wait."). None where fewer than two aspects (one a side, divided)
+    are held that widely."""
+    praised, faulted = _aspects(sentences, 1), _aspects(sentences, -1)
+    both = set(praised) & set(faulted)  # said both ways: the sentences tell how
+    praised, faulted = [a for a in praised if a not in both], [a for a in faulted if a not in both]
+    if slice == "all" and divided(unhappy):
+        if praised and faulted:
+            return (
+                f"Reviewers are divided: they praise {_listed(praised)} "
+                f"but complain about {_listed(faulted)}."
+            )
+        return None
+    unhappy_side = slice == "complaints" or (slice == "all" and unhappy > 0.5)
+    names = faulted if unhappy_side else praised
+    verb = "complain about" if unhappy_side else "praise"
+    return f"Reviewers {verb} {_listed(names)}." if len(names) >= 2 else None
+
+
+def _aspects(sentences, polarity: int) -> list[str]:
+    """The aspects of one side held by at least two reviews and OVERVIEW_SHARE of them, as
+    their sentences name them."""
+    names = []
+    for s in sentences:
+        if s.polarity != polarity or s.count < max(2, OVERVIEW_SHARE * s.total):
+            continue
+        name = _as_written(s.text, s.aspect)
+        if name and name.split()[-1] not in _NOT_OVERVIEW and f"the {name}" not in names:
+            names.append(f"the {name}")
+    return names[:OVERVIEW_ASPECTS]  # pruned of the other side's after: at most this many
+
+
+def _as_written(text: str, aspect: str) -> str | None:
+    """The aspect as the sentence writes it ("noodles" for the aspect "noodle"), lower case;
+    None when the sentence names it otherwise."""
+    words = [w.strip(_MARKS).lower() for w in text.split()]
+    size = len(aspect.split())
+    for i in range(len(words) - size + 1):
+        found = words[i : i + size]
+        if " ".join([*found[:-1], fold(found[-1])]) == aspect:
+            return " ".join(found)
+    return None
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
+
+
+def _who(review: int, named: list[int]) -> str:
+    """How a sentence's reviewer is named: "one", then "another"; "the same" for the reviewer
+    named last, "the first" (second, ...) for one named before that."""
+    if not named:
+        return "one"
+    if review == named[-1]:
+        return "the same"
+    return f"the {_ORDINALS[named.index(review)]}" if review in named else "another"
 
 
 def _settings(settings) -> tuple[int | None, bool]:

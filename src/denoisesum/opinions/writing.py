@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import regex
 
@@ -66,6 +66,10 @@ def readable(sentence: Sentence) -> bool:
     first = sentence.tokens[0] if sentence.tokens else ""
     if first in _LEANS or not text[0].isalnum() or _META.intersection(sentence.tokens):
         return False
+    if first in _NO_SUBJECT or _leans_at_end(sentence.tokens):
+        return False
+    if first in _SUBORDINATE and "," not in sentence.tokens:
+        return False  # a clause without its main one ("When times are tough and ...")
     if _refers_back(sentence):
         return False
     if _GLUED_WORDS.search(text):
@@ -75,6 +79,21 @@ def readable(sentence: Sentence) -> bool:
 
 
 _MARKS = ("...", '"', "--", "`", "  ")
+# a sentence opening with one of these has lost its subject, and what it was is unclear ("Came
+# in a sweet sauce": the dish; "Was told 20 minutes": the reviewer); first-person ones that are
+# clear ("Love the broth") are told with their reviewer instead (_DROPPED_I)
+_NO_SUBJECT = frozenset("came was were had got is are has does did seemed looks".split())
+# a sentence opening with one of these and without a comma is a subordinate clause alone
+_SUBORDINATE = frozenset("when whenever while since unless until if after before as".split())
+# a sentence ending with one of these adds to the one before it ("The service is good too.")
+_ENDS_LEANING = (("either",), ("too",), ("as", "well"), ("also",))
+
+
+def _leans_at_end(tokens: Sequence[str]) -> bool:
+    words = [t for t in tokens if any(c.isalnum() for c in t)]
+    return any(tuple(words[-len(end) :]) == end for end in _ENDS_LEANING)
+
+
 _GLUED_WORDS = regex.compile(r"(?<!\bMc)(?<!\bMac)(?<!\bi)\p{Ll}{2}\p{Lu}")
 
 
@@ -159,10 +178,12 @@ def ranked_sentences(
     aspect: str = "",
     vocabulary: frozenset[str] = frozenset(),
     strict: bool = True,
+    fluency: Callable[[Sequence[Sentence]], list[float]] | None = None,
 ) -> list[int]:
     """The indices in `group` of the sentences that can stand alone, best first: the one the
     others agree with most, of a reader's length, an opinion rather than a story ("we ordered
-    the ramen"), as strong as the opinion, of one mind, and with its specifics."""
+    the ramen"), as strong as the opinion, of one mind, and with its specifics. With
+    `fluency` (fluency.Scores), the FLUENT_TOP best are re-weighed by how well they read."""
     # a sentence says a complaint or praise in its own words, or it is a story ("stopped in
     # for a sandwich") that only its review's stars make one
     candidates = [
@@ -192,7 +213,29 @@ def ranked_sentences(
             (agree + 0.05) * _shape(s) * _voice(s.tokens) * strong * detail * mind * focus * known
         )
 
-    return sorted(candidates, key=lambda i: (-score(i), i))
+    scores = {i: score(i) for i in candidates}
+    ranked = sorted(candidates, key=lambda i: (-scores[i], i))
+    if fluency is None:
+        return ranked
+    top = ranked[:FLUENT_TOP]
+    slor = dict(zip(top, fluency([group[i] for i in top]), strict=True))
+    fluent = [i for i in top if slor[i] >= SLOR_MIN]
+    return (
+        sorted(fluent, key=lambda i: (-scores[i] * fluent_weight(slor[i]), i)) + ranked[FLUENT_TOP:]
+    )
+
+
+# fluency: the best sentences of an opinion weighed by their SLOR (fluency.py), from FLUENT_FLOOR
+# at SLOR_LOW to 1 at SLOR_HIGH and above; below SLOR_MIN a sentence is not quoted (on dev:
+# "Nachos have squeeze cheese and cold chicken."). Names and rare dishes lower a sentence's
+# SLOR too ("Rebecca, or Sleeping Beauty as the kids called her, was wonderful.": 1.25), so the
+# bar is low: it keeps out garbled text, and weighs the rest
+FLUENT_TOP = 12
+SLOR_MIN, SLOR_LOW, SLOR_HIGH, FLUENT_FLOOR = 1.0, 1.5, 4.0, 0.1
+
+
+def fluent_weight(slor: float) -> float:
+    return min(1.0, max(FLUENT_FLOOR, (slor - SLOR_LOW) / (SLOR_HIGH - SLOR_LOW)))
 
 
 _EVALUATIVE_VERBS = frozenset(
@@ -215,12 +258,34 @@ def _shape(s: Sentence) -> float:
     return length * clutter
 
 
+def tidy(text: str) -> str:
+    """A review sentence's spacing and repeated marks mended: "Friendly , happy" -> "Friendly,
+    happy"; "good.." -> "good."."""
+    return _REPEATED_MARK.sub(r"\1", _SPACE_BEFORE_MARK.sub(r"\1", text.strip()))
+
+
+_SPACE_BEFORE_MARK = regex.compile(r"\s+([,.;:!?])")
+_REPEATED_MARK = regex.compile(r"([,.!?])\1+")
+# a sentence opening with one of these has dropped its "I" ("Love the broth", "Highly
+# recommend"): third_person tells it with its reviewer
+_DROPPED_I = frozenset(
+    """love loved like liked recommend recommended highly went ordered tried ate visited
+    enjoyed stopped will would""".split()
+)
+
+
 def third_person(text: str, aspects: Sequence[str] = (), who: str = "one") -> tuple[str, bool]:
     """A review sentence told in the third person, and whether it names its reviewer: its
     first "I" or "we" (one reviewer's party) becomes "one reviewer" (`who` "another": "another
     reviewer", "the same": "the same reviewer"), later ones "they", "my" -> "their"; in the
-    present when it opens with its aspect ("The broth was rich." -> "The broth is rich.")."""
-    pieces = regex.findall(r"[\p{L}']+|[^\p{L}'\s]+|\s+", text.strip())
+    present when it opens with its aspect ("The broth was rich." -> "The broth is rich.");
+    an "I" dropped at its start is put back first ("Love the broth" -> "One reviewer loves
+    the broth")."""
+    text = tidy(text)
+    first, _, rest = text.partition(" ")
+    if rest and first.lower() in _DROPPED_I:
+        text = f"I {first.lower()} {rest}"
+    pieces = regex.findall(r"[\p{L}']+|[^\p{L}'\s]+|\s+", text)
     reviewer = f"{who} reviewer"
     named = False  # whether the reviewer has been named as the subject yet
     for k, piece in enumerate(pieces):
