@@ -196,7 +196,9 @@ def test_a_divided_business_is_said_to_be_divided(method):
     assert summary.text.startswith(
         "Reviewers are divided: they praise the broth but complain about the staff. "
     )
-    assert {s.polarity for s in summary.sentences} == {-1, 1}
+    opening, *said = summary.sentences  # the overview stands for the reviews it names
+    assert opening.aspect == "broth, staff" and opening.reviews == [0, 1, 2, 3]
+    assert {s.polarity for s in said} == {-1, 1}
 
 
 def test_an_overview_names_what_several_reviewers_praise(method):
@@ -209,6 +211,7 @@ def test_an_overview_names_what_several_reviewers_praise(method):
     ]
     summary = method.summarize(reviews)
     assert summary.text.startswith("Reviewers praise the broth and the noodles. ")
+    assert summary.sentences[0].count == 5 and summary.sentences[0].share == "5 of 5 reviews"
     one = method.summarize(reviews[:1] + reviews[3:4])  # one aspect: no overview
     assert one.text.startswith("The broth")
     two = ["The broth is rich and very hot.", "The staff is rude and very slow."]
@@ -260,8 +263,9 @@ def test_max_words_bounds_the_summary(method):
     ]
     long = method.summarize(reviews, max_words=100)
     short = method.summarize(reviews, max_words=8)
-    assert len(long.sentences) == 3
-    assert len(short.sentences) == 1
+    assert len(long.sentences) == 4  # the overview and three
+    assert long.text.startswith("Reviewers praise the broth, the noodles and the staff.")
+    assert len(short.sentences) == 1 and len(short.text.split()) <= 8
 
 
 def test_no_review_no_summary(method):

@@ -40,6 +40,7 @@ from denoisesum.data.corpus import CorpusReader
 from denoisesum.data.reviewsets import read_review_sets
 from denoisesum.data.synthetic import pair_record
 from denoisesum.data.tokenizer import Tokenizer
+from denoisesum.inference.methods import Attribution
 from denoisesum.inference.support import split_sentences
 from denoisesum.io import atomic_write
 from denoisesum.models.rating import find_rating_model
@@ -53,6 +54,7 @@ from denoisesum.opinions.method import (
     Casing,
     OpinionMethod,
     joined,
+    overview,
     review_polarity,
 )
 from denoisesum.opinions.sentences import distinct_reviews, read_sentences
@@ -177,8 +179,9 @@ def make_pairs(args) -> None:
 
 def opinion_inputs(texts, stars, method: OpinionMethod, max_words: int):
     """The opinions method's choice for one review set: per chosen opinion, the chosen
-    sentence and the sentences of its opinion most similar to it (tokens joined), its
-    polarity, and the share of unhappy reviews."""
+    sentence and the sentences of its opinion most similar to it (tokens joined), the
+    opinion, the quoted sentence and its aspects; the share of unhappy reviews, the
+    sentences and the number of distinct reviews."""
     distinct = distinct_reviews(texts)
     given = [stars[i] for i in distinct.first] if stars else None
     sentences, review_stars = read_sentences(distinct.texts, method.lexicon, method.rating, given)
@@ -198,8 +201,8 @@ def opinion_inputs(texts, stars, method: OpinionMethod, max_words: int):
             key=lambda i: -cosine(bag, unit_bag(sentences[i].tokens)),
         )[: INPUTS - 1]
         inputs = [" ".join(best.tokens)] + [" ".join(sentences[i].tokens) for i in rest]
-        out.append((inputs, c.opinion.polarity, best.text, best.aspects))
-    return out, unhappy, sentences
+        out.append((inputs, c.opinion, best.text, best.aspects))
+    return out, unhappy, sentences, len(distinct.texts)
 
 
 def summarize(args) -> None:
@@ -208,7 +211,7 @@ def summarize(args) -> None:
     sets = list(read_review_sets(args.sets))[: args.limit or None]
     records = []
     for n, review_set in enumerate(sets):
-        chosen, unhappy, sentences = opinion_inputs(
+        chosen, unhappy, sentences, total = opinion_inputs(
             review_set.reviews, None, method, DEFAULT_MAX_WORDS
         )
         written = (
@@ -222,17 +225,18 @@ def summarize(args) -> None:
             else []
         )
         attributions = []
-        for (_, polarity, quoted, aspects), result in zip(chosen, written, strict=True):
+        for (_, opinion, quoted, aspects), result in zip(chosen, written, strict=True):
             spans = split_sentences(result.summary)[:1]  # one sentence per opinion
             first = result.summary[slice(*spans[0])].strip() if spans else quoted
             who = "another" if any("reviewer" in a.text for a in attributions) else "one"
             text, _ = third_person(first, aspects, who)
-            attributions.append(_Said(text, polarity))
-        summary = (
-            joined(attributions, unhappy, "all", Casing(sentences, method.lexicon))
-            if attributions
-            else ""
-        )
+            holders = sorted(opinion.reviews)
+            attributions.append(
+                Attribution(text, opinion.label, opinion.polarity, holders, len(holders), total)
+            )
+        casing = Casing(sentences, method.lexicon)
+        opening = overview(attributions, unhappy, "all")  # as the method opens (method.py)
+        summary = joined(attributions, unhappy, "all", casing, opening) if attributions else ""
         records.append(
             {
                 "entity_id": review_set.entity_id,
@@ -243,13 +247,6 @@ def summarize(args) -> None:
         print(f"{n + 1}/{len(sets)}", file=sys.stderr)
     with atomic_write(Path(args.output), "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in records)
-
-
-class _Said:
-    """What method.joined reads of a sentence."""
-
-    def __init__(self, text: str, polarity: int) -> None:
-        self.text, self.polarity = text, polarity
 
 
 def main(argv=None) -> None:

@@ -24,7 +24,7 @@ from denoisesum.text import content_words, fold
 MIN_WORDS, MAX_WORDS = 5, 24
 # an opinion's sentences weighed (the first ones, in review order) and the others each is
 # compared with: a bounded cost, whatever the number of reviews
-MAX_CANDIDATES, MAX_OTHERS = 300, 100  # a summary sentence's words (what a reader takes in at once)
+MAX_CANDIDATES, MAX_OTHERS = 120, 50
 # a sentence opening with one of these leans on the one before it
 _LEANS = frozenset(
     """it it's its they they're their them this that these those he she him her his which
