@@ -54,7 +54,6 @@ from denoisesum.opinions.method import (
     Casing,
     OpinionMethod,
     joined,
-    overview,
     review_polarity,
 )
 from denoisesum.opinions.sentences import distinct_reviews, read_sentences
@@ -235,8 +234,7 @@ def summarize(args) -> None:
                 Attribution(text, opinion.label, opinion.polarity, holders, len(holders), total)
             )
         casing = Casing(sentences, method.lexicon)
-        opening = overview(attributions, unhappy, "all")  # as the method opens (method.py)
-        summary = joined(attributions, unhappy, "all", casing, opening) if attributions else ""
+        summary = joined(attributions, unhappy, "all", casing) if attributions else ""
         records.append(
             {
                 "entity_id": review_set.entity_id,

@@ -40,7 +40,6 @@ from denoisesum.opinions.fluency import Fluency, Scores
 from denoisesum.opinions.grouping import group_opinions
 from denoisesum.opinions.sentences import distinct_reviews, read_sentences
 from denoisesum.opinions.writing import third_person, tidy
-from denoisesum.text import fold
 
 # the opinions each slice says (its reviews: methods.in_slice)
 SIDES = {"all": (-1, 0, 1), "complaints": (-1,), "praise": (1,)}
@@ -183,12 +182,8 @@ class OpinionMethod:
         if not out:
             warnings.append("no opinion of the reviews could be written as a sentence")
         warnings += self._unknown_words(sentences)
-        opening = overview(out, unhappy, slice)
-        budget = max_words or DEFAULT_MAX_WORDS
-        if opening and sum(len(a.text.split()) for a in [opening, *out]) > budget:
-            opening = None  # the overview too fits in max_words
-        text = joined(out, unhappy, slice, Casing(sentences, self.lexicon), opening)
-        return OpinionSummary(text, [opening, *out] if opening else out, n, warnings)
+        text = joined(out, unhappy, slice, Casing(sentences, self.lexicon))
+        return OpinionSummary(text, out, n, warnings)
 
     def _slice(self, reviews, ratings, slice: str):
         """The reviews of the slice, their given stars and their positions in the input."""
@@ -261,94 +256,21 @@ class Casing:
 _MARKS = ".,!?;:()\"'"
 
 
-def joined(
-    sentences, unhappy: float, slice: str, casing: Casing | None = None, opening=None
-) -> str:
-    """A summary's sentences (their .text and .polarity) joined, after `opening` (`overview`'s
-    sentence) where there is one. Reviews divided open with DIVIDED_OPENING where there is
-    none, each side's sentences together (choosing.py orders them so); otherwise the
-    minority's one sentence comes last, marked with OTHER_SIDE (its first word lower-cased
+def joined(sentences, unhappy: float, slice: str, casing: Casing | None = None) -> str:
+    """A summary's sentences (their .text and .polarity) joined. Reviews divided open with
+    DIVIDED_OPENING, each side's sentences together (choosing.py orders them so); otherwise
+    the minority's one sentence comes last, marked with OTHER_SIDE (its first word lower-cased
     unless `casing` says it is a name). Blind judges marked "On the other hand" down between
     the sides of divided reviews, where most sentences do not answer the one before."""
     texts = [s.text for s in sentences]
     sides = [side_of(s.polarity) for s in sentences]
-    first = [opening.text] if opening else []
     if slice != "all" or len(set(sides)) < 2:
-        return " ".join(first + texts)
+        return " ".join(texts)
     if divided(unhappy):
-        return " ".join((first or [DIVIDED_OPENING]) + texts)
+        return " ".join([DIVIDED_OPENING, *texts])
     k = sides.index(sides[-1])  # the minority's sentence
     texts[k] = OTHER_SIDE + (casing or Casing([])).lower_first(texts[k])
-    return " ".join(first + texts)
-
-
-OVERVIEW_ASPECTS = 3  # aspects an overview names on each side, at most
-OVERVIEW_SHARE = 0.2  # of the reviews, that an aspect named in an overview is held by
-# aspects that read oddly as what reviewers praise or complain about ("they praise the order")
-_NOT_OVERVIEW = frozenset("order care east west north south coast airport".split())
-
-
-def overview(sentences: Sequence[Attribution], unhappy: float, slice: str) -> Attribution | None:
-    """One opening sentence that names the aspects of the summary's sentences that at least two
-    reviews praise (complain about), in the summary's order: "Reviewers praise the pho, the
-    pad thai and the service."; for divided reviews both sides ("Reviewers are divided: they
-    praise the pho but complain about the wait."). It stands for the reviews of the sentences
-    it names. None where fewer than two aspects (one a side, divided) are held that widely."""
-    praised, faulted = _aspects(sentences, 1), _aspects(sentences, -1)
-    both = set(praised) & set(faulted)  # said both ways: the sentences tell how
-    praised = {k: v for k, v in praised.items() if k not in both}
-    faulted = {k: v for k, v in faulted.items() if k not in both}
-    if slice == "all" and divided(unhappy):
-        if not (praised and faulted):
-            return None
-        text = (
-            f"Reviewers are divided: they praise {_listed(praised)} "
-            f"but complain about {_listed(faulted)}."
-        )
-        return _standing_for(text, {**praised, **faulted}, 0)
-    unhappy_side = slice == "complaints" or (slice == "all" and unhappy > 0.5)
-    names = faulted if unhappy_side else praised
-    if len(names) < 2:
-        return None
-    verb = "complain about" if unhappy_side else "praise"
-    return _standing_for(f"Reviewers {verb} {_listed(names)}.", names, -1 if unhappy_side else 1)
-
-
-def _aspects(sentences: Sequence[Attribution], polarity: int) -> dict[str, Attribution]:
-    """The aspects of one side held by at least two reviews and OVERVIEW_SHARE of them, as
-    their sentences name them ("the noodles"), with their sentences, in order."""
-    names: dict[str, Attribution] = {}
-    for s in sentences:
-        if s.polarity != polarity or s.count < max(2, OVERVIEW_SHARE * s.total):
-            continue
-        name = _as_written(s.text, s.aspect)
-        if name and name.split()[-1] not in _NOT_OVERVIEW:
-            names.setdefault(f"the {name}", s)
-    return dict(list(names.items())[:OVERVIEW_ASPECTS])
-
-
-def _standing_for(text: str, named: dict[str, Attribution], polarity: int) -> Attribution:
-    reviews = sorted({r for s in named.values() for r in s.reviews})
-    total = next(iter(named.values())).total
-    aspects = ", ".join(name.removeprefix("the ") for name in named)
-    return Attribution(text, aspects, polarity, reviews, len(reviews), total)
-
-
-def _as_written(text: str, aspect: str) -> str | None:
-    """The aspect as the sentence writes it ("noodles" for the aspect "noodle"), lower case;
-    None when the sentence names it otherwise."""
-    words = [w.strip(_MARKS).lower() for w in text.split()]
-    size = len(aspect.split())
-    for i in range(len(words) - size + 1):
-        found = words[i : i + size]
-        if " ".join([*found[:-1], fold(found[-1])]) == aspect:
-            return " ".join(found)
-    return None
-
-
-def _listed(names) -> str:
-    names = list(names)
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return " ".join(texts)
 
 
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
