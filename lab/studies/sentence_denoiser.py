@@ -6,11 +6,11 @@ write a review sentence from similar sentences of the same entity's other review
 noise) and from noised copies of it (document noise) writes an opinion's clean sentence from
 its sentences. Three steps, each resumable by its output:
 
-    python -m lab.studies.sentence_denoiser pairs ../shared/data/yelp/corpus/part-0[345].jsonl.xz \
-        -o runs/sentence-pairs --pairs 60000
+    python -m lab.studies.sentence_denoiser pairs ../shared/data/yelp/corpus/part-0[3456].jsonl.xz \
+        -o runs/sentence-pairs --pairs 50000
     denoisesum topics runs/sentence-pairs -o runs/sentence-topics --sample 30000
     denoisesum train runs/sentence-pairs -o runs/sentence-run --topics runs/sentence-topics \
-        --config lab/studies/sentence_denoiser.toml --max-minutes 60
+        --config lab/studies/sentence_denoiser.toml --max-minutes 55
     python -m lab.studies.sentence_denoiser summarize ../shared/data/yelp/meansum_dev.jsonl \
         --model runs/sentence-run -o runs/sentence-dev.jsonl
 
@@ -23,7 +23,8 @@ where the other sentences hold at least 60% of its content words: a target the i
 `summarize` runs the opinions method's stages (sentences, grouping, choosing) through their
 public functions, then writes each chosen opinion with the model from the chosen sentence and
 the opinion's sentences most similar to it, in place of the quoted sentence; the summary's
-framing (divided, the other side) is the method's.
+framing (divided, the other side) is the method's. Judged blind against quoting:
+lab/results/sentence-denoiser.md (not shipped).
 """
 
 from __future__ import annotations
