@@ -57,9 +57,8 @@ def opinion_table(summary: dict) -> list[str]:
     rows = ["| system | stratum | businesses | agreeing | misleading |", "|---|---|--:|--:|--:|"]
     for name in [n for n in LABELS if n in summary]:
         for stratum, o in sorted(summary[name].get("opinion", {}).items()):
-            rows.append(
-                f"| {LABELS[name]} | {stratum} | {o['n']} | {o['agree']:.0%} | {o['misleading']:.0%} |"
-            )
+            cells = f"{o['n']} | {o['agree']:.0%} | {o['misleading']:.0%}"
+            rows.append(f"| {LABELS[name]} | {stratum} | {cells} |")
     return rows
 
 
@@ -253,7 +252,7 @@ NOTES = [
     "  [lab/results/opinions-rounds/](../../lab/results/opinions-rounds/)): the method as shipped",
     "  before scored 3.64 readability here against 3.74 there. Compare systems within a round.",
     "- What changed this round (`before` -> `quote`): sentences weighed by how well they read",
-    "  (SLOR under the noising LM), fragments and leaning sentences not quoted, a dropped \"I\"",
+    '  (SLOR under the noising LM), fragments and leaning sentences not quoted, a dropped "I"',
     "  told with its reviewer, reviewers named so a reader can follow them. Judged: +0.08",
     "  readability on dev and 0.00 on part-15, neither significant.",
     "- Readability stays below the 4.4 target: each sentence is a reviewer's own, and a list of",
