@@ -26,7 +26,8 @@ from pathlib import Path
 
 import torch
 
-from denoisesum.data.vocab import Vocab
+from denoisesum.data.batch import pad_ids
+from denoisesum.data.vocab import UNK_ID, Vocab
 from denoisesum.models.bilm import BiLM, length_mask
 from denoisesum.models.store import load_bilm, noise_lm
 
@@ -53,20 +54,16 @@ class Fluency:
         """One SLOR per sentence (lower-cased tokens): higher reads better."""
         if not sentences:
             return []
-        encoded = [self.vocab.encode(tokens)[:MAX_TOKENS] or [PAD_UNK] for tokens in sentences]
-        lengths = torch.tensor([len(e) for e in encoded])  # [B]
-        ids = torch.zeros(len(encoded), int(lengths.max()), dtype=torch.long)  # [B, L]
-        for i, e in enumerate(encoded):
-            ids[i, : len(e)] = torch.tensor(e)
+        # an empty sentence scores as one unknown word
+        ids, lengths = pad_ids(
+            [self.vocab.encode(tokens)[:MAX_TOKENS] or [UNK_ID] for tokens in sentences]
+        )  # [B, L], [B]
         mask = length_mask(lengths, ids.shape[1])  # [B, L]
         contexts = self.lm.contexts(ids, lengths)  # [B, L, P]
         log_p = torch.zeros(ids.shape)  # [B, L] each word's log-probability from its context
         log_p[mask] = self.lm.head(contexts[mask], ids[mask]).output
         odds = (log_p - self.unigram[ids]) * mask  # [B, L]
         return (odds.sum(1) / lengths).tolist()
-
-
-PAD_UNK = 1  # <unk>: an empty sentence scores as one unknown word
 
 
 class Scores:

@@ -171,8 +171,9 @@ class OpinionMethod:
         for c in chosen:
             s = sentences[c.sentence]
             holders = sorted(positions[distinct.first[r]] for r in c.opinion.reviews)
-            text = tidy(s.text)
-            if not first_person:
+            if first_person:
+                text = tidy(s.text)
+            else:  # third_person tidies too
                 text, names = third_person(s.text, s.aspects, _who(s.review, named))
                 if names and s.review not in named:
                     named.append(s.review)
